@@ -1,0 +1,43 @@
+# Two commands a fresh clone needs (README): `make run` and `make test`.
+# Every install goes through constraints.txt, so torch is always the CPU build 2.13.0
+# found on disk, never a multi-GB CUDA release.
+
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+STAMP  := $(VENV)/.installed
+SPEC   ?= examples/torch_sweep.toml
+
+.PHONY: run test lint bench down
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[test]'
+	touch $@
+
+## make run: install, start the embedded cluster if none is reachable, launch the torch
+## sweep in a detached driver and open the TUI on it (quit with q; the run keeps going).
+run: $(STAMP)
+	$(BIN)/raytop run $(SPEC)
+
+## make test: install what the tests need and run the whole suite (lint first).
+test: $(STAMP)
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check --fix src tests examples benchmarks
+	$(BIN)/ruff format src tests examples benchmarks
+
+## make bench: the figures in docs/PERFORMANCE.md.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/freshness_bench.py
+
+## make down: stop the embedded cluster raytop started (never any other).
+down: $(STAMP)
+	$(BIN)/raytop down

@@ -1,0 +1,3 @@
+from raytop.cli import main
+
+main()

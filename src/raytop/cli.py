@@ -1,0 +1,262 @@
+"""The command line: ``raytop`` (attach the TUI), ``run``, ``status``, ``down``.
+
+Exit codes (also in ``raytop --help`` and docs/schema.md):
+  0  success (``run --no-tui``: every trial TERMINATED)
+  1  ``run --no-tui``: the experiment ended with trials not TERMINATED or an error finding
+  2  bad usage or input: spec errors, unreachable ``--address``, no terminal for the TUI
+  3  the embedded cluster could not be started
+Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from raytop.model import ExperimentStatus, Severity, Snapshot
+from raytop.model.format import fmt_value
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    click.echo(f"raytop: error: {message}", err=True)
+    sys.exit(code)
+
+
+def info(message: str) -> None:
+    click.echo(f"raytop: {message}", err=True)
+
+
+def _resolve_target(address: str | None):
+    from raytop.launch.cluster import resolve
+    from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
+
+    try:
+        return resolve(address)
+    except (ClusterUnreachable, RayUnsupported) as exc:
+        fail(str(exc))
+
+
+def _collector(target, experiments=None):
+    from raytop.sources.collect import SnapshotCollector
+
+    if target is None:
+        return SnapshotCollector(None, experiments=experiments)
+    return SnapshotCollector(target.address, embedded=target.embedded, experiments=experiments)
+
+
+def _open_tui(collector, refresh_s: float) -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        fail(
+            "no terminal for the TUI: use `raytop status --json`, or `kubectl exec -it` / `ssh -t`"
+        )
+    from raytop.tui.app import RaytopApp
+
+    RaytopApp(collector, refresh_s=refresh_s).run()
+
+
+address_option = click.option(
+    "--address",
+    metavar="HOST:PORT|auto",
+    help="Ray cluster (GCS) address; default RAY_ADDRESS, else the cluster raytop started, "
+    "else the one running on this machine.",
+)
+refresh_option = click.option(
+    "--refresh", "refresh_s", type=click.FloatRange(min=0.1), default=0.5, show_default=True,
+    help="Seconds between snapshots.",
+)  # fmt: skip
+
+
+@click.group(invoke_without_command=True, epilog=__doc__.split("\n\n", 1)[1])
+@address_option
+@refresh_option
+@click.version_option(package_name="raytop")
+@click.pass_context
+def main(ctx: click.Context, address: str | None, refresh_s: float) -> None:
+    """top for Ray Train and Ray Tune runs. Without a command: attach the TUI to the
+    experiments raytop launched (quitting it leaves them running)."""
+    if ctx.invoked_subcommand:
+        return
+    _open_tui(_collector(_resolve_target(address)), refresh_s)
+
+
+@main.command()
+@click.argument("spec")
+@address_option
+@click.option("--no-tui", is_flag=True, help="Print one line per change; exit when it ends.")
+@refresh_option
+def run(spec: str, address: str | None, no_tui: bool, refresh_s: float) -> None:
+    """Launch the sweep described by SPEC (TOML, see docs/spec.md) in a detached driver."""
+    from raytop.launch.cluster import start_embedded
+    from raytop.launch.driver import launch
+    from raytop.launch.spec import SpecError, load_spec
+    from raytop.rundir import driver_alive, raytop_dir_for
+    from raytop.sources.ray_adapter import ClusterUnreachable
+
+    try:
+        run_spec = load_spec(spec)
+    except SpecError as exc:
+        fail(str(exc))
+    raytop_dir = raytop_dir_for(run_spec.experiment_path, run_spec.experiment.name)
+    pid, alive = driver_alive(raytop_dir)
+    if alive:
+        fail(
+            f"experiment '{run_spec.experiment.name}' is already running (driver pid {pid}); "
+            "attach with `raytop`"
+        )
+    target = _resolve_target(address)
+    if target is None:
+        try:
+            target = start_embedded(run_spec.cluster, progress=info)
+        except ClusterUnreachable as exc:
+            fail(str(exc), EXIT_CLUSTER_START)
+    elif target.embedded:
+        _warn_if_cluster_differs(target, run_spec)
+    launched = launch(run_spec, target)
+    info(
+        f"launched '{run_spec.experiment.name}' (driver pid {launched.pid}, "
+        f"log {launched.log_path}) on {target.address}"
+    )
+    collector = _collector(target, [(run_spec.experiment_path, launched.raytop_dir)])
+    if no_tui:
+        sys.exit(_follow(collector, refresh_s, launched.log_path))
+    _open_tui(collector, refresh_s)
+    info("the run keeps going; `raytop` re-attaches")
+
+
+def _warn_if_cluster_differs(target, run_spec) -> None:
+    """A reused embedded cluster keeps the resources it was started with."""
+    from raytop.sources.ray_adapter import ClusterUnreachable, GcsReader
+
+    wanted = {"CPU": run_spec.cluster.num_cpus, "GPU": run_spec.cluster.num_gpus}
+    try:
+        nodes = GcsReader(target.address).nodes()
+    except ClusterUnreachable:
+        return
+    have = {r: sum(n["resources_total"].get(r, 0.0) for n in nodes if n["alive"]) for r in wanted}
+    differ = [f"{r} {have[r]:g} (spec: {n})" for r, n in wanted.items() if n is not None
+              and have[r] != n]  # fmt: skip
+    if differ:
+        info(
+            f"reusing the embedded cluster at {target.address} with {', '.join(differ)}; "
+            "`raytop down` first to start one with the spec's [cluster]"
+        )
+
+
+def progress_line(snapshot: Snapshot) -> str:
+    """One line that changes exactly when something a user cares about changes."""
+    parts = []
+    for exp in snapshot.experiments:
+        counts = " ".join(f"{n} {s}" for s, n in sorted(exp.status_counts().items()))
+        best = ""
+        if exp.metric:
+            scored = [t for t in exp.trials if isinstance(t.metrics.get(exp.metric), (int, float))]
+            if scored:
+                pick = min if exp.mode == "min" else max
+                top = pick(scored, key=lambda t: t.metrics[exp.metric])
+                best = f" | best {exp.metric}={fmt_value(top.metrics[exp.metric])} ({top.trial_id})"
+        iters = sum(t.iterations for t in exp.trials)
+        parts.append(f"{exp.name} {exp.status} | trials: {counts or 'none yet'} | "
+                     f"results {iters}{best}")  # fmt: skip
+    if not snapshot.cluster.connected:
+        parts.append(f"cluster DISCONNECTED ({snapshot.cluster.error})")
+    for finding in snapshot.findings:
+        if finding.severity == Severity.ERROR:
+            parts.append(f"{finding.kind}: {finding.message}")
+    return " | ".join(parts)
+
+
+def _follow(collector, refresh_s: float, log_path: Path) -> int:
+    """``run --no-tui``: print on change until the driver has ended."""
+    last = None
+    try:
+        while True:
+            snapshot = collector.collect()
+            line = progress_line(snapshot)
+            if line != last:
+                click.echo(f"{time.strftime('%H:%M:%S')} {line}", nl=True)
+                last = line
+            exp = snapshot.experiments[0]
+            if exp.status not in (ExperimentStatus.RUNNING, ExperimentStatus.STARTING):
+                break
+            time.sleep(refresh_s)
+    except KeyboardInterrupt:
+        info("stopped watching; the run keeps going; `raytop` re-attaches")
+        return EXIT_OK
+    if exp.all_terminated and not any(f.severity == Severity.ERROR for f in snapshot.findings):
+        return EXIT_OK
+    if not exp.trials:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["(empty)"]
+        info(f"the driver ended before any trial started; last log line: {tail[0]}")
+    info(f"experiment ended {exp.status}; driver log: {log_path}")
+    return EXIT_RUN_FAILED
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="The snapshot as JSON (docs/schema.md).")
+@click.option(
+    "--experiment", "experiments", multiple=True, metavar="PATH",
+    help="An experiment folder to include (repeatable); default: what raytop launched.",
+)  # fmt: skip
+@address_option
+def status(as_json: bool, experiments: tuple[str, ...], address: str | None) -> None:
+    """Print the snapshot the TUI shows, once."""
+    from raytop.rundir import is_uri
+
+    chosen = None
+    if experiments:
+        chosen = []
+        for path in experiments:
+            if not is_uri(path):
+                folder = Path(path).expanduser().resolve()
+                if not folder.is_dir():
+                    fail(f"--experiment {path}: no such folder")
+                path = str(folder)
+            chosen.append((path, None))
+    snapshot = _collector(_resolve_target(address), chosen).collect()
+    if as_json:
+        click.echo(json.dumps(snapshot.to_json(), indent=2, default=str))
+        return
+    click.echo(status_text(snapshot))
+
+
+def status_text(snapshot: Snapshot) -> str:
+    """The snapshot for a human without a TUI: cluster, trials, findings."""
+    from raytop.model.format import fmt_duration, fmt_params
+
+    c = snapshot.cluster
+    if c.connected:
+        usage = ", ".join(
+            f"{r} {fmt_value(c.used(r))}/{fmt_value(c.total(r))}" for r in ("CPU", "GPU")
+        )
+        where = f"{c.address}{' (embedded)' if c.embedded else ''}"
+        lines = [f"cluster {where}: {c.alive_nodes} node(s), {usage}, Ray {c.ray_version}"]
+    else:
+        lines = [f"cluster DISCONNECTED: {c.error}"]
+    for exp in snapshot.experiments:
+        lines.append(f"experiment {exp.name} {exp.status} ({exp.path})")
+        lines += [f"  warning: {w}" for w in exp.warnings]
+        for t in exp.trials:
+            metric = fmt_value(t.metrics.get(exp.metric)) if exp.metric else ""
+            lines.append(f"  {t.trial_id:<14} {t.status:<10} {metric:>10} iter {t.iterations:<4} "
+                         f"{fmt_duration(t.elapsed_s):>6}  {fmt_params(t.config)}")  # fmt: skip
+    if not snapshot.experiments:
+        lines.append("no experiments (launch one with `raytop run SPEC`)")
+    lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
+    return "\n".join(lines)
+
+
+@main.command()
+def down() -> None:
+    """Stop the embedded cluster raytop started (never any other cluster)."""
+    from raytop.launch.cluster import stop_embedded
+
+    if stop_embedded(progress=info):
+        info("embedded cluster stopped")
+    else:
+        info("no cluster started by raytop is recorded; nothing to stop")

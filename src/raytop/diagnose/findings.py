@@ -1,0 +1,87 @@
+"""The findings of the foundation: a lost cluster, a metric never reported, errored
+trials, a driver that exited with work unfinished."""
+
+from __future__ import annotations
+
+from raytop.model import Cluster, Experiment, ExperimentStatus, Finding, Severity
+
+
+def cluster_findings(cluster: Cluster) -> list[Finding]:
+    if cluster.connected:
+        return []
+    return [
+        Finding(
+            kind="cluster_unreachable",
+            severity=Severity.ERROR,
+            subject=f"cluster {cluster.address or '(none)'}",
+            message=cluster.error or "no Ray cluster reachable",
+            evidence={"address": cluster.address},
+        )
+    ]
+
+
+def metric_findings(experiment: Experiment) -> list[Finding]:
+    """The ``[tune] metric`` must appear in what trials report; say so on the first
+    result without it, with what was reported instead."""
+    metric = experiment.metric
+    if not metric:
+        return []
+    missing = [t for t in experiment.trials if t.iterations > 0 and metric not in t.metrics]
+    if not missing:
+        return []
+    reported = sorted({k for t in missing for k in t.metrics if k != "training_iteration"})
+    ids = [t.trial_id for t in missing]
+    return [
+        Finding(
+            kind="metric_missing",
+            severity=Severity.ERROR,
+            subject=f"experiment {experiment.name}",
+            message=(
+                f"metric '{metric}' named in [tune] was never reported by "
+                f"{len(ids)} trial(s) ({', '.join(ids[:3])}{'…' if len(ids) > 3 else ''}); "
+                f"they report: {', '.join(reported) or 'nothing'}"
+            ),
+            evidence={"metric": metric, "trials": ids, "reported": reported},
+        )
+    ]
+
+
+def trial_error_findings(experiment: Experiment) -> list[Finding]:
+    return [
+        Finding(
+            kind="trial_error",
+            severity=Severity.ERROR,
+            subject=f"trial {t.trial_id}",
+            message=f"errored after {t.num_failures} failure(s): {t.error or 'see its error.txt'}",
+            evidence={"experiment": experiment.name, "num_failures": t.num_failures},
+        )
+        for t in experiment.trials
+        if t.status == "ERROR"
+    ]
+
+
+def driver_findings(experiment: Experiment) -> list[Finding]:
+    if experiment.status != ExperimentStatus.INTERRUPTED:
+        return []
+    unfinished = [t.trial_id for t in experiment.trials if not t.ended]
+    return [
+        Finding(
+            kind="driver_exited",
+            severity=Severity.WARNING,
+            subject=f"experiment {experiment.name}",
+            message=(
+                f"the Tune driver (pid {experiment.driver_pid}) is gone with "
+                f"{len(unfinished)} trial(s) unfinished; the experiment can be resumed"
+            ),
+            evidence={"driver_pid": experiment.driver_pid, "unfinished": unfinished},
+        )
+    ]
+
+
+def diagnose(cluster: Cluster, experiments: tuple[Experiment, ...]) -> tuple[Finding, ...]:
+    findings = cluster_findings(cluster)
+    for experiment in experiments:
+        findings += metric_findings(experiment)
+        findings += trial_error_findings(experiment)
+        findings += driver_findings(experiment)
+    return tuple(findings)

@@ -1,0 +1,203 @@
+"""Connect to a cluster, or start (and later stop) the embedded one (DESIGN decision 5).
+
+Address precedence: ``--address`` > ``RAY_ADDRESS`` > the embedded cluster raytop started
+and recorded > the cluster last started on this machine. With none of these reachable,
+``raytop run`` starts ``ray start --head --block`` with the spec's logical resources. The
+``--block`` process owns the cluster: SIGTERM to it stops exactly that cluster and
+nothing else on the machine (``ray stop`` would stop every cluster).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from raytop.home import raytop_home, read_json, write_json_atomic
+from raytop.launch.spec import ClusterSection
+from raytop.sources import ray_adapter
+from raytop.sources.ray_adapter import ClusterUnreachable
+
+EMBEDDED_START_TIMEOUT_S = 90.0
+EMBEDDED_STOP_TIMEOUT_S = 45.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """A cluster to talk to: its GCS address and whether raytop started it."""
+
+    address: str
+    embedded: bool
+
+
+def _cluster_record_path() -> Path:
+    return raytop_home() / "cluster.json"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def embedded_record() -> dict | None:
+    """The embedded cluster raytop started, if its owning process still runs."""
+    record = read_json(_cluster_record_path())
+    if not record or not _pid_alive(int(record.get("pid", -1))):
+        return None
+    return record
+
+
+def normalise_address(address: str) -> str:
+    if address.startswith("ray://"):
+        raise ClusterUnreachable(
+            f"{address}: Ray Client addresses are not supported; give the GCS address "
+            "(host:port, e.g. 10.0.0.5:6379) or 'auto'"
+        )
+    if address == "auto":
+        found = ray_adapter.local_cluster_address()
+        if not found:
+            raise ClusterUnreachable("--address auto: no Ray cluster was started on this machine")
+        return found
+    if ":" not in address:
+        return f"{address}:6379"
+    return address
+
+
+def resolve(cli_address: str | None) -> Target | None:
+    """The cluster to use, or None when nothing is reachable and none was named.
+
+    A named address (flag or RAY_ADDRESS) that cannot be reached raises
+    ClusterUnreachable within a few seconds: the user asked for that cluster.
+    """
+    named = cli_address or os.environ.get("RAY_ADDRESS") or None
+    if named:
+        address = normalise_address(named)
+        ray_adapter.probe_tcp(address)
+        record = embedded_record()
+        return Target(address, embedded=bool(record and record["address"] == address))
+    record = embedded_record()
+    if record:
+        try:
+            ray_adapter.probe_tcp(record["address"])
+            return Target(record["address"], embedded=True)
+        except ClusterUnreachable:
+            pass
+    found = ray_adapter.local_cluster_address()
+    if found:
+        try:
+            ray_adapter.probe_tcp(found, timeout_s=1.0)
+            return Target(found, embedded=False)
+        except ClusterUnreachable:
+            pass
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray_executable() -> str:
+    beside = Path(sys.executable).with_name("ray")
+    return str(beside) if beside.exists() else (shutil.which("ray") or "ray")
+
+
+def start_embedded(
+    cluster: ClusterSection, progress: Callable[[str], None] = lambda _msg: None
+) -> Target:
+    """Start a local head node on loopback with logical resources and wait for it."""
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    cmd = [
+        _ray_executable(), "start", "--head", "--block",
+        f"--port={port}",
+        "--node-ip-address=127.0.0.1",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={_free_port()}",
+        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--ray-client-server-port={_free_port()}",
+        "--disable-usage-stats",
+    ]  # fmt: skip
+    if cluster.num_cpus is not None:
+        cmd.append(f"--num-cpus={cluster.num_cpus}")
+    if cluster.num_gpus is not None:
+        cmd.append(f"--num-gpus={cluster.num_gpus}")
+    if cluster.resources:
+        cmd.append(f"--resources={json.dumps(cluster.resources)}")
+    log_path = raytop_home() / "cluster.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    write_json_atomic(
+        _cluster_record_path(),
+        {"address": address, "pid": proc.pid, "started_at": time.time(), "log": str(log_path)},
+    )
+    progress(f"starting an embedded Ray cluster at {address} (log: {log_path})")
+    reader = ray_adapter.GcsReader(address)
+    deadline = time.monotonic() + EMBEDDED_START_TIMEOUT_S
+    started = time.monotonic()
+    while True:
+        if proc.poll() is not None:
+            _cluster_record_path().unlink(missing_ok=True)
+            raise ClusterUnreachable(
+                f"the embedded Ray cluster exited during start (code {proc.returncode}); "
+                f"see {log_path}"
+            )
+        try:
+            if any(n["alive"] for n in reader.nodes()):
+                break
+        except ClusterUnreachable:
+            pass
+        if time.monotonic() > deadline:
+            stop_embedded()
+            raise ClusterUnreachable(
+                f"the embedded Ray cluster did not come up in {EMBEDDED_START_TIMEOUT_S:.0f} s; "
+                f"see {log_path}"
+            )
+        progress(f"waiting for the embedded cluster… {time.monotonic() - started:.0f}s")
+        time.sleep(1.0)
+    reader.reset()
+    progress(f"embedded Ray cluster up at {address} in {time.monotonic() - started:.1f}s")
+    return Target(address, embedded=True)
+
+
+def stop_embedded(progress: Callable[[str], None] = lambda _msg: None) -> bool:
+    """Stop the cluster raytop started; False when there is none. Never touches others."""
+    record = read_json(_cluster_record_path())
+    if not record:
+        return False
+    pid = int(record["pid"])
+    if _pid_alive(pid):
+        progress(f"stopping the embedded Ray cluster at {record['address']} (pid {pid})")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + EMBEDDED_STOP_TIMEOUT_S
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.2)
+        if _pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    _cluster_record_path().unlink(missing_ok=True)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when we are the parent (tests), so the pid really goes."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)

@@ -1,0 +1,143 @@
+"""The detached Tune driver (DESIGN decision 4): it outlives the terminal that started it.
+
+``launch(spec, target)`` starts ``python -m raytop.launch.driver`` in its own session with
+its output in ``<raytop_dir>/driver.log`` and writes ``driver.json`` (pid, host, spec,
+address). When the driver ends it writes ``exit.json``. The raytop dir sits inside the
+experiment folder for local storage (see ``raytop.rundir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from raytop.home import register_experiment, write_json_atomic
+from raytop.launch.cluster import Target
+from raytop.launch.spec import RunSpec, load_spec
+from raytop.rundir import raytop_dir_for
+
+# Set for launched drivers unless the user set them; propagated by Ray to the Train
+# controller and workers (RAY_NOTES h). The 0.5 s poll lets a worker's report reach the
+# screen within a second instead of waiting for Train's default 2 s poll.
+DRIVER_ENV_DEFAULTS = {
+    "RAY_TRAIN_ENABLE_STATE_TRACKING": "1",
+    "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.5",
+    # A missing metric becomes a raytop finding instead of crashing the whole sweep.
+    "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1",
+    "RAY_TRAIN_ENABLE_PRINT_PATCH": "0",
+}
+
+
+@dataclass(frozen=True)
+class Launched:
+    pid: int
+    raytop_dir: Path
+    log_path: Path
+
+
+def launch(spec: RunSpec, target: Target) -> Launched:
+    raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)
+    raytop_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("exit.json", "trials.json"):
+        (raytop_dir / stale).unlink(missing_ok=True)
+    shutil.copyfile(spec.path, raytop_dir / "spec.toml")
+    log_path = raytop_dir / "driver.log"
+    env = {**DRIVER_ENV_DEFAULTS, **os.environ}
+    env.pop("RAY_ADDRESS", None)  # the driver gets the resolved address explicitly
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "raytop.launch.driver", str(spec.path),
+             "--address", target.address, "--raytop-dir", str(raytop_dir)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env=env, cwd=spec.spec_dir,
+        )  # fmt: skip
+    write_json_atomic(
+        raytop_dir / "driver.json",
+        {
+            "pid": proc.pid,
+            "host": socket.gethostname(),
+            "spec": str(spec.path),
+            "address": target.address,
+            "experiment_name": spec.experiment.name,
+            "experiment_path": spec.experiment_path,
+            "metric": spec.tune.metric,
+            "mode": spec.tune.mode,
+            "started_at": time.time(),
+        },
+    )
+    register_experiment(spec.experiment.name, spec.experiment_path, raytop_dir)
+    return Launched(proc.pid, raytop_dir, log_path)
+
+
+def run_driver(spec: RunSpec, address: str, raytop_dir: Path) -> int:
+    """The body of the detached driver process: one ``Tuner.fit()``."""
+    import ray
+    from ray import tune
+
+    from raytop.launch.trainable import make_trainable, param_space
+    from raytop.probe.trial_probe import TrialProbe
+
+    pythonpath = os.pathsep.join(p for p in (str(spec.spec_dir), os.environ.get("PYTHONPATH")) if p)
+    ray.init(
+        address=address,
+        runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+        log_to_driver=True,
+    )
+    tune_config = tune.TuneConfig(
+        metric=spec.tune.metric,
+        mode=spec.tune.mode,
+        num_samples=spec.tune.num_samples,
+        max_concurrent_trials=spec.tune.max_concurrent_trials,
+    )
+    run_config = tune.RunConfig(
+        name=spec.experiment.name,
+        storage_path=spec.experiment.storage_path,
+        failure_config=tune.FailureConfig(max_failures=spec.failure.trial_max_failures),
+        callbacks=[TrialProbe(str(raytop_dir))],
+        verbose=1,
+    )
+    resources = {
+        k.lower() if k in ("CPU", "GPU") else k: v for k, v in spec.trial_resources.items()
+    }
+    tuner = tune.Tuner(
+        tune.with_resources(make_trainable(spec), resources),
+        param_space=param_space(spec),
+        tune_config=tune_config,
+        run_config=run_config,
+    )
+    results = tuner.fit()
+    print(f"raytop driver: {len(results)} trials, {results.num_errors} errored")
+    return 0 if results.num_errors == 0 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="raytop-driver")
+    parser.add_argument("spec")
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--raytop-dir", required=True)
+    args = parser.parse_args(argv)
+    raytop_dir = Path(args.raytop_dir)
+    code, error = 1, None
+    try:
+        code = run_driver(load_spec(args.spec), args.address, raytop_dir)
+    except BaseException as exc:  # record why, whatever it was, then re-raise
+        error = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
+        raise
+    finally:
+        write_json_atomic(
+            raytop_dir / "exit.json", {"code": code, "error": error, "finished_at": time.time()}
+        )
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The Tune function trainables raytop launches (RAY_NOTES e: the documented 2.58 pattern).
+
+For ``kind = "torch"`` each Tune trial is the driver of its own Train run: it builds a
+``TorchTrainer`` inside the trial, passes the trial's params through
+``train_loop_config``, gives the run a unique name and storage under the experiment, and
+builds ``ray.train.RunConfig(callbacks=[TuneReportCallback()])`` inside the Tune session
+(its constructor needs the session). Train and Tune failure settings stay apart.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from raytop.launch.spec import RunSpec
+
+TRAIN_RUNS_DIR = "train_runs"
+
+
+def load_entrypoint(spec: RunSpec) -> Callable[..., Any]:
+    """Import ``module:function`` with the spec's folder importable (as on the workers)."""
+    folder = str(spec.spec_dir)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module = importlib.import_module(spec.trainable.module)
+    return getattr(module, spec.trainable.function)
+
+
+def train_run_name(experiment_name: str, trial_id: str) -> str:
+    """Unique per trial, stable across Tune retries and restores: a retried or restored
+    trial resumes its Train run from the run's checkpoint snapshot (RAY_NOTES b, e)."""
+    return f"{experiment_name}-{trial_id}"
+
+
+def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
+    train_loop = load_entrypoint(spec)
+    scaling = spec.scaling
+    failure = spec.failure
+    num_to_keep = spec.checkpoint.num_to_keep
+    train_storage = f"{spec.experiment_path}/{TRAIN_RUNS_DIR}"
+
+    def raytop_torch_trial(config: dict[str, Any]) -> None:
+        import ray.train
+        from ray import tune
+        from ray.train.torch import TorchTrainer
+        from ray.tune.integration.ray_train import TuneReportCallback
+
+        ctx = tune.get_context()
+        run_config = ray.train.RunConfig(
+            name=train_run_name(ctx.get_experiment_name(), ctx.get_trial_id()),
+            storage_path=train_storage,
+            callbacks=[TuneReportCallback()],
+            failure_config=ray.train.FailureConfig(
+                max_failures=failure.max_failures,
+                controller_failure_limit=failure.controller_failure_limit,
+                max_preemption_failures=failure.max_preemption_failures,
+            ),
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=num_to_keep),
+        )
+        num_workers = scaling.num_workers
+        trainer = TorchTrainer(
+            train_loop,
+            train_loop_config=dict(config),
+            scaling_config=ray.train.ScalingConfig(
+                num_workers=tuple(num_workers) if isinstance(num_workers, tuple) else num_workers,
+                use_gpu=scaling.use_gpu,
+                resources_per_worker=scaling.resources_per_worker,
+                placement_strategy=scaling.placement_strategy,
+            ),
+            run_config=run_config,
+        )
+        trainer.fit()
+
+    return raytop_torch_trial
+
+
+def make_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], Any]:
+    if spec.trainable.kind == "torch":
+        return make_torch_trainable(spec)
+    return load_entrypoint(spec)
+
+
+def param_space(spec: RunSpec) -> dict[str, Any]:
+    """The ``[param_space]`` samplers as Tune search-space objects."""
+    from ray import tune
+
+    space: dict[str, Any] = {}
+    for key, sampler in spec.param_space.items():
+        values = sampler.values
+        if sampler.kind == "grid":
+            space[key] = tune.grid_search(list(values))
+        elif sampler.kind == "choice":
+            space[key] = tune.choice(list(values))
+        elif sampler.kind == "uniform":
+            space[key] = tune.uniform(*values)
+        elif sampler.kind == "loguniform":
+            space[key] = tune.loguniform(*values)
+        elif sampler.kind == "randint":
+            space[key] = tune.randint(*values)
+        else:
+            space[key] = values
+    return space

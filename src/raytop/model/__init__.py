@@ -1,0 +1,29 @@
+"""Frozen, stdlib-only data the whole product passes around.
+
+Everything the sources collect becomes these objects; the TUI, ``status --json`` and
+``check`` all read the same ``Snapshot``. Nothing here may import ray or textual.
+"""
+
+from raytop.model.snapshot import (
+    TERMINAL_TRIAL_STATUSES,
+    Cluster,
+    Experiment,
+    ExperimentStatus,
+    Finding,
+    Node,
+    Severity,
+    Snapshot,
+    Trial,
+)
+
+__all__ = [
+    "TERMINAL_TRIAL_STATUSES",
+    "Cluster",
+    "Experiment",
+    "ExperimentStatus",
+    "Finding",
+    "Node",
+    "Severity",
+    "Snapshot",
+    "Trial",
+]

@@ -1,0 +1,42 @@
+"""Human strings for the faces (TUI cells, progress lines), computed off the UI thread."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """``75.2`` → ``1m15s``; ``None`` → ``-``."""
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "-"
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def fmt_value(value: Any) -> str:
+    """A metric or config value in at most ~10 characters."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if value == 0 or 1e-3 <= abs(value) < 1e5:
+            return f"{value:.4g}"
+        return f"{value:.3e}"
+    return str(value)
+
+
+def fmt_params(config: dict[str, Any]) -> str:
+    """``{"lr": 0.01, "hidden": 32}`` → ``lr=0.01 hidden=32``."""
+    return " ".join(f"{k}={fmt_value(v)}" for k, v in sorted(config.items()))
+
+
+def fmt_resources(resources: dict[str, float]) -> str:
+    return ", ".join(f"{k}: {fmt_value(v)}" for k, v in sorted(resources.items()))

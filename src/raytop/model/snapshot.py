@@ -1,0 +1,153 @@
+"""The snapshot: one consistent picture of a cluster and the experiments raytop watches.
+
+The JSON form (``to_json`` / ``from_json``) is the documented schema of
+``raytop status --json`` (docs/schema.md): fields are only ever added, never renamed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+TERMINAL_TRIAL_STATUSES = frozenset({"TERMINATED", "ERROR"})
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class ExperimentStatus(StrEnum):
+    STARTING = "STARTING"  # driver alive, no trial known yet
+    RUNNING = "RUNNING"  # driver alive
+    FINISHED = "FINISHED"  # driver gone, every trial TERMINATED
+    ERRORED = "ERRORED"  # driver gone, every trial ended, at least one ERROR
+    INTERRUPTED = "INTERRUPTED"  # driver gone (or unknown) with trials unfinished
+    UNKNOWN = "UNKNOWN"  # nothing readable on disk yet
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: str
+    address: str
+    alive: bool
+    is_head: bool
+    resources_total: dict[str, float] = field(default_factory=dict)
+    resources_available: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def used(self, resource: str) -> float:
+        # Ray leaves fully used resources out of the available map: absent means 0 free.
+        total = self.resources_total.get(resource, 0.0)
+        return total - self.resources_available.get(resource, 0.0)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """What the GCS says; ``connected=False`` with ``error`` when it cannot be reached."""
+
+    address: str | None
+    connected: bool
+    error: str | None = None
+    embedded: bool = False
+    ray_version: str | None = None
+    nodes: tuple[Node, ...] = ()
+
+    def total(self, resource: str) -> float:
+        return sum(n.resources_total.get(resource, 0.0) for n in self.nodes if n.alive)
+
+    def used(self, resource: str) -> float:
+        return sum(n.used(resource) for n in self.nodes if n.alive)
+
+    @property
+    def alive_nodes(self) -> int:
+        return sum(1 for n in self.nodes if n.alive)
+
+
+@dataclass(frozen=True)
+class Trial:
+    trial_id: str
+    status: str  # Tune's: PENDING, RUNNING, PAUSED, TERMINATED, ERROR
+    config: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    num_failures: int = 0
+    iterations: int = 0
+    elapsed_s: float | None = None
+    error: str | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.status in TERMINAL_TRIAL_STATUSES
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    path: str
+    status: ExperimentStatus
+    metric: str | None = None
+    mode: str | None = None
+    trials: tuple[Trial, ...] = ()
+    driver_pid: int | None = None
+    driver_alive: bool | None = None  # None: not launched by raytop, unknown
+    warnings: tuple[str, ...] = ()  # e.g. "experiment state unreadable; showing last good copy"
+
+    @property
+    def all_terminated(self) -> bool:
+        return bool(self.trials) and all(t.status == "TERMINATED" for t in self.trials)
+
+    def status_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for t in self.trials:
+            counts[t.status] = counts.get(t.status, 0) + 1
+        return counts
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis: what is wrong (or noteworthy), about what, in one line."""
+
+    kind: str
+    severity: Severity
+    subject: str
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    taken_at: float
+    cluster: Cluster
+    experiments: tuple[Experiment, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["schema_version"] = SCHEMA_VERSION
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Snapshot:
+        cluster = dict(data["cluster"])
+        cluster["nodes"] = tuple(Node(**n) for n in cluster.get("nodes", ()))
+        experiments = []
+        for e in data.get("experiments", ()):
+            e = dict(e)
+            e["status"] = ExperimentStatus(e["status"])
+            e["trials"] = tuple(Trial(**t) for t in e.get("trials", ()))
+            e["warnings"] = tuple(e.get("warnings", ()))
+            experiments.append(Experiment(**e))
+        findings = tuple(
+            Finding(**{**f, "severity": Severity(f["severity"])}) for f in data.get("findings", ())
+        )
+        return cls(
+            taken_at=data["taken_at"],
+            cluster=Cluster(**cluster),
+            experiments=tuple(experiments),
+            findings=findings,
+        )

@@ -1,0 +1,1 @@
+"""Code that runs inside Ray processes (the Tune driver, Train workers)."""

@@ -1,0 +1,108 @@
+"""TrialProbe: a Tune callback in the driver that publishes the live trial table.
+
+Tune only syncs its experiment state to storage every 10 s or more (RAY_NOTES f); the
+driver itself knows every result the moment it arrives. The probe writes the table to
+``<raytop_dir>/trials.json`` (atomic rename, at most every ``min_interval_s``), which the
+raytop faces read. It never raises into Tune: a failed write is counted and retried.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+from raytop.home import write_json_atomic
+
+# Tune's bookkeeping keys: not metrics the user reported.
+_TUNE_KEYS = {
+    "config", "date", "done", "experiment_tag", "hostname", "iterations_since_restore",
+    "node_ip", "pid", "time_since_restore", "time_this_iter_s", "timestamp", "trial_id",
+    "checkpoint_dir_name", "should_checkpoint",
+}  # fmt: skip
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (int, str, bool)) or value is None
+
+
+def trial_row(trial: Any, result: dict[str, Any] | None) -> dict[str, Any]:
+    """The model.Trial fields of a Tune trial, JSON-ready."""
+    result = result if result is not None else (trial.last_result or {})
+    metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and _scalar(v)}
+    error = None
+    if trial.status == "ERROR" and trial.error_file:
+        try:
+            lines = [ln for ln in Path(trial.error_file).read_text().splitlines() if ln.strip()]
+            error = lines[-1][:300] if lines else None
+        except OSError:
+            error = "error file unreadable"
+    return {
+        "trial_id": trial.trial_id,
+        "status": trial.status,
+        "config": {k: v for k, v in (trial.config or {}).items() if _scalar(v)},
+        "metrics": metrics,
+        "num_failures": int(trial.num_failures or 0),
+        "iterations": int(result.get("training_iteration") or 0),
+        "elapsed_s": result.get("time_total_s"),
+        "error": error,
+    }
+
+
+class TrialProbe(Callback):
+    def __init__(self, raytop_dir: str, min_interval_s: float = 0.2) -> None:
+        self._path = Path(raytop_dir) / "trials.json"
+        self._min_interval_s = min_interval_s
+        self._trials: list[Any] = []
+        self._results: dict[str, dict[str, Any]] = {}
+        self._dirty = False
+        self._last_write = 0.0
+        self.write_failures = 0
+
+    def _touch(self, trials: list[Any]) -> None:
+        self._trials = trials
+        self._dirty = True
+
+    def _flush(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self._dirty or (not force and now - self._last_write < self._min_interval_s):
+            return
+        rows = [trial_row(t, self._results.get(t.trial_id)) for t in self._trials]
+        try:
+            write_json_atomic(self._path, {"updated_at": time.time(), "trials": rows})
+        except Exception:
+            self.write_failures += 1
+            return
+        self._dirty = False
+        self._last_write = now
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        self._results[trial.trial_id] = dict(result)
+        self._touch(trials)
+        self._flush()
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        self._touch(trials)
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._touch(trials)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._touch(trials)
+
+    def on_trial_recover(self, iteration, trials, trial, **info):
+        self._touch(trials)
+
+    def on_step_end(self, iteration, trials, **info):
+        if len(trials) != len(self._trials):
+            self._touch(trials)
+        self._flush()
+
+    def on_experiment_end(self, trials, **info):
+        self._touch(trials)
+        self._flush(force=True)

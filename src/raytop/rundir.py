@@ -1,0 +1,48 @@
+"""The raytop dir of a launched run: what the detached driver leaves for the faces.
+
+``driver.json`` (pid, host, spec, address, metric), ``exit.json`` (written when the
+driver ends), ``trials.json`` (the TrialProbe's live table), ``spec.toml`` (the spec as
+launched) and ``driver.log``. It sits inside the experiment folder for local storage, else
+under ``$RAYTOP_HOME/runs/<name>``.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from raytop.home import raytop_home, read_json
+
+RAYTOP_DIR_NAME = ".raytop"
+
+
+def is_uri(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def local_path(path: str) -> str:
+    return path[len("file://") :] if path.startswith("file://") else path
+
+
+def raytop_dir_for(experiment_path: str, name: str) -> Path:
+    if is_uri(experiment_path):
+        return raytop_home() / "runs" / name
+    return Path(local_path(experiment_path)) / RAYTOP_DIR_NAME
+
+
+def driver_alive(raytop_dir: Path) -> tuple[int | None, bool | None]:
+    """(pid, alive) of the driver recorded in ``raytop_dir``; alive is None when it ran on
+    another host (cannot tell from here)."""
+    info = read_json(raytop_dir / "driver.json")
+    if not info:
+        return None, None
+    pid = int(info["pid"])
+    if (raytop_dir / "exit.json").exists():
+        return pid, False
+    if info.get("host") != socket.gethostname():
+        return pid, None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid, False
+    return pid, b"raytop.launch.driver" in cmdline

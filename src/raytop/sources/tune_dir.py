@@ -1,0 +1,141 @@
+"""Reads an experiment folder into ``model.Experiment``, defensively (DESIGN decision 8).
+
+For a run raytop launched, the live trial table comes from the TrialProbe's
+``.raytop/trials.json`` and the driver's liveness from ``driver.json`` / ``exit.json``.
+For any other Tune experiment folder it falls back to Tune's own
+``experiment_state-*.json`` (newest by name, as Tune picks it). Both are re-read on a parse
+error, and the last good copy is kept with a warning when a file is half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from raytop.model import Experiment, ExperimentStatus, Trial
+from raytop.rundir import RAYTOP_DIR_NAME, driver_alive, is_uri, local_path
+
+PARSE_RETRIES = 3
+
+
+def _trial_from_state(trial_json: str, meta_json: str) -> Trial:
+    trial = json.loads(trial_json)
+    meta = json.loads(meta_json)
+    last = meta.get("last_result") or {}
+    if isinstance(last, str):
+        last = json.loads(last)
+    metrics = {
+        k: v
+        for k, v in last.items()
+        if k != "config" and isinstance(v, (int, float, str, bool)) and not k.startswith("time_")
+    }
+    return Trial(
+        trial_id=trial["trial_id"],
+        status=trial.get("status", "PENDING"),
+        config={k: v for k, v in (trial.get("config") or {}).items() if not isinstance(v, dict)},
+        metrics=metrics,
+        num_failures=int(meta.get("num_failures") or 0),
+        iterations=int(last.get("training_iteration") or 0),
+        elapsed_s=last.get("time_total_s"),
+        error=None,
+    )
+
+
+class ExperimentReader:
+    """One per watched experiment; remembers the last good parse of each file."""
+
+    def __init__(self, path: str, raytop_dir: Path | None = None) -> None:
+        self.path = local_path(path)
+        self.raytop_dir = raytop_dir
+        if self.raytop_dir is None and not is_uri(path):
+            candidate = Path(self.path) / RAYTOP_DIR_NAME
+            self.raytop_dir = candidate if candidate.is_dir() else None
+        self._last_good: dict[str, Any] = {}
+
+    def _read_json(self, path: Path) -> tuple[Any | None, str | None]:
+        """(data, warning). On a parse error: retry, then the last good copy."""
+        key = str(path)
+        for attempt in range(PARSE_RETRIES):
+            try:
+                data = json.loads(path.read_text())
+            except FileNotFoundError:
+                return self._last_good.get(key), None
+            except (OSError, ValueError):
+                if attempt + 1 < PARSE_RETRIES:
+                    time.sleep(0.05)
+                continue
+            self._last_good[key] = data
+            return data, None
+        warning = f"{path.name} is unreadable (partly written?); showing the last good copy"
+        return self._last_good.get(key), warning
+
+    def _trials_from_probe(self) -> tuple[list[Trial] | None, list[str]]:
+        if self.raytop_dir is None:
+            return None, []
+        data, warning = self._read_json(self.raytop_dir / "trials.json")
+        warnings = [warning] if warning else []
+        if data is None:
+            return None, warnings
+        return [Trial(**row) for row in data.get("trials", [])], warnings
+
+    def _trials_from_tune_state(self) -> tuple[list[Trial] | None, list[str]]:
+        folder = Path(self.path)
+        try:
+            states = sorted(folder.glob("experiment_state-*.json"))
+        except OSError:
+            return None, []
+        if not states:
+            return None, []
+        data, warning = self._read_json(states[-1])
+        warnings = [warning] if warning else []
+        if data is None:
+            return None, warnings
+        trials = []
+        for trial_json, meta_json in data.get("trial_data", []):
+            try:
+                trials.append(_trial_from_state(trial_json, meta_json))
+            except (ValueError, KeyError, TypeError):
+                warnings.append("a trial in the experiment state could not be parsed")
+        return trials, warnings
+
+    def read(self) -> Experiment:
+        name = Path(self.path).name
+        info: dict[str, Any] = {}
+        pid: int | None = None
+        alive: bool | None = None
+        if self.raytop_dir is not None:
+            info, _ = self._read_json(self.raytop_dir / "driver.json")
+            info = info or {}
+            pid, alive = driver_alive(self.raytop_dir)
+        trials, warnings = self._trials_from_probe()
+        if trials is None:
+            trials, more = self._trials_from_tune_state()
+            warnings += more
+        trials = trials or []
+        return Experiment(
+            name=info.get("experiment_name", name),
+            path=info.get("experiment_path", self.path),
+            status=_status(trials, alive, found=bool(info) or bool(trials)),
+            metric=info.get("metric"),
+            mode=info.get("mode"),
+            trials=tuple(trials),
+            driver_pid=pid,
+            driver_alive=alive,
+            warnings=tuple(warnings),
+        )
+
+
+def _status(trials: list[Trial], driver_alive: bool | None, found: bool) -> ExperimentStatus:
+    if driver_alive:
+        return ExperimentStatus.RUNNING if trials else ExperimentStatus.STARTING
+    if not found:
+        return ExperimentStatus.UNKNOWN
+    if trials and all(t.status == "TERMINATED" for t in trials):
+        return ExperimentStatus.FINISHED
+    if trials and all(t.ended for t in trials):
+        return ExperimentStatus.ERRORED
+    if driver_alive is None:  # not launched by raytop (or another host): cannot tell
+        return ExperimentStatus.UNKNOWN
+    return ExperimentStatus.INTERRUPTED

@@ -1,0 +1,63 @@
+"""Shared fixtures. Tests that claim Ray behaviour use ``ray_cluster``: one real local
+cluster for the whole session (logical CPUs, loopback), started by raytop's own embedded
+cluster code and stopped at the end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(scope="session")
+def raytop_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("raytop_home")
+    os.environ["RAYTOP_HOME"] = str(home)
+    os.environ.pop("RAY_ADDRESS", None)
+    return home
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(raytop_home: Path):
+    """A real 4-CPU, 2-logical-GPU local Ray cluster, shared by every Ray test."""
+    from raytop.launch.cluster import start_embedded, stop_embedded
+    from raytop.launch.spec import ClusterSection
+
+    target = start_embedded(ClusterSection(num_cpus=4, num_gpus=2))
+    yield target
+    stop_embedded()
+
+
+def run_raytop(*args: str, timeout: float = 300, env: dict | None = None):
+    """The installed CLI as a user runs it, in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "raytop", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture
+def example_copy(tmp_path: Path):
+    """Copy an example spec and its module into tmp_path, so results land there."""
+
+    def copy(spec_name: str, module_name: str, edit: dict[str, str] | None = None) -> Path:
+        text = (EXAMPLES / spec_name).read_text()
+        for old, new in (edit or {}).items():
+            assert old in text, old
+            text = text.replace(old, new)
+        spec = tmp_path / spec_name
+        spec.write_text(text)
+        shutil.copy(EXAMPLES / module_name, tmp_path / module_name)
+        return spec
+
+    return copy

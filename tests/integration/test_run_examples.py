@@ -1,0 +1,61 @@
+"""Both bundled examples run to completion through ``raytop run --no-tui`` on a real local
+cluster, and ``raytop status --json`` then shows every trial TERMINATED with metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_raytop
+
+pytestmark = pytest.mark.ray
+
+
+def status_json(experiment: Path, address: str) -> dict:
+    result = run_raytop("status", "--json", "--experiment", str(experiment), "--address", address)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
+    spec = example_copy("scalar.toml", "scalar_objective.py")
+    result = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "scalar FINISHED | trials: 4 TERMINATED" in result.stdout
+
+    snapshot = status_json(spec.parent / "results" / "scalar", ray_cluster.address)
+    assert snapshot["cluster"]["connected"] is True
+    (experiment,) = snapshot["experiments"]
+    assert experiment["status"] == "FINISHED"
+    trials = experiment["trials"]
+    assert sorted(t["config"]["x"] for t in trials) == [1, 2, 3, 4]
+    for trial in trials:
+        assert trial["status"] == "TERMINATED"
+        assert trial["metrics"]["score"] == -((trial["config"]["x"] - 3) ** 2)
+        assert trial["iterations"] == 3
+        assert trial["num_failures"] == 0
+    assert snapshot["findings"] == []
+
+
+def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
+    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py")
+    result = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    experiment_path = spec.parent / "results" / "torch_sweep"
+    (experiment,) = status_json(experiment_path, ray_cluster.address)["experiments"]
+    assert experiment["status"] == "FINISHED"
+    assert len(experiment["trials"]) == 4
+    for trial in experiment["trials"]:
+        assert trial["status"] == "TERMINATED"
+        assert trial["iterations"] == 5
+        assert trial["metrics"]["epoch"] == 4
+        assert 0 < trial["metrics"]["loss"] < 1.0  # it learned the synthetic regression
+        # one Train run per trial, named for it, with rank 0's checkpoints kept (num_to_keep 2)
+        run_dir = experiment_path / "train_runs" / f"torch_sweep-{trial['trial_id']}"
+        snapshot = json.loads((run_dir / "checkpoint_manager_snapshot.json").read_text())
+        kept = [c["checkpoint_dir_name"] for c in snapshot["checkpoint_results"]]
+        assert len(kept) == 2
+        assert all((run_dir / name / "state.pt").is_file() for name in kept)

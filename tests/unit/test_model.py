@@ -1,0 +1,54 @@
+from raytop.model import (
+    Cluster,
+    Experiment,
+    ExperimentStatus,
+    Finding,
+    Node,
+    Severity,
+    Snapshot,
+    Trial,
+)
+from raytop.model.format import fmt_duration, fmt_params, fmt_value
+
+
+def sample_snapshot() -> Snapshot:
+    node = Node(
+        node_id="n1",
+        address="10.0.0.1",
+        alive=True,
+        is_head=True,
+        resources_total={"CPU": 4.0, "GPU": 2.0},
+        resources_available={"GPU": 1.0},  # CPU absent: fully used
+    )
+    trial = Trial("t1", "RUNNING", {"lr": 0.1}, {"loss": 0.5}, 1, 3, 12.5, None)
+    exp = Experiment("exp", "/tmp/exp", ExperimentStatus.RUNNING, "loss", "min", (trial,), 42, True)
+    finding = Finding("trial_error", Severity.ERROR, "trial t1", "boom", {"n": 1})
+    return Snapshot(1.0, Cluster("h:1", True, nodes=(node,)), (exp,), (finding,))
+
+
+def test_snapshot_json_round_trip():
+    snapshot = sample_snapshot()
+    data = snapshot.to_json()
+    assert data["schema_version"] == 1
+    assert Snapshot.from_json(data) == snapshot
+
+
+def test_resources_absent_from_available_count_as_used():
+    cluster = sample_snapshot().cluster
+    assert cluster.total("CPU") == 4.0 and cluster.used("CPU") == 4.0
+    assert cluster.total("GPU") == 2.0 and cluster.used("GPU") == 1.0
+
+
+def test_dead_nodes_do_not_count():
+    dead = Node("n2", "x", alive=False, is_head=False, resources_total={"CPU": 8.0})
+    cluster = Cluster("h:1", True, nodes=(*sample_snapshot().cluster.nodes, dead))
+    assert cluster.total("CPU") == 4.0 and cluster.alive_nodes == 1
+
+
+def test_formatting():
+    assert fmt_duration(None) == "-"
+    assert fmt_duration(75.2) == "1m15s"
+    assert fmt_duration(3700) == "1h01m"
+    assert fmt_value(0.000012345) == "1.234e-05"
+    assert fmt_value(0.5) == "0.5"
+    assert fmt_params({"lr": 0.01, "hidden": 32}) == "hidden=32 lr=0.01"

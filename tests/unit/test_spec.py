@@ -1,0 +1,449 @@
+"""load_spec: a valid spec round-trips into the dataclasses; each bad input is one clear line."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from raytop.launch.spec import (
+    DEFAULT_FUNCTION_TRIAL_RESOURCES,
+    DEFAULT_TORCH_TRIAL_RESOURCES,
+    CheckpointSection,
+    ClusterSection,
+    FailureSection,
+    Sampler,
+    ScalingSection,
+    SpecError,
+    load_spec,
+)
+
+GOOD_MODULE = """
+def train_func(config):
+    return None
+
+NOT_CALLABLE = 42
+"""
+
+
+@pytest.fixture
+def make_spec(tmp_path: Path):
+    """Write ``<tmp>/spec.toml`` plus a uniquely named entrypoint module next to it.
+
+    ``{mod}`` in the spec text is replaced by the module's name; returns the spec path.
+    """
+    created: list[str] = []
+
+    def _make(
+        body: str,
+        *,
+        module_source: str = GOOD_MODULE,
+        name: str = "spec.toml",
+        trainable: bool = True,
+        kind: str = "torch",
+    ) -> Path:
+        mod = f"raytop_spec_ep_{uuid.uuid4().hex[:12]}"
+        created.append(mod)
+        (tmp_path / f"{mod}.py").write_text(textwrap.dedent(module_source))
+        text = textwrap.dedent(body)
+        if trainable:
+            text = f'[trainable]\nkind = "{kind}"\nentrypoint = "{{mod}}:train_func"\n\n' + text
+        spec = tmp_path / name
+        spec.write_text(text.replace("{mod}", mod))
+        return spec
+
+    path_before = list(sys.path)
+    yield _make
+    assert sys.path == path_before, "load_spec must restore sys.path"
+    for mod in created:
+        sys.modules.pop(mod, None)
+
+
+def spec_error(spec: Path) -> str:
+    with pytest.raises(SpecError) as info:
+        load_spec(spec)
+    message = str(info.value)
+    assert "\n" not in message and "\r" not in message, message
+    return message
+
+
+# ----------------------------------------------------------------------------- valid
+
+
+FULL_SPEC = """
+[experiment]
+name = "torch_sweep-1.b"
+storage_path = "out/results"
+
+[param_space]
+lr = { loguniform = [1e-4, 1e-1] }
+momentum = { uniform = [0, 1] }
+layers = { grid = [1, 2, 3] }
+optimizer = { choice = ["adam", "sgd"] }
+seed = { randint = [0, 100] }
+model = { constant = { width = 64, depth = 2 } }
+epochs = 5
+hidden = [64, 32]
+
+[tune]
+metric = "loss"
+mode = "min"
+num_samples = 4
+max_concurrent_trials = 2
+trial_resources = { cpu = 0.5, gpu = 0, memory = 1, accel = 2 }
+
+[scaling]
+num_workers = [1, 4]
+use_gpu = true
+resources_per_worker = { CPU = 2, GPU = 1 }
+placement_strategy = "SPREAD"
+
+[failure]
+max_failures = 3
+controller_failure_limit = -1
+max_preemption_failures = 5
+trial_max_failures = 1
+
+[checkpoint]
+num_to_keep = 2
+
+[cluster]
+num_cpus = 8
+num_gpus = 0
+resources = { accel = 4 }
+"""
+
+
+def test_full_spec_round_trips(make_spec, tmp_path: Path) -> None:
+    spec = load_spec(make_spec(FULL_SPEC))
+
+    assert spec.path == tmp_path / "spec.toml"
+    assert spec.path.is_absolute()
+    assert spec.spec_dir == tmp_path
+    assert spec.experiment.name == "torch_sweep-1.b"
+    storage = tmp_path / "out" / "results"
+    assert spec.experiment.storage_path == str(storage)
+    assert storage.is_dir()
+    assert list(storage.iterdir()) == []  # the write probe is gone
+    assert spec.experiment_path == f"{storage}/torch_sweep-1.b"
+
+    assert spec.trainable.kind == "torch"
+    assert spec.trainable.module.startswith("raytop_spec_ep_")
+    assert spec.trainable.function == "train_func"
+
+    assert spec.param_space == {
+        "lr": Sampler("loguniform", (1e-4, 1e-1)),
+        "momentum": Sampler("uniform", (0.0, 1.0)),
+        "layers": Sampler("grid", (1, 2, 3)),
+        "optimizer": Sampler("choice", ("adam", "sgd")),
+        "seed": Sampler("randint", (0, 100)),
+        "model": Sampler("constant", {"width": 64, "depth": 2}),
+        "epochs": Sampler("constant", 5),
+        "hidden": Sampler("constant", [64, 32]),
+    }
+    assert isinstance(spec.param_space["momentum"].values[0], float)
+
+    assert spec.tune.metric == "loss"
+    assert spec.tune.mode == "min"
+    assert spec.tune.num_samples == 4
+    assert spec.tune.max_concurrent_trials == 2
+    assert spec.tune.trial_resources == {"CPU": 0.5, "GPU": 0, "memory": 1, "accel": 2}
+    assert spec.trial_resources == spec.tune.trial_resources
+
+    assert spec.scaling == ScalingSection(
+        num_workers=(1, 4),
+        use_gpu=True,
+        resources_per_worker={"CPU": 2, "GPU": 1},
+        placement_strategy="SPREAD",
+    )
+    assert spec.failure == FailureSection(
+        max_failures=3,
+        controller_failure_limit=-1,
+        max_preemption_failures=5,
+        trial_max_failures=1,
+    )
+    assert spec.checkpoint == CheckpointSection(num_to_keep=2)
+    assert spec.cluster == ClusterSection(num_cpus=8, num_gpus=0, resources={"accel": 4})
+
+
+def test_minimal_torch_spec_defaults(make_spec, tmp_path: Path) -> None:
+    spec = load_spec(make_spec("", name="my_sweep.toml"))
+
+    assert spec.experiment.name == "my_sweep"
+    assert spec.experiment.storage_path == str(tmp_path / "results")
+    assert spec.param_space == {}
+    assert spec.tune.metric is None and spec.tune.mode is None
+    assert spec.tune.num_samples == 1
+    assert spec.tune.trial_resources is None
+    assert spec.trial_resources == DEFAULT_TORCH_TRIAL_RESOURCES == {"CPU": 0, "memory": 1}
+    assert spec.scaling == ScalingSection()
+    assert spec.failure == FailureSection()
+    assert spec.checkpoint == CheckpointSection()
+    assert spec.cluster == ClusterSection()
+
+
+def test_function_kind_default_trial_resources(make_spec) -> None:
+    spec = load_spec(make_spec("", kind="function"))
+    assert spec.trainable.kind == "function"
+    assert spec.trial_resources == DEFAULT_FUNCTION_TRIAL_RESOURCES == {"CPU": 1}
+
+
+def test_storage_uri_kept_as_is_and_absolute_path_kept(make_spec, tmp_path: Path) -> None:
+    spec = load_spec(make_spec('[experiment]\nstorage_path = "s3://bucket/prefix/"\n'))
+    assert spec.experiment.storage_path == "s3://bucket/prefix/"
+    assert spec.experiment_path == "s3://bucket/prefix/spec"
+
+    absolute = tmp_path / "elsewhere"
+    spec = load_spec(make_spec(f'[experiment]\nstorage_path = "{absolute}"\n'))
+    assert spec.experiment.storage_path == str(absolute)
+
+
+def test_fixed_num_workers_and_lowercase_resources(make_spec) -> None:
+    spec = load_spec(
+        make_spec("[scaling]\nnum_workers = 2\nresources_per_worker = { cpu = 1, GPU = 0 }\n")
+    )
+    assert spec.scaling.num_workers == 2
+    assert spec.scaling.resources_per_worker == {"CPU": 1, "GPU": 0}
+
+
+# ----------------------------------------------------------------------------- file level
+
+
+def test_missing_spec(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    assert spec_error(missing) == f"spec not found: {missing}"
+
+
+def test_spec_is_a_directory(tmp_path: Path) -> None:
+    message = spec_error(tmp_path)
+    assert "directory" in message and str(tmp_path) in message
+
+
+def test_toml_syntax_error(make_spec) -> None:
+    spec = make_spec("[tune]\nmetric = loss\n")
+    message = spec_error(spec)
+    assert message.startswith(f"{spec}: TOML syntax error: ")
+    assert "line 6" in message and "column" in message
+
+
+def test_missing_trainable_section(make_spec) -> None:
+    message = spec_error(make_spec('[tune]\nmetric = "loss"\n', trainable=False))
+    assert "[trainable]" in message and "missing" in message
+
+
+def test_unknown_section_suggests(make_spec) -> None:
+    spec = make_spec('[tunes]\nmetric = "loss"\n')
+    assert spec_error(spec) == f"{spec}: [tunes]: unknown section (did you mean '[tune]'?)"
+
+
+def test_top_level_key_outside_a_section(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text('num_samples = 3\n[trainable]\nkind = "torch"\nentrypoint = "m:f"\n')
+    message = spec_error(spec)
+    assert "num_samples" in message and "[tune] num_samples" in message
+
+
+def test_unknown_key_suggests(make_spec) -> None:
+    spec = make_spec('[tune]\nmetirc = "loss"\nmode = "min"\n')
+    assert spec_error(spec) == f"{spec}: [tune] metirc: unknown key (did you mean 'metric'?)"
+
+
+def test_unknown_key_without_close_match_lists_known_keys(make_spec) -> None:
+    message = spec_error(make_spec("[checkpoint]\nzzz = 1\n"))
+    assert "[checkpoint] zzz: unknown key" in message and "num_to_keep" in message
+
+
+# ----------------------------------------------------------------------------- types / ranges
+
+
+def test_wrong_type(make_spec) -> None:
+    spec = make_spec('[tune]\nnum_samples = "4"\n')
+    assert spec_error(spec) == (
+        f"{spec}: [tune] num_samples: expected an integer >= 1, got '4' (a string)"
+    )
+
+
+def test_out_of_range(make_spec) -> None:
+    spec = make_spec("[tune]\nmax_concurrent_trials = -1\n")
+    assert spec_error(spec) == (
+        f"{spec}: [tune] max_concurrent_trials: expected an integer >= 1, got -1"
+    )
+
+
+def test_bool_is_not_an_integer(make_spec) -> None:
+    spec = make_spec("[checkpoint]\nnum_to_keep = true\n")
+    assert spec_error(spec) == (
+        f"{spec}: [checkpoint] num_to_keep: expected an integer >= 1, got true (a boolean)"
+    )
+
+
+def test_failure_limits_below_minus_one(make_spec) -> None:
+    message = spec_error(make_spec("[failure]\ncontroller_failure_limit = -2\n"))
+    assert "[failure] controller_failure_limit: expected an integer >= -1, got -2" in message
+
+
+def test_use_gpu_must_be_boolean(make_spec) -> None:
+    message = spec_error(make_spec("[scaling]\nuse_gpu = 1\n"))
+    assert "[scaling] use_gpu: expected a boolean" in message
+
+
+def test_trial_resources_negative(make_spec) -> None:
+    message = spec_error(make_spec("[tune]\ntrial_resources = { CPU = -1 }\n"))
+    assert "[tune] trial_resources.CPU: expected a number >= 0, got -1" in message
+
+
+def test_unsafe_experiment_name(make_spec) -> None:
+    message = spec_error(make_spec('[experiment]\nname = "../escape"\n'))
+    assert "[experiment] name: expected a safe folder name" in message
+
+
+def test_unknown_enum_value_suggests(make_spec) -> None:
+    message = spec_error(make_spec('[scaling]\nplacement_strategy = "pack"\n'))
+    assert "[scaling] placement_strategy:" in message and "(did you mean 'PACK'?)" in message
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [("[0, 2]", "1 <= min <= max"), ("[3, 2]", "1 <= min <= max"), ("[1, 2, 3]", "[min, max]")],
+)
+def test_bad_elastic_num_workers(make_spec, value: str, fragment: str) -> None:
+    message = spec_error(make_spec(f"[scaling]\nnum_workers = {value}\n"))
+    assert "[scaling] num_workers:" in message and fragment in message
+
+
+def test_metric_without_mode(make_spec) -> None:
+    spec = make_spec('[tune]\nmetric = "loss"\n')
+    message = spec_error(spec)
+    assert message.startswith(f"{spec}: [tune] mode: ")
+    assert "metric and mode must be given together" in message
+
+
+def test_mode_without_metric(make_spec) -> None:
+    message = spec_error(make_spec('[tune]\nmode = "max"\n'))
+    assert "[tune] metric: " in message and "together" in message
+
+
+def test_bad_mode(make_spec) -> None:
+    message = spec_error(make_spec('[tune]\nmetric = "acc"\nmode = "maximum"\n'))
+    assert "[tune] mode: expected one of 'min', 'max', got 'maximum'" in message
+
+
+# ----------------------------------------------------------------------------- samplers
+
+
+def test_unknown_sampler_suggests(make_spec) -> None:
+    spec = make_spec("[param_space]\nlr = { unifrom = [0, 1] }\n")
+    assert spec_error(spec) == (
+        f"{spec}: [param_space] lr: unknown sampler 'unifrom' (did you mean 'uniform'?)"
+    )
+
+
+def test_sampler_wrong_arity(make_spec) -> None:
+    message = spec_error(make_spec("[param_space]\nlr = { uniform = [0, 1, 2] }\n"))
+    assert "[param_space] lr.uniform: expected [low, high]" in message and "3 values" in message
+
+
+def test_sampler_low_not_below_high(make_spec) -> None:
+    spec = make_spec("[param_space]\nlr = { uniform = [1, 1] }\n")
+    assert spec_error(spec) == f"{spec}: [param_space] lr.uniform: expected low < high, got [1, 1]"
+
+
+def test_loguniform_needs_positive_low(make_spec) -> None:
+    message = spec_error(make_spec("[param_space]\nlr = { loguniform = [0, 1] }\n"))
+    assert "[param_space] lr.loguniform: expected low > 0" in message
+
+
+def test_randint_needs_integers(make_spec) -> None:
+    message = spec_error(make_spec("[param_space]\nseed = { randint = [0, 1.5] }\n"))
+    assert "[param_space] seed.randint:" in message and "integers" in message
+
+
+def test_grid_needs_non_empty_list(make_spec) -> None:
+    message = spec_error(make_spec("[param_space]\nbs = { grid = [] }\n"))
+    assert "[param_space] bs.grid: expected a non-empty array" in message
+
+
+def test_sampler_table_with_two_keys(make_spec) -> None:
+    message = spec_error(make_spec("[param_space]\nbs = { grid = [1], choice = [2] }\n"))
+    assert "[param_space] bs: expected a table with exactly one of" in message
+
+
+# ----------------------------------------------------------------------------- GPU rule
+
+
+def test_gpu_in_resources_per_worker_needs_use_gpu(make_spec) -> None:
+    spec = make_spec("[scaling]\nresources_per_worker = { CPU = 1, gpu = 1 }\n")
+    message = spec_error(spec)
+    assert message.startswith(f"{spec}: [scaling] resources_per_worker.GPU: ")
+    assert "use_gpu = true" in message
+
+
+# ----------------------------------------------------------------------------- entrypoint
+
+
+@pytest.mark.parametrize("entrypoint", ["train_func", "mod:", ":fn", "a b:fn", "mod:fn.x"])
+def test_entrypoint_malformed(tmp_path: Path, entrypoint: str) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'[trainable]\nkind = "torch"\nentrypoint = "{entrypoint}"\n')
+    assert spec_error(spec) == (
+        f"{spec}: [trainable] entrypoint: expected 'module:function' "
+        f"(e.g. 'train:train_func'), got '{entrypoint}'"
+    )
+
+
+def test_entrypoint_module_not_importable(make_spec) -> None:
+    spec = make_spec("", module_source="def train_func(config)\n    pass\n")
+    mod = spec.read_text().split('entrypoint = "')[1].split(":")[0]
+    message = spec_error(spec)
+    assert message.startswith(
+        f"{spec}: [trainable] entrypoint '{mod}:train_func': cannot import module '{mod}': "
+        "SyntaxError: "
+    )
+
+
+def test_entrypoint_module_raises_on_import(make_spec) -> None:
+    spec = make_spec("", module_source="raise RuntimeError('boom\\nsecond line')\n")
+    message = spec_error(spec)
+    assert "cannot import module" in message and "RuntimeError: boom second line" in message
+
+
+def test_entrypoint_module_missing(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    mod = f"raytop_spec_missing_{uuid.uuid4().hex[:8]}"
+    spec.write_text(f'[trainable]\nkind = "function"\nentrypoint = "{mod}:f"\n')
+    message = spec_error(spec)
+    assert f"cannot import module '{mod}': ModuleNotFoundError: " in message
+
+
+def test_entrypoint_function_missing(make_spec) -> None:
+    spec = make_spec("", module_source="def other(config):\n    pass\n")
+    mod = spec.read_text().split('entrypoint = "')[1].split(":")[0]
+    assert spec_error(spec) == (
+        f"{spec}: [trainable] entrypoint '{mod}:train_func': "
+        f"'train_func' not found in module '{mod}'"
+    )
+
+
+def test_entrypoint_not_callable(make_spec) -> None:
+    spec = make_spec("", module_source="train_func = 42\n")
+    mod = spec.read_text().split('entrypoint = "')[1].split(":")[0]
+    assert spec_error(spec) == (
+        f"{spec}: [trainable] entrypoint '{mod}:train_func': '{mod}:train_func' is not callable"
+    )
+
+
+# ----------------------------------------------------------------------------- storage
+
+
+def test_storage_path_not_writable(make_spec, tmp_path: Path) -> None:
+    # Tests run as root, so chmod cannot make a folder unwritable; a regular file in the
+    # middle of the path fails for everyone.
+    (tmp_path / "afile").write_text("not a folder")
+    spec = make_spec('[experiment]\nstorage_path = "afile/sub"\n')
+    target = tmp_path / "afile" / "sub"
+    message = spec_error(spec)
+    assert message.startswith(f"{spec}: [experiment] storage_path '{target}': not writable (")
+    assert message.endswith(")")

@@ -1,0 +1,107 @@
+"""The experiment reader: probe table first, Tune's state as fallback, and a half-written
+file never loses the last good picture."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+from raytop.home import write_json_atomic
+from raytop.model import ExperimentStatus
+from raytop.sources.tune_dir import ExperimentReader
+
+
+def trial_row(trial_id: str, status: str, loss: float | None = None) -> dict:
+    return {
+        "trial_id": trial_id, "status": status, "config": {"lr": 0.1},
+        "metrics": {} if loss is None else {"loss": loss}, "num_failures": 0,
+        "iterations": 0 if loss is None else 1, "elapsed_s": 1.0, "error": None,
+    }  # fmt: skip
+
+
+def launched(tmp_path, pid: int, rows: list[dict]):
+    rdir = tmp_path / "exp" / ".raytop"
+    write_json_atomic(
+        rdir / "driver.json",
+        {"pid": pid, "host": socket.gethostname(), "experiment_name": "exp",
+         "experiment_path": str(tmp_path / "exp"), "metric": "loss", "mode": "min"},
+    )  # fmt: skip
+    write_json_atomic(rdir / "trials.json", {"trials": rows})
+    return rdir
+
+
+def test_live_driver_means_running(tmp_path):
+    # Any process whose command line names the driver module counts as the driver.
+    fake_driver = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "raytop.launch.driver"]
+    )
+    try:
+        launched(tmp_path, fake_driver.pid, [trial_row("t1", "RUNNING", 0.5)])
+        exp = ExperimentReader(str(tmp_path / "exp")).read()
+        assert (exp.driver_pid, exp.driver_alive) == (fake_driver.pid, True)
+        assert exp.status == ExperimentStatus.RUNNING
+        assert exp.metric == "loss" and exp.trials[0].metrics == {"loss": 0.5}
+    finally:
+        fake_driver.kill()
+        fake_driver.wait()
+
+
+def test_gone_driver_with_unfinished_trials_is_interrupted(tmp_path):
+    launched(tmp_path, 2**22 + 1, [trial_row("t1", "RUNNING", 0.5)])  # no such pid
+    exp = ExperimentReader(str(tmp_path / "exp")).read()
+    assert exp.driver_alive is False
+    assert exp.status == ExperimentStatus.INTERRUPTED
+
+
+def test_finished_and_errored(tmp_path):
+    rdir = launched(tmp_path, 1, [trial_row("t1", "TERMINATED", 0.5)])
+    write_json_atomic(rdir / "exit.json", {"code": 0})
+    assert ExperimentReader(str(tmp_path / "exp")).read().status == ExperimentStatus.FINISHED
+    write_json_atomic(rdir / "trials.json", {"trials": [trial_row("t1", "ERROR")]})
+    assert ExperimentReader(str(tmp_path / "exp")).read().status == ExperimentStatus.ERRORED
+
+
+def test_half_written_file_keeps_the_last_good_copy(tmp_path):
+    rdir = launched(tmp_path, 1, [trial_row("t1", "RUNNING", 0.5)])
+    reader = ExperimentReader(str(tmp_path / "exp"))
+    assert reader.read().trials[0].metrics["loss"] == 0.5
+    (rdir / "trials.json").write_text('{"trials": [{"trial_id": "t1", "sta')
+    exp = reader.read()
+    assert exp.trials[0].metrics["loss"] == 0.5
+    assert any("last good copy" in w for w in exp.warnings)
+
+
+def test_foreign_experiment_read_from_tune_state(tmp_path):
+    folder = tmp_path / "foreign"
+    folder.mkdir()
+    trial = json.dumps({"trial_id": "a_00000", "status": "TERMINATED", "config": {"x": 3}})
+    last = {"score": 0, "training_iteration": 2, "time_total_s": 4.0, "config": {}}
+    meta = json.dumps({"num_failures": 1, "last_result": last})
+    older = {"trial_data": [[trial.replace("TERMINATED", "RUNNING"), meta]]}
+    (folder / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps(older))
+    (folder / "experiment_state-2026-01-02_00-00-00.json").write_text(
+        json.dumps({"trial_data": [[trial, meta]]})
+    )
+    exp = ExperimentReader(str(folder)).read()
+    (t,) = exp.trials
+    assert (t.status, t.config, t.iterations, t.num_failures) == ("TERMINATED", {"x": 3}, 2, 1)
+    assert t.metrics["score"] == 0 and "config" not in t.metrics
+    assert exp.status == ExperimentStatus.FINISHED
+    assert exp.driver_alive is None
+
+
+def test_unfinished_foreign_experiment_is_unknown_not_interrupted(tmp_path):
+    folder = tmp_path / "foreign"
+    folder.mkdir()
+    trial = json.dumps({"trial_id": "a", "status": "RUNNING", "config": {}})
+    (folder / "experiment_state-x.json").write_text(
+        json.dumps({"trial_data": [[trial, json.dumps({"last_result": {}})]]})
+    )
+    assert ExperimentReader(str(folder)).read().status == ExperimentStatus.UNKNOWN
+
+
+def test_empty_folder_is_unknown(tmp_path):
+    exp = ExperimentReader(str(tmp_path)).read()
+    assert exp.status == ExperimentStatus.UNKNOWN and exp.trials == ()
+    assert os.listdir(tmp_path) == []  # reading never writes

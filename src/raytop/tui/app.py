@@ -1,0 +1,151 @@
+"""``RaytopApp``: polls one collector in a thread and shows its snapshots.
+
+Threading contract: the poller thread only calls ``collector.collect()`` and
+``post_message``; everything that touches widgets happens on the UI thread in the
+message handlers. Quitting only closes the UI; the Ray run is not touched.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, get_current_worker
+
+from raytop.model import Snapshot
+from raytop.sources.base import Collector
+from raytop.tui.messages import SnapshotReady, SourceFailed
+from raytop.tui.screens.help import HelpScreen
+from raytop.tui.screens.overview import OverviewScreen
+from raytop.tui.state import ViewState
+from raytop.tui.theming import DEFAULT_THEME, install_themes, variable_defaults
+
+MAX_BACKOFF_S = 30.0
+_WAKE_CHECK_S = 0.1  # how often a sleeping poller checks for "refresh now"
+
+
+def backoff_delay(refresh_s: float, failures: int) -> float:
+    """Seconds to wait before the next poll: doubles per consecutive failure, capped."""
+    if failures == 0:
+        return refresh_s
+    return min(refresh_s * 2**failures, max(refresh_s, MAX_BACKOFF_S))
+
+
+class RaytopApp(App[None]):
+    CSS_PATH = "raytop.tcss"
+    TITLE = "raytop"
+    BINDINGS = [
+        Binding(
+            "q",
+            "quit",
+            "Quit (run keeps going)",
+            id="raytop.quit",
+            tooltip="Close raytop; the Ray run is not affected.",
+        ),
+        Binding("r", "refresh_now", "Refresh", id="raytop.refresh"),
+        Binding("question_mark", "help", "Help", key_display="?", id="raytop.help"),
+    ]
+
+    def __init__(
+        self,
+        collector: Collector,
+        *,
+        refresh_s: float = 0.5,
+        autostart: bool = True,
+        read_only: bool = False,
+        theme: str = DEFAULT_THEME,
+    ) -> None:
+        super().__init__()
+        self.collector = collector
+        self.refresh_s = refresh_s
+        self.read_only = read_only
+        # Wall clock for "updated Ns ago"; tests replace it to freeze the display.
+        self.clock = time.time
+        self.state = ViewState()
+        self._autostart = autostart
+        self._requested_theme = theme
+        self._refresh_now = threading.Event()
+        self._poller: Worker[None] | None = None
+
+    @property
+    def latest(self) -> Snapshot | None:
+        """The newest snapshot the collector produced, if any."""
+        return self.state.latest
+
+    def get_default_screen(self) -> OverviewScreen:
+        return OverviewScreen(clock=lambda: self.clock(), read_only=self.read_only)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return variable_defaults(self.current_theme)
+
+    def on_mount(self) -> None:
+        problems = install_themes(self, self._requested_theme)
+        if problems:
+            self.notify("\n".join(problems), title="Themes", severity="error")
+        if self._autostart:
+            self.start_polling()
+
+    def start_polling(self) -> None:
+        """Start the single long-lived poller (a no-op while one is running)."""
+        if self._poller is not None and not self._poller.is_finished:
+            return
+        self._poller = self.run_worker(
+            self._poll_loop,
+            name="poll:collector",
+            group="poll",
+            description="Polling the collector",
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def _poll_loop(self) -> None:
+        """Runs in a thread: collect, post, sleep; never touches widgets."""
+        worker = get_current_worker()
+        failures = 0
+        while not worker.is_cancelled:
+            self._refresh_now.clear()
+            try:
+                snapshot = self.collector.collect()
+            except Exception as exc:  # the poller must survive anything a source does
+                failures += 1
+                self.post_message(SourceFailed(f"{type(exc).__name__}: {exc}", failures))
+            else:
+                failures = 0
+                self.post_message(SnapshotReady(snapshot))
+            self._sleep(worker, backoff_delay(self.refresh_s, failures))
+
+    def _sleep(self, worker: Worker[None], seconds: float) -> None:
+        """Wait ``seconds``, waking at once on cancel (quit) or on "refresh now"."""
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            if worker.cancelled_event.wait(min(remaining, _WAKE_CHECK_S)):
+                return
+            if self._refresh_now.is_set():
+                return
+
+    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        self._show(self.state.with_snapshot(message.snapshot))
+
+    def on_source_failed(self, message: SourceFailed) -> None:
+        self._show(self.state.with_failure(message.error, message.consecutive))
+
+    def _show(self, state: ViewState) -> None:
+        self.state = state
+        for screen in self.screen_stack:
+            if isinstance(screen, OverviewScreen):
+                screen.show(state)
+
+    def action_refresh_now(self) -> None:
+        """Poll now instead of at the next tick (and start polling if it wasn't)."""
+        self._refresh_now.set()
+        self.start_polling()
+
+    def action_help(self) -> None:
+        keys: dict[str, str] = {}
+        for active in self.screen.active_bindings.values():
+            binding = active.binding
+            if binding.show and binding.description and binding.description not in keys:
+                keys[binding.description] = self.get_key_display(binding)
+        self.push_screen(HelpScreen([(k, d) for d, k in keys.items()], read_only=self.read_only))

@@ -1,0 +1,37 @@
+"""Messages from the polling thread to the UI thread.
+
+``post_message`` is the only thread-safe way into the UI, so the poller says everything
+it has to say with these two messages. Both coalesce (``can_replace``): when the UI falls
+behind, only the newest news is worth rendering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from raytop.model import Snapshot
+
+
+@dataclass
+class SnapshotReady(Message):
+    """The collector returned a snapshot (connected or not)."""
+
+    snapshot: Snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        # A queued older snapshot is obsolete once a newer one is behind it.
+        return isinstance(message, SnapshotReady)
+
+
+@dataclass
+class SourceFailed(Message):
+    """``collect()`` raised; ``consecutive`` counts failures since the last success."""
+
+    error: str
+    consecutive: int
+
+    def can_replace(self, message: Message) -> bool:
+        # A newer failure or a newer snapshot both say more than this failure does.
+        return isinstance(message, SourceFailed | SnapshotReady)

@@ -1,0 +1,1 @@
+"""raytop's screens: the overview and the help modal."""

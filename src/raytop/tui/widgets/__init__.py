@@ -1,0 +1,1 @@
+"""Widgets of the overview, each fed plain model objects ("attributes down")."""

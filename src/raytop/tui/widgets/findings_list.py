@@ -1,0 +1,42 @@
+"""The diagnoses raytop made about the run, worst first; hidden when there are none."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.content import Content
+from textual.widgets import Static
+
+from raytop.model import Finding, Severity
+
+_MAX_SHOWN = 4
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+_STYLE = {
+    Severity.ERROR: "bold $text-error",
+    Severity.WARNING: "bold $text-warning",
+    Severity.INFO: "bold $text-primary",
+}
+
+
+def describe_findings(findings: Sequence[Finding]) -> Content:
+    ordered = sorted(findings, key=lambda f: _RANK.get(f.severity, len(_RANK)))
+    lines = [
+        Content.assemble(
+            Content.styled(f"{f.severity.value.upper():<7}", _STYLE.get(f.severity, "bold")),
+            " ",
+            Content.styled(f.subject, "bold"),
+            "  ",
+            f.message,
+        )
+        for f in ordered[:_MAX_SHOWN]
+    ]
+    if len(ordered) > _MAX_SHOWN:
+        lines.append(Content.styled(f"… and {len(ordered) - _MAX_SHOWN} more", "$text-muted"))
+    return Content("\n").join(lines)
+
+
+class FindingsList(Static):
+    def show(self, findings: Sequence[Finding]) -> None:
+        self.display = bool(findings)
+        self.border_title = f"findings ({len(findings)})"
+        self.update(describe_findings(findings))

@@ -1,0 +1,287 @@
+"""Pilot tests of the overview, fed by posting messages directly (no polling, no sleeps)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from raytop.model import Experiment, ExperimentStatus, Finding, Severity, Snapshot, Trial
+from raytop.tui.app import RaytopApp
+from raytop.tui.messages import SnapshotReady, SourceFailed
+from raytop.tui.screens.help import HelpScreen
+from raytop.tui.screens.overview import OverviewScreen
+from raytop.tui.widgets.cluster_bar import ClusterBar
+from raytop.tui.widgets.findings_list import FindingsList
+from raytop.tui.widgets.trial_table import TrialTable
+
+from .helpers import cursor_key, row_keys, row_of, text_of
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_trials_appear_with_their_cells(make_app, sweep, size) -> None:
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        table = app.screen.query_one(TrialTable)
+        assert row_keys(table) == [f"7d2a1_0000{i}" for i in range(5)]
+        expected = ["7d2a1_00000", "RUNNING", "hidden=64 lr=0.01", "0.4213", "12", "1m35s", "0"]
+        assert row_of(table, "7d2a1_00000") == expected
+        assert row_of(table, "7d2a1_00002")[3:6] == ["-", "0", "-"]
+        assert row_of(table, "7d2a1_00004")[1::5] == ["ERROR", "1"]
+        assert str(table.columns["metric"].label) == "loss"
+        # Fixed widths that fit: no horizontal scrolling at either size.
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        assert app.latest is sweep
+
+
+async def test_cluster_and_experiment_lines(make_app, sweep) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        cluster = text_of(app, "#cluster")
+        for part in ("10.42.0.17:6379", "1 node alive", "CPU 2/4", "GPU 0/0", "ray 2.58.1"):
+            assert part in cluster
+        assert "embedded" not in cluster
+        assert text_of(app, "#age") == "updated 2s ago"
+        header = text_of(app, "ExperimentHeader")
+        for part in ("torch_sweep", "RUNNING", "loss (min)", "driver 4242 alive"):
+            assert part in header
+        assert "2 RUNNING · 1 PENDING · 1 TERMINATED · 1 ERROR" in header
+
+
+async def test_embedded_cluster_dead_driver_and_warnings(make_app, sweep) -> None:
+    experiment = replace(
+        sweep.experiments[0],
+        status=ExperimentStatus.INTERRUPTED,
+        driver_alive=False,
+        warnings=("experiment state unreadable; showing last good copy",),
+    )
+    snap = replace(
+        sweep,
+        cluster=replace(sweep.cluster, embedded=True),
+        experiments=(experiment,),
+    )
+    app = make_app(read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(snap))
+        await pilot.pause()
+        assert "embedded" in text_of(app, "#cluster")
+        assert text_of(app, "#age") == "read-only · updated 2s ago"
+        header = text_of(app, "ExperimentHeader")
+        assert "INTERRUPTED" in header
+        assert "driver 4242 dead" in header
+        assert "⚠ experiment state unreadable; showing last good copy" in header
+
+
+async def test_update_in_place_keeps_the_cursor_row(make_app, sweep, next_tick) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        table = app.screen.query_one(TrialTable)
+        await pilot.press("down")
+        assert cursor_key(table) == "7d2a1_00001"
+
+        old = sweep.experiments[0].trials[1]
+        newer = replace(old, metrics={"loss": 0.5012}, iterations=10, elapsed_s=97.0)
+        app.post_message(SnapshotReady(next_tick(newer)))
+        await pilot.pause()
+        assert row_of(table, "7d2a1_00001")[3:6] == ["0.5012", "10", "1m37s"]
+        assert table.cursor_row == 1
+        assert cursor_key(table) == "7d2a1_00001"
+        assert table.row_count == 5
+
+
+async def test_removed_trial_disappears_and_cursor_follows_its_trial(
+    make_app, sweep, next_tick
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        table = app.screen.query_one(TrialTable)
+        await pilot.press("down", "down")
+        assert cursor_key(table) == "7d2a1_00002"
+
+        app.post_message(SnapshotReady(next_tick(drop=("7d2a1_00000",))))
+        await pilot.pause()
+        assert "7d2a1_00000" not in row_keys(table)
+        assert table.row_count == 4
+        assert cursor_key(table) == "7d2a1_00002"
+
+
+async def test_new_trial_is_appended(make_app, sweep, next_tick) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        experiment = sweep.experiments[0]
+        extra = Trial("7d2a1_00005", "PENDING", config={"lr": 0.05, "hidden": 64})
+        grown = replace(experiment, trials=(*experiment.trials, extra))
+        app.post_message(SnapshotReady(replace(sweep, experiments=(grown,))))
+        await pilot.pause()
+        table = app.screen.query_one(TrialTable)
+        assert row_keys(table)[-1] == "7d2a1_00005"
+        assert row_of(table, "7d2a1_00005")[:3] == ["7d2a1_00005", "PENDING", "hidden=64 lr=0.05"]
+
+
+async def test_collector_failure_shows_disconnected_then_recovers(
+    make_app, sweep, next_tick
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        bar = app.screen.query_one(ClusterBar)
+        assert not bar.has_class("-disconnected")
+        assert not app.screen.query_one("#banner").display
+
+        app.post_message(SourceFailed("ConnectionError: GCS went away", 3))
+        await pilot.pause()
+        assert bar.has_class("-disconnected")
+        assert app.screen.query_one("#banner").display
+        banner = text_of(app, "#banner")
+        assert banner.startswith("DISCONNECTED — ConnectionError: GCS went away")
+        assert banner.endswith("retrying")
+        # The last good data stays on screen.
+        assert "CPU 2/4" in text_of(app, "#cluster")
+        assert app.screen.query_one(TrialTable).row_count == 5
+
+        app.post_message(SnapshotReady(next_tick()))
+        await pilot.pause()
+        assert not bar.has_class("-disconnected")
+        assert not app.screen.query_one("#banner").display
+
+
+async def test_disconnected_snapshot_keeps_last_good_data(make_app, sweep, disconnected) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        app.post_message(SnapshotReady(disconnected))
+        await pilot.pause()
+        bar = app.screen.query_one(ClusterBar)
+        assert bar.has_class("-disconnected")
+        assert "GCS at 10.42.0.17:6379 unreachable" in text_of(app, "#banner")
+        assert "CPU 2/4" in text_of(app, "#cluster")
+        assert app.screen.query_one(TrialTable).row_count == 5
+        assert app.latest is disconnected
+
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        assert not bar.has_class("-disconnected")
+
+
+async def test_disconnected_snapshot_with_experiments_shows_them(
+    make_app, sweep, disconnected
+) -> None:
+    """Experiments read from storage after the cluster went away are newer: show them."""
+    finished = replace(sweep.experiments[0], status=ExperimentStatus.FINISHED)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        app.post_message(SnapshotReady(replace(disconnected, experiments=(finished,))))
+        await pilot.pause()
+        assert "FINISHED" in text_of(app, "ExperimentHeader")
+        assert app.screen.query_one(ClusterBar).has_class("-disconnected")
+
+
+async def test_findings_render_worst_first_and_hide_when_none(make_app, sweep) -> None:
+    info = Finding("slow", Severity.INFO, "trial 7d2a1_00001", "slowest trial: 9 it in 88s")
+    snap = replace(sweep, findings=(info, *sweep.findings))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(snap))
+        await pilot.pause()
+        findings = app.screen.query_one(FindingsList)
+        assert findings.display
+        lines = text_of(app, "FindingsList").splitlines()
+        assert lines[0].split()[:3] == ["ERROR", "trial", "7d2a1_00004"]
+        assert "ValueError: loss became NaN" in lines[0]
+        assert lines[1].startswith("INFO")
+
+        app.post_message(SnapshotReady(replace(sweep, findings=())))
+        await pilot.pause()
+        assert not findings.display
+
+
+async def test_next_experiment_key_switches_the_table(make_app, sweep) -> None:
+    other = Experiment(
+        name="resnet_tune",
+        path="/home/ray/ray_results/resnet_tune",
+        status=ExperimentStatus.FINISHED,
+        metric="accuracy",
+        mode="max",
+        trials=(Trial("b81c0_00000", "TERMINATED", metrics={"accuracy": 0.91}, iterations=5),),
+    )
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(replace(sweep, experiments=(*sweep.experiments, other))))
+        await pilot.pause()
+        assert text_of(app, "ExperimentHeader").startswith("[1/2] torch_sweep")
+        await pilot.press("e")
+        table = app.screen.query_one(TrialTable)
+        assert text_of(app, "ExperimentHeader").startswith("[2/2] resnet_tune")
+        assert row_keys(table) == ["b81c0_00000"]
+        assert str(table.columns["metric"].label) == "accuracy"
+        assert row_of(table, "b81c0_00000")[3] == "0.91"
+
+
+async def test_no_experiment_yet(make_app, sweep) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert text_of(app, "#cluster") == "waiting for the first snapshot…"
+        app.post_message(SnapshotReady(Snapshot(taken_at=sweep.taken_at, cluster=sweep.cluster)))
+        await pilot.pause()
+        assert "No Tune/Train experiment found yet." in text_of(app, "ExperimentHeader")
+        assert app.screen.query_one(TrialTable).row_count == 0
+
+
+async def test_help_opens_and_escape_closes_it(make_app, sweep) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = text_of(app, "#help-keys")
+        assert "q  Quit (run keeps going)" in keys
+        assert "?  Help" in keys
+        about = text_of(app, "#help-about")
+        assert "the Ray run keeps going" in about
+        assert "re-attach" in about
+        await pilot.press("escape")
+        assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_snapshots_arriving_under_help_are_shown_after_it(make_app, sweep, next_tick) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.press("question_mark")
+        old = sweep.experiments[0].trials[0]
+        app.post_message(SnapshotReady(next_tick(replace(old, iterations=13))))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert row_of(app.screen.query_one(TrialTable), "7d2a1_00000")[4] == "13"
+
+
+async def test_q_exits_the_app(make_app, sweep) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
+
+
+def test_bindings_have_raytop_ids() -> None:
+    bindings = [*RaytopApp.BINDINGS, *OverviewScreen.BINDINGS, *HelpScreen.BINDINGS]
+    assert bindings
+    assert all(b.id and b.id.startswith("raytop.") for b in bindings)

@@ -1,0 +1,90 @@
+"""The real poller thread, driven by a scripted collector (bounded waits, no long sleeps)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from raytop.tui.app import MAX_BACKOFF_S, backoff_delay
+from raytop.tui.messages import SnapshotReady, SourceFailed
+from raytop.tui.widgets.cluster_bar import ClusterBar
+from raytop.tui.widgets.trial_table import TrialTable
+
+from .helpers import row_of
+
+
+async def wait_until(pilot, condition, *, tries: int = 200) -> None:
+    """Let the app run in short steps until ``condition()`` holds (at most ~4 s)."""
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("condition not met in time")
+
+
+async def test_poller_delivers_new_snapshots_to_the_table(make_app, sweep, next_tick) -> None:
+    old = sweep.experiments[0].trials[0]
+    later = next_tick(replace(old, metrics={"loss": 0.3999}, iterations=13))
+    app = make_app(sweep, later, autostart=True, refresh_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.query_one(TrialTable)
+        await wait_until(
+            pilot, lambda: table.row_count and row_of(table, "7d2a1_00000")[3] == "0.3999"
+        )
+        assert row_of(table, "7d2a1_00000")[4] == "13"
+        assert app.collector.calls >= 2
+
+
+async def test_poller_reports_failures_and_recovers(make_app, sweep) -> None:
+    seen: list[object] = []
+    app = make_app(RuntimeError("GCS timeout"), sweep, autostart=True, refresh_s=0.05)
+    async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+        table = app.screen.query_one(TrialTable)
+        await wait_until(pilot, lambda: table.row_count == 5)
+        assert not app.screen.query_one(ClusterBar).has_class("-disconnected")
+    failures = [m for m in seen if isinstance(m, SourceFailed)]
+    assert failures[0].error == "RuntimeError: GCS timeout"
+    assert failures[0].consecutive == 1
+
+
+async def test_refresh_key_starts_polling_when_not_autostarted(make_app, sweep) -> None:
+    app = make_app(sweep)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.collector.calls == 0
+        await pilot.press("r")
+        table = app.screen.query_one(TrialTable)
+        await wait_until(pilot, lambda: table.row_count == 5)
+
+
+async def test_refresh_key_wakes_a_sleeping_poller(make_app, sweep) -> None:
+    app = make_app(sweep, autostart=True, refresh_s=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.collector.calls == 1)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.collector.calls == 2)
+
+
+async def test_quitting_ends_the_poller_thread(make_app, sweep) -> None:
+    """A poller asleep for 60 s must not keep the process alive after quit."""
+    app = make_app(sweep, autostart=True, refresh_s=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.collector.calls == 1)
+        await pilot.press("q")
+    # The poller runs in the loop's default executor, which only shuts down once idle.
+    await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), timeout=3)
+
+
+def test_backoff_doubles_then_caps() -> None:
+    assert backoff_delay(0.5, 0) == 0.5
+    assert [backoff_delay(0.5, n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
+    assert backoff_delay(0.5, 20) == MAX_BACKOFF_S
+    assert backoff_delay(60.0, 3) == 60.0  # a slow refresh is never made faster
+
+
+@pytest.mark.parametrize("older", [SnapshotReady, SourceFailed])
+def test_newer_news_replaces_queued_messages(sweep, older) -> None:
+    queued = SnapshotReady(sweep) if older is SnapshotReady else SourceFailed("x", 1)
+    assert queued.can_replace(SnapshotReady(sweep))
+    assert not SnapshotReady(sweep).can_replace(SourceFailed("x", 1))

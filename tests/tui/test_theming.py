@@ -1,0 +1,95 @@
+"""Every shipped theme loads, and raytop.tcss renders with every selectable theme."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.color import Color
+
+from raytop.tui.messages import SnapshotReady
+from raytop.tui.theming import (
+    DEFAULT_THEME,
+    VARIABLE_FALLBACKS,
+    ThemeFileError,
+    builtin_theme_files,
+    load_theme_file,
+    themes_dir,
+)
+from raytop.tui.widgets.trial_table import TrialTable
+
+THEME_FILES = builtin_theme_files()
+
+
+def test_themes_folder_is_found_with_the_default_theme() -> None:
+    assert themes_dir().is_dir()
+    assert f"{DEFAULT_THEME}.toml" in [p.name for p in THEME_FILES]
+
+
+@pytest.mark.parametrize("path", THEME_FILES, ids=lambda p: p.name)
+def test_theme_file_loads_and_defines_every_raytop_variable(path) -> None:
+    theme = load_theme_file(path)
+    assert theme.name == path.name.removesuffix(".toml")
+    assert set(VARIABLE_FALLBACKS) <= set(theme.variables)
+
+
+@pytest.mark.parametrize("path", THEME_FILES, ids=lambda p: p.name)
+async def test_app_renders_with_theme_file(make_app, sweep, path) -> None:
+    theme = load_theme_file(path)
+    app = make_app(theme=theme.name)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        assert app.theme == theme.name
+        table = app.screen.query_one(TrialTable)
+        expected = Color.parse(theme.variables["trial-error"]).rich_color
+        assert table.status_style("ERROR").color == expected
+
+
+async def test_switching_through_every_available_theme(make_app, sweep) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        table = app.screen.query_one(TrialTable)
+        for name in sorted(app.available_themes):
+            app.theme = name
+            await pilot.pause()
+            assert app.theme == name
+            assert table.status_style("RUNNING").color is not None
+
+
+async def test_theme_switch_recolours_existing_status_cells(make_app, sweep) -> None:
+    light = load_theme_file(themes_dir() / "raytop-light.toml")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(sweep))
+        await pilot.pause()
+        table = app.screen.query_one(TrialTable)
+        app.theme = light.name
+        await pilot.pause()
+        expected = Color.parse(light.variables["trial-error"]).rich_color
+        assert table.status_style("ERROR").color == expected
+
+
+async def test_unknown_theme_falls_back_to_the_default(make_app) -> None:
+    app = make_app(theme="no-such-theme")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.theme == DEFAULT_THEME
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('name = "x"\nprimary = "#123456"\ncolour = "red"\n', "unknown keys"),
+        ('name = "x"\nprimary = "not-a-colour"\n', "primary"),
+        ('primary = "#123456"\n', "required"),
+        ("name = \n", "x.toml"),
+    ],
+)
+def test_bad_theme_files_are_rejected_with_their_name(tmp_path: Path, text, problem) -> None:
+    path = tmp_path / "x.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ThemeFileError, match=problem):
+        load_theme_file(path)

@@ -6,6 +6,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from raytop.home import write_json_atomic
 from raytop.model import ExperimentStatus
@@ -36,6 +38,11 @@ def test_live_driver_means_running(tmp_path):
     fake_driver = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)", "raytop.launch.driver"]
     )
+    cmdline = Path(f"/proc/{fake_driver.pid}/cmdline")
+    for _ in range(100):  # right after fork the child still shows pytest's command line
+        if b"raytop.launch.driver" in cmdline.read_bytes():
+            break
+        time.sleep(0.05)
     try:
         launched(tmp_path, fake_driver.pid, [trial_row("t1", "RUNNING", 0.5)])
         exp = ExperimentReader(str(tmp_path / "exp")).read()

@@ -227,7 +227,7 @@ def status(as_json: bool, experiments: tuple[str, ...], address: str | None) -> 
 
 def status_text(snapshot: Snapshot) -> str:
     """The snapshot for a human without a TUI: cluster, trials, findings."""
-    from raytop.model.format import fmt_duration, fmt_params
+    from raytop.model.format import fmt_duration, fmt_params, varying_keys
 
     c = snapshot.cluster
     if c.connected:
@@ -241,10 +241,12 @@ def status_text(snapshot: Snapshot) -> str:
     for exp in snapshot.experiments:
         lines.append(f"experiment {exp.name} {exp.status} ({exp.path})")
         lines += [f"  warning: {w}" for w in exp.warnings]
+        swept = varying_keys([t.config for t in exp.trials])
         for t in exp.trials:
             metric = fmt_value(t.metrics.get(exp.metric)) if exp.metric else ""
+            elapsed, params = fmt_duration(t.elapsed_s), fmt_params(t.config, swept)
             lines.append(f"  {t.trial_id:<14} {t.status:<10} {metric:>10} iter {t.iterations:<4} "
-                         f"{fmt_duration(t.elapsed_s):>6}  {fmt_params(t.config)}")  # fmt: skip
+                         f"{elapsed:>6}  {params}")  # fmt: skip
     if not snapshot.experiments:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]

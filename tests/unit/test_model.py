@@ -8,7 +8,7 @@ from raytop.model import (
     Snapshot,
     Trial,
 )
-from raytop.model.format import fmt_duration, fmt_params, fmt_value
+from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 
 
 def sample_snapshot() -> Snapshot:
@@ -52,3 +52,11 @@ def test_formatting():
     assert fmt_value(0.000012345) == "1.234e-05"
     assert fmt_value(0.5) == "0.5"
     assert fmt_params({"lr": 0.01, "hidden": 32}) == "hidden=32 lr=0.01"
+    assert fmt_params({"lr": 0.01, "epochs": 5}, frozenset({"lr"})) == "lr=0.01 epochs=5"
+
+
+def test_varying_keys_are_the_swept_params():
+    configs = [{"lr": 0.1, "epochs": 5}, {"lr": 0.2, "epochs": 5}, {"lr": 0.2, "extra": 1}]
+    assert varying_keys(configs) == {"lr", "epochs", "extra"}
+    assert varying_keys(configs[:2]) == {"lr"}
+    assert varying_keys([]) == frozenset()

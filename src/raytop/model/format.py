@@ -33,9 +33,17 @@ def fmt_value(value: Any) -> str:
     return str(value)
 
 
-def fmt_params(config: dict[str, Any]) -> str:
-    """``{"lr": 0.01, "hidden": 32}`` → ``lr=0.01 hidden=32``."""
-    return " ".join(f"{k}={fmt_value(v)}" for k, v in sorted(config.items()))
+def fmt_params(config: dict[str, Any], first: frozenset[str] = frozenset()) -> str:
+    """``{"lr": 0.01, "hidden": 32}`` → ``hidden=32 lr=0.01``; keys in ``first`` (the swept
+    ones) lead, so a narrow column truncates the constants, not what tells trials apart."""
+    keys = sorted(config, key=lambda k: (k not in first, k))
+    return " ".join(f"{k}={fmt_value(config[k])}" for k in keys)
+
+
+def varying_keys(configs: list[dict[str, Any]]) -> frozenset[str]:
+    """The config keys whose values differ between trials."""
+    keys = {k for c in configs for k in c}
+    return frozenset(k for k in keys if len({repr(c.get(k)) for c in configs}) > 1)
 
 
 def fmt_resources(resources: dict[str, float]) -> str:

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from raytop.model import Experiment, Trial
-from raytop.model.format import fmt_duration, fmt_params, fmt_value
+from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 
 # Content widths of the fixed columns (keys double as headers, except "metric", which
 # shows the experiment's metric name); "params" takes whatever width is left.
@@ -62,7 +62,8 @@ class TrialTable(DataTable[object]):
         self._experiment = experiment
         metric = experiment.metric if experiment else None
         trials = experiment.trials if experiment else ()
-        wanted = {t.trial_id: self._cells(t, metric) for t in trials}
+        swept = varying_keys([t.config for t in trials])
+        wanted = {t.trial_id: self._cells(t, metric, swept) for t in trials}
         with self.app.batch_update():
             selected = self._cursor_key()
             self._ensure_columns(metric)
@@ -90,12 +91,12 @@ class TrialTable(DataTable[object]):
         # The params column's width depends on ours: rebuild the columns if it changed.
         self.show_experiment(self._experiment)
 
-    def _cells(self, trial: Trial, metric: str | None) -> tuple[object, ...]:
+    def _cells(self, trial: Trial, metric: str | None, swept: frozenset[str]) -> tuple[object, ...]:
         value = fmt_value(trial.metrics.get(metric)) if metric else ""
         return (
             Text(trial.trial_id, overflow="ellipsis", no_wrap=True),
             StatusCell(trial.status, self),
-            Text(fmt_params(trial.config), overflow="ellipsis", no_wrap=True),
+            Text(fmt_params(trial.config, swept), overflow="ellipsis", no_wrap=True),
             Text(value, justify="right"),
             Text(str(trial.iterations), justify="right"),
             Text(fmt_duration(trial.elapsed_s), justify="right"),

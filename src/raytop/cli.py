@@ -10,7 +10,9 @@ Errors are one line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -52,12 +54,31 @@ def _collector(target, experiments=None):
 
 def _open_tui(collector, refresh_s: float) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        fail(
-            "no terminal for the TUI: use `raytop status --json`, or `kubectl exec -it` / `ssh -t`"
-        )
+        fail("no terminal for the TUI: use `raytop status`, or `kubectl exec -it` / `ssh -t`")
     from raytop.tui.app import RaytopApp
 
-    RaytopApp(collector, refresh_s=refresh_s).run()
+    with _native_stderr_to_log():
+        RaytopApp(collector, refresh_s=refresh_s).run()
+
+
+@contextlib.contextmanager
+def _native_stderr_to_log():
+    """Ray's C++ GCS client logs straight to fd 2 ("Failed to connect to GCS…"), and fd 2
+    is the terminal Textual draws on. While the TUI runs, Textual gets a duplicate of the
+    terminal and fd 2 goes to ``$RAYTOP_HOME/tui.log``."""
+    from raytop.home import raytop_home
+
+    terminal_fd = os.dup(2)
+    original = sys.__stderr__
+    sys.__stderr__ = os.fdopen(terminal_fd, "w", buffering=1, closefd=False)
+    with open(raytop_home() / "tui.log", "ab") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(terminal_fd, 2)
+            os.close(terminal_fd)
+            sys.__stderr__ = original
 
 
 address_option = click.option(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from dataclasses import replace
 
 import pytest
@@ -72,8 +72,20 @@ async def test_quitting_ends_the_poller_thread(make_app, sweep) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.collector.calls == 1)
         await pilot.press("q")
-    # The poller runs in the loop's default executor, which only shuts down once idle.
-    await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), timeout=3)
+    app._poller.join(timeout=3)
+    assert not app._poller.is_alive()
+
+
+async def test_a_stuck_collect_cannot_keep_the_process_alive(make_app, sweep) -> None:
+    """collect() blocked on an unreachable cluster: the poller is a daemon thread."""
+    release = threading.Event()
+    app = make_app(sweep, autostart=True)
+    app.collector.collect = lambda: release.wait(30)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+    assert app._poller.is_alive() and app._poller.daemon
+    release.set()
 
 
 def test_backoff_doubles_then_caps() -> None:

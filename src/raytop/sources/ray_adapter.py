@@ -73,7 +73,6 @@ class GcsReader:
             import ray._raylet as raylet
             from ray._private.state import GlobalState
 
-            probe_tcp(self.address)
             state = GlobalState()
             options = raylet.GcsClientOptions.create(
                 self.address, None, allow_cluster_id_nil=True, fetch_cluster_id_if_nil=False
@@ -84,11 +83,15 @@ class GcsReader:
 
     def _call(self, fn: str, *args: Any) -> Any:
         try:
+            # A dead GCS can make the accessor wait; check the socket before every read.
+            probe_tcp(self.address)
             return getattr(self._global_state(), fn)(*args)
-        except ClusterUnreachable:
-            raise
         except Exception as exc:
+            # Drop the client at once: Ray's GCS client ends the whole process when the
+            # GCS stays unreachable for 60 s (gcs_rpc_server_reconnect_timeout_s).
             self.reset()
+            if isinstance(exc, ClusterUnreachable):
+                raise
             raise ClusterUnreachable(
                 f"Ray cluster at {self.address} stopped answering: {exc}"
             ) from exc
@@ -102,8 +105,6 @@ class GcsReader:
     def nodes(self) -> list[dict[str, Any]]:
         """``[{node_id, address, alive, is_head, resources_total, resources_available,
         labels}]``."""
-        # A dead GCS can make the accessor wait; check the socket first on every read.
-        probe_tcp(self.address)
         table = self._call("node_table")
         available = self._call("available_resources_per_node")
         nodes = []

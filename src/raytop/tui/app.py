@@ -12,7 +12,6 @@ import time
 
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import Worker, get_current_worker
 
 from raytop.model import Snapshot
 from raytop.sources.base import Collector
@@ -67,7 +66,8 @@ class RaytopApp(App[None]):
         self._autostart = autostart
         self._requested_theme = theme
         self._refresh_now = threading.Event()
-        self._poller: Worker[None] | None = None
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
 
     @property
     def latest(self) -> Snapshot | None:
@@ -88,23 +88,24 @@ class RaytopApp(App[None]):
             self.start_polling()
 
     def start_polling(self) -> None:
-        """Start the single long-lived poller (a no-op while one is running)."""
-        if self._poller is not None and not self._poller.is_finished:
+        """Start the single long-lived poller (a no-op while one is running).
+
+        A daemon thread, not a Textual worker: a ``collect()`` stuck on an unreachable
+        cluster must never keep the process alive after quit (threads cannot be killed,
+        and the executor behind thread workers is joined at exit)."""
+        if self._poller is not None and self._poller.is_alive():
             return
-        self._poller = self.run_worker(
-            self._poll_loop,
-            name="poll:collector",
-            group="poll",
-            description="Polling the collector",
-            thread=True,
-            exit_on_error=False,
-        )
+        self._stop.clear()
+        self._poller = threading.Thread(target=self._poll_loop, name="raytop-poll", daemon=True)
+        self._poller.start()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
 
     def _poll_loop(self) -> None:
-        """Runs in a thread: collect, post, sleep; never touches widgets."""
-        worker = get_current_worker()
+        """Runs in the poller thread: collect, post, sleep; never touches widgets."""
         failures = 0
-        while not worker.is_cancelled:
+        while not self._stop.is_set():
             self._refresh_now.clear()
             try:
                 snapshot = self.collector.collect()
@@ -114,13 +115,13 @@ class RaytopApp(App[None]):
             else:
                 failures = 0
                 self.post_message(SnapshotReady(snapshot))
-            self._sleep(worker, backoff_delay(self.refresh_s, failures))
+            self._sleep(backoff_delay(self.refresh_s, failures))
 
-    def _sleep(self, worker: Worker[None], seconds: float) -> None:
-        """Wait ``seconds``, waking at once on cancel (quit) or on "refresh now"."""
+    def _sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, waking at once on quit or on "refresh now"."""
         deadline = time.monotonic() + seconds
         while (remaining := deadline - time.monotonic()) > 0:
-            if worker.cancelled_event.wait(min(remaining, _WAKE_CHECK_S)):
+            if self._stop.wait(min(remaining, _WAKE_CHECK_S)):
                 return
             if self._refresh_now.is_set():
                 return

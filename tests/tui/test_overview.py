@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from raytop.model import Experiment, ExperimentStatus, Finding, Severity, Snapshot, Trial
+from raytop.model.format import fmt_value
 from raytop.tui.app import RaytopApp
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.help import HelpScreen
@@ -285,3 +288,23 @@ def test_bindings_have_raytop_ids() -> None:
     bindings = [*RaytopApp.BINDINGS, *OverviewScreen.BINDINGS, *HelpScreen.BINDINGS]
     assert bindings
     assert all(b.id and b.id.startswith("raytop.") for b in bindings)
+
+
+async def test_a_recorded_real_snapshot_renders(make_app) -> None:
+    """``raytop status --json`` of the real torch sweep mid-run, fed back into the TUI."""
+    data = json.loads((Path(__file__).parent / "data" / "torch_sweep_running.json").read_text())
+    recorded = Snapshot.from_json(data)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SnapshotReady(recorded))
+        await pilot.pause()
+        table = app.screen.query_one(TrialTable)
+        (experiment,) = recorded.experiments
+        assert row_keys(table) == [t.trial_id for t in experiment.trials]
+        for trial in experiment.trials:
+            row = row_of(table, trial.trial_id)
+            assert row[1] == trial.status
+            assert row[3] == fmt_value(trial.metrics["loss"])
+            assert row[4] == str(trial.iterations)
+        assert "embedded" in text_of(app, "#cluster")
+        assert "CPU 4/4" in text_of(app, "#cluster")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from raytop.diagnose.check import EXIT_CODES_HELP
 from raytop.model import ExperimentStatus, Severity, Snapshot
 from raytop.model.format import fmt_value
 
@@ -44,12 +45,31 @@ def _resolve_target(address: str | None):
         fail(str(exc))
 
 
-def _collector(target, experiments=None):
+def _collector(target, experiments=None, thresholds=None):
     from raytop.sources.collect import SnapshotCollector
 
     if target is None:
-        return SnapshotCollector(None, experiments=experiments)
-    return SnapshotCollector(target.address, embedded=target.embedded, experiments=experiments)
+        return SnapshotCollector(None, experiments=experiments, thresholds=thresholds)
+    return SnapshotCollector(
+        target.address, embedded=target.embedded, experiments=experiments, thresholds=thresholds
+    )
+
+
+def _experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | None:
+    """``--experiment`` values as collector input; None means "what raytop launched"."""
+    from raytop.rundir import is_uri
+
+    if not experiments:
+        return None
+    chosen = []
+    for path in experiments:
+        if not is_uri(path):
+            folder = Path(path).expanduser().resolve()
+            if not folder.is_dir():
+                fail(f"--experiment {path}: no such folder")
+            path = str(folder)
+        chosen.append((path, None))
+    return chosen
 
 
 def _open_tui(collector, refresh_s: float) -> None:
@@ -218,32 +238,67 @@ def _follow(collector, refresh_s: float, log_path: Path) -> int:
     return EXIT_RUN_FAILED
 
 
-@main.command()
-@click.option("--json", "as_json", is_flag=True, help="The snapshot as JSON (docs/schema.md).")
-@click.option(
+experiment_option = click.option(
     "--experiment", "experiments", multiple=True, metavar="PATH",
     help="An experiment folder to include (repeatable); default: what raytop launched.",
 )  # fmt: skip
-@address_option
-def status(as_json: bool, experiments: tuple[str, ...], address: str | None) -> None:
-    """Print the snapshot the TUI shows, once."""
-    from raytop.rundir import is_uri
+stall_option = click.option(
+    "--stall-after", type=click.FloatRange(min=0), default=60.0, show_default=True,
+    metavar="SECONDS", help="A rank waiting in report this long for another is a stall.",
+)  # fmt: skip
 
-    chosen = None
-    if experiments:
-        chosen = []
-        for path in experiments:
-            if not is_uri(path):
-                folder = Path(path).expanduser().resolve()
-                if not folder.is_dir():
-                    fail(f"--experiment {path}: no such folder")
-                path = str(folder)
-            chosen.append((path, None))
-    snapshot = _collector(_resolve_target(address), chosen).collect()
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="The snapshot as JSON (docs/schema.md).")
+@click.option("--stacks", is_flag=True, help="Also ask every rank for its Python stack.")
+@experiment_option
+@address_option
+@stall_option
+def status(
+    as_json: bool, stacks: bool, experiments: tuple[str, ...], address: str | None,
+    stall_after: float,
+) -> None:  # fmt: skip
+    """Print the snapshot the TUI shows, once."""
+    from raytop.diagnose import Thresholds
+
+    collector = _collector(
+        _resolve_target(address), _experiment_paths(experiments), Thresholds(stall_after)
+    )
+    snapshot = collector.request_stacks() if stacks else collector.collect()
     if as_json:
         click.echo(json.dumps(snapshot.to_json(), indent=2, default=str))
         return
     click.echo(status_text(snapshot))
+
+
+@main.command(epilog="\b\n" + EXIT_CODES_HELP)
+@experiment_option
+@address_option
+@stall_option
+def check(experiments: tuple[str, ...], address: str | None, stall_after: float) -> None:
+    """Exit with a code that says whether training is healthy (one line per finding).
+
+    Usable as a Kubernetes liveness or readiness command."""
+    from raytop.diagnose import Thresholds
+    from raytop.diagnose.check import CLUSTER_UNREACHABLE, exit_code
+    from raytop.launch.cluster import resolve
+    from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
+
+    try:
+        target = resolve(address)
+    except RayUnsupported as exc:
+        fail(str(exc))
+    except ClusterUnreachable as exc:
+        click.echo(f"cluster_unreachable: {exc}")
+        sys.exit(CLUSTER_UNREACHABLE)
+    snapshot = _collector(target, _experiment_paths(experiments), Thresholds(stall_after)).collect()
+    for finding in snapshot.findings:
+        click.echo(f"{finding.kind} {finding.subject}: {finding.message}")
+    code = exit_code(snapshot.findings)
+    if not snapshot.findings:
+        runs = snapshot.all_runs()
+        click.echo(f"healthy: {len(snapshot.experiments)} experiment(s), {len(runs)} Train run(s)")
+    sys.exit(code)
 
 
 def status_text(snapshot: Snapshot) -> str:

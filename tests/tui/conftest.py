@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
+from raytop.diagnose.ledger import Thresholds, run_findings
 from raytop.model import (
     Cluster,
     Experiment,
@@ -15,11 +17,14 @@ from raytop.model import (
     Node,
     Severity,
     Snapshot,
+    TrainRun,
     Trial,
+    Worker,
 )
 from raytop.tui.app import RaytopApp
 
 NOW = 1_767_225_600.0  # a fixed "wall clock" for every test
+RUN_ID = "5f0c2e9a7b1d4c3e8a6b"
 
 
 class FakeCollector:
@@ -35,6 +40,23 @@ class FakeCollector:
         if isinstance(step, Exception):
             raise step
         return step
+
+
+class StackCollector(FakeCollector):
+    """A collector that can also fetch stacks: returns (or raises) ``stacks``."""
+
+    def __init__(self, *steps: Snapshot | Exception, stacks: Snapshot | Exception) -> None:
+        super().__init__(*steps)
+        self.stacks = stacks
+        self.stack_calls: list[tuple[str, float]] = []
+        self.stack_threads: list[threading.Thread] = []
+
+    def request_stacks(self, run_id: str, timeout_s: float = 5.0) -> Snapshot:
+        self.stack_calls.append((run_id, timeout_s))
+        self.stack_threads.append(threading.current_thread())
+        if isinstance(self.stacks, Exception):
+            raise self.stacks
+        return self.stacks
 
 
 def _cluster() -> Cluster:
@@ -141,13 +163,111 @@ def next_tick(sweep: Snapshot) -> Callable[..., Snapshot]:
     return build
 
 
+def _stalled_run(taken_at: float) -> TrainRun:
+    """Trial 7d2a1_00000's two ranks: rank 0 waits in report 5; rank 1 never got there."""
+    common = {"node_id": "a3f9c2d1e0b4f7a8", "node_rank": 0, "usual_interval_s": 8.0}
+    waiting = Worker(
+        rank=0,
+        reports_entered=5,
+        reports_exited=4,
+        local_rank=0,
+        pid=51234,
+        last_enter_at=taken_at - 75,
+        last_exit_at=taken_at - 83,
+        last_report_age_s=75.0,
+        heartbeat_at=taken_at - 0.4,
+        heartbeat_age_s=0.4,
+        cpu_percent=1.0,
+        rss_bytes=1_900_000_000,
+        **common,
+    )
+    behind = Worker(
+        rank=1,
+        reports_entered=4,
+        reports_exited=4,
+        local_rank=1,
+        pid=51235,
+        last_enter_at=taken_at - 84,
+        last_exit_at=taken_at - 83,
+        last_report_age_s=84.0,
+        heartbeat_at=taken_at - 0.6,
+        heartbeat_age_s=0.6,
+        cpu_percent=99.0,
+        rss_bytes=2_300_000_000,
+        **common,
+    )
+    return TrainRun(
+        run_id=RUN_ID,
+        run_name="TorchTrainer_7d2a1_00000",
+        attempt_id="attempt-9c41e",
+        world_size=2,
+        attempt_index=1,
+        trial_id="7d2a1_00000",
+        workers=(waiting, behind),
+    )
+
+
+@pytest.fixture
+def stall_run(sweep: Snapshot) -> TrainRun:
+    return _stalled_run(sweep.taken_at)
+
+
+@pytest.fixture
+def stalled(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
+    """``sweep`` whose first trial's Train run hangs at the report barrier, diagnosed by
+    the real ledger rules (so the ``barrier_stall`` evidence is what the product makes)."""
+    experiment = replace(sweep.experiments[0], runs=(stall_run,))
+    findings = (*run_findings(stall_run, Thresholds()), *sweep.findings)
+    return replace(sweep, experiments=(experiment,), findings=findings)
+
+
+RANK0_STACK = """\
+Thread MainThread (most recent call last):
+  File "/home/ray/train_sweep.py", line 58, in train_loop_per_worker
+    ray.train.report({"loss": loss}, checkpoint=checkpoint)
+  File "/home/ray/.venv/lib/python3.11/site-packages/ray/train/v2/api/train_fn_utils.py", \
+line 50, in report
+    get_train_fn_utils().report(metrics, checkpoint)
+  File "/usr/lib/python3.11/threading.py", line 324, in wait
+    gotit = waiter.acquire(True, timeout)
+"""
+
+RANK1_STACK = """\
+Thread MainThread (most recent call last):
+  File "/home/ray/train_sweep.py", line 52, in train_loop_per_worker
+    val_loss = evaluate(model, val_loader)
+  File "/home/ray/train_sweep.py", line 31, in evaluate
+    for batch in loader:
+  File "/home/ray/.venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", \
+line 701, in __next__
+    data = self._next_data()
+"""
+
+
+@pytest.fixture
+def with_stacks(stalled: Snapshot) -> Snapshot:
+    """What ``request_stacks`` returns for the stalled run: both ranks answered."""
+    experiment = stalled.experiments[0]
+    (run,) = experiment.runs
+    stacks = {0: RANK0_STACK, 1: RANK1_STACK}
+    workers = tuple(replace(w, stack=stacks[w.rank], stack_request="req-1") for w in run.workers)
+    run = replace(run, workers=workers)
+    return replace(
+        stalled, taken_at=stalled.taken_at + 1, experiments=(replace(experiment, runs=(run,)),)
+    )
+
+
 @pytest.fixture
 def make_app() -> Callable[..., RaytopApp]:
-    """An app with a frozen clock; ``autostart=False`` unless a test asks for polling."""
+    """An app with a frozen clock; ``autostart=False`` unless a test asks for polling.
 
-    def factory(*steps: Snapshot | Exception, **kwargs: object) -> RaytopApp:
+    ``collector=`` replaces the scripted ``FakeCollector`` built from ``steps``."""
+
+    def factory(
+        *steps: Snapshot | Exception, collector: object | None = None, **kwargs: object
+    ) -> RaytopApp:
         kwargs.setdefault("autostart", False)
-        app = RaytopApp(FakeCollector(*steps), **kwargs)
+        app = RaytopApp(collector or FakeCollector(*steps), **kwargs)
         app.clock = lambda: NOW
         return app
 

@@ -1,9 +1,13 @@
-"""Read what the overview shows, as plain text, for assertions."""
+"""Read what the screens show, as plain text, for assertions; wait for threads."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from textual.app import App
-from textual.widgets import Static
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
 
 from raytop.tui.widgets.trial_table import StatusCell, TrialTable
 
@@ -22,3 +26,32 @@ def row_keys(table: TrialTable) -> list[str]:
 
 def cursor_key(table: TrialTable) -> str | None:
     return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+
+def cell(table: DataTable[object], key: str, column: str) -> str:
+    """One cell as text (state cells print their state)."""
+    return str(table.get_cell(key, column))
+
+
+async def wait_until(
+    pilot: Pilot[None], condition: Callable[[], object], *, tries: int = 200
+) -> None:
+    """Let the app run in short steps until ``condition()`` holds (at most ~4 s)."""
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def record_notifications(app: App[None]) -> list[tuple[str, str]]:
+    """Collect ``(message, severity)`` of every ``notify`` from now on."""
+    seen: list[tuple[str, str]] = []
+    original = app.notify
+
+    def notify(message: str, *args: Any, **kwargs: Any) -> None:
+        seen.append((str(message), str(kwargs.get("severity", "information"))))
+        original(message, *args, **kwargs)
+
+    app.notify = notify  # type: ignore[method-assign]
+    return seen

@@ -12,16 +12,7 @@ from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.trial_table import TrialTable
 
-from .helpers import row_of
-
-
-async def wait_until(pilot, condition, *, tries: int = 200) -> None:
-    """Let the app run in short steps until ``condition()`` holds (at most ~4 s)."""
-    for _ in range(tries):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("condition not met in time")
+from .helpers import row_of, wait_until
 
 
 async def test_poller_delivers_new_snapshots_to_the_table(make_app, sweep, next_tick) -> None:

@@ -1,4 +1,4 @@
-"""SVG snapshots of the overview (pytest-textual-sweep); the clock is frozen in make_app.
+"""SVG snapshots of the screens (pytest-textual-snapshot); the clock is frozen in make_app.
 
 Regenerate deliberately with ``pytest tests/tui --snapshot-update`` after a Textual bump.
 """
@@ -6,12 +6,19 @@ Regenerate deliberately with ``pytest tests/tui --snapshot-update`` after a Text
 from __future__ import annotations
 
 from raytop.tui.messages import SnapshotReady, SourceFailed
+from raytop.tui.screens.stacks import StacksScreen
+
+from .conftest import StackCollector
+from .helpers import wait_until
 
 
-def feed(*messages):
+def feed(*messages, keys: tuple[str, ...] = ()):
     async def run_before(pilot) -> None:
         for message in messages:
             pilot.app.post_message(message)
+            await pilot.pause()
+        if keys:
+            await pilot.press(*keys)
             await pilot.pause()
 
     return run_before
@@ -31,3 +38,32 @@ def test_overview_disconnected_80x24(snap_compare, make_app, sweep) -> None:
     app = make_app()
     messages = (SnapshotReady(sweep), SourceFailed("ConnectionError: GCS went away", 3))
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed(*messages))
+
+
+def test_overview_stall_80x24(snap_compare, make_app, stalled) -> None:
+    app = make_app()
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed(SnapshotReady(stalled)))
+
+
+def test_run_stall_80x24(snap_compare, make_app, stalled) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(stalled), keys=("enter",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_run_stall_120x36(snap_compare, make_app, stalled) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(stalled), keys=("enter",))
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+def test_stacks_120x36(snap_compare, make_app, stalled, with_stacks) -> None:
+    app = make_app(collector=StackCollector(stalled, stacks=with_stacks))
+
+    async def run_before(pilot) -> None:
+        await feed(SnapshotReady(stalled), keys=("enter", "s"))(pilot)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, StacksScreen))
+        pilot.app.clear_notifications()  # the "fetching stacks…" toast
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)

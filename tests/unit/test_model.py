@@ -1,12 +1,18 @@
+import dataclasses
+import json
+
 from raytop.model import (
     Cluster,
     Experiment,
     ExperimentStatus,
     Finding,
+    LedgerStatus,
     Node,
     Severity,
     Snapshot,
+    TrainRun,
     Trial,
+    Worker,
 )
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 
@@ -23,14 +29,22 @@ def sample_snapshot() -> Snapshot:
     trial = Trial("t1", "RUNNING", {"lr": 0.1}, {"loss": 0.5}, 1, 3, 12.5, None)
     exp = Experiment("exp", "/tmp/exp", ExperimentStatus.RUNNING, "loss", "min", (trial,), 42, True)
     finding = Finding("trial_error", Severity.ERROR, "trial t1", "boom", {"n": 1})
-    return Snapshot(1.0, Cluster("h:1", True, nodes=(node,)), (exp,), (finding,))
+    worker = Worker(0, 3, 2, pid=7, gpu_ids=("0",), stack="...", heartbeat_age_s=0.3)
+    run = TrainRun("r1", "exp-t1", "a1", 2, trial_id="t1", workers=(worker,))
+    exp = dataclasses.replace(exp, runs=(run,))
+    foreign = TrainRun("r2", "other", "a2", 1)
+    ledger = LedgerStatus(True, started_at=1.0, published_at=2.0)
+    return Snapshot(
+        1.0, Cluster("h:1", True, nodes=(node,)), (exp,), (finding,), (foreign,), ledger
+    )
 
 
 def test_snapshot_json_round_trip():
     snapshot = sample_snapshot()
-    data = snapshot.to_json()
+    data = json.loads(json.dumps(snapshot.to_json()))  # through real JSON text
     assert data["schema_version"] == 1
     assert Snapshot.from_json(data) == snapshot
+    assert snapshot.all_runs()[0].workers[0].in_report
 
 
 def test_resources_absent_from_available_count_as_used():

@@ -4,5 +4,6 @@ Imports only ``raytop.model``: fast to test, reusable by every face.
 """
 
 from raytop.diagnose.findings import diagnose
+from raytop.diagnose.ledger import Thresholds
 
-__all__ = ["diagnose"]
+__all__ = ["Thresholds", "diagnose"]

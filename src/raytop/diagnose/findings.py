@@ -3,7 +3,16 @@ trials, a driver that exited with work unfinished."""
 
 from __future__ import annotations
 
-from raytop.model import Cluster, Experiment, ExperimentStatus, Finding, Severity
+from raytop.diagnose.ledger import Thresholds, run_findings
+from raytop.model import (
+    Cluster,
+    Experiment,
+    ExperimentStatus,
+    Finding,
+    LedgerStatus,
+    Severity,
+    Snapshot,
+)
 
 
 def cluster_findings(cluster: Cluster) -> list[Finding]:
@@ -78,10 +87,51 @@ def driver_findings(experiment: Experiment) -> list[Finding]:
     ]
 
 
-def diagnose(cluster: Cluster, experiments: tuple[Experiment, ...]) -> tuple[Finding, ...]:
-    findings = cluster_findings(cluster)
-    for experiment in experiments:
+def ledger_findings(ledger: LedgerStatus | None, has_runs: bool) -> list[Finding]:
+    if ledger is None:
+        return []
+    findings = []
+    if has_runs and not ledger.available:
+        findings.append(
+            Finding(
+                kind="ledger_unavailable",
+                severity=Severity.WARNING,
+                subject="report ledger",
+                message=ledger.error or "the report ledger is not publishing",
+                evidence={"published_at": ledger.published_at},
+            )
+        )
+    if ledger.restarted_at is not None:
+        findings.append(
+            Finding(
+                kind="ledger_restarted",
+                severity=Severity.INFO,
+                subject="report ledger",
+                message=(
+                    f"the report ledger was recreated after a gap of {ledger.gap_s:.0f}s; "
+                    "the probes resent their counts"
+                ),
+                evidence={"restarted_at": ledger.restarted_at, "gap_s": ledger.gap_s},
+            )
+        )
+    return findings
+
+
+def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
+    """Every finding about a snapshot (its own ``findings`` are ignored)."""
+    thresholds = thresholds or Thresholds()
+    findings = cluster_findings(snapshot.cluster)
+    for experiment in snapshot.experiments:
         findings += metric_findings(experiment)
         findings += trial_error_findings(experiment)
         findings += driver_findings(experiment)
+    runs = snapshot.all_runs()
+    findings += ledger_findings(snapshot.ledger, bool(runs))
+    if snapshot.ledger is not None and snapshot.ledger.available:
+        ended = {
+            t.trial_id for e in snapshot.experiments for t in e.trials if t.ended
+        }  # a run whose trial ended is over, whatever its ranks last said
+        for run in runs:
+            if run.trial_id not in ended:
+                findings += run_findings(run, thresholds)
     return tuple(findings)

@@ -3,8 +3,9 @@
 For ``kind = "torch"`` each Tune trial is the driver of its own Train run: it builds a
 ``TorchTrainer`` inside the trial, passes the trial's params through
 ``train_loop_config``, gives the run a unique name and storage under the experiment, and
-builds ``ray.train.RunConfig(callbacks=[TuneReportCallback()])`` inside the Tune session
-(its constructor needs the session). Train and Tune failure settings stay apart.
+builds ``ray.train.RunConfig(callbacks=[TuneReportCallback(), ReportProbe()])`` inside the
+Tune session (the Tune callback's constructor needs the session). Train and Tune failure
+settings stay apart.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
         from ray.train.torch import TorchTrainer
         from ray.tune.integration.ray_train import TuneReportCallback
 
+        from raytop.probe.report_probe import ReportProbe
+
         ctx = tune.get_context()
         run_config = ray.train.RunConfig(
             name=train_run_name(ctx.get_experiment_name(), ctx.get_trial_id()),
             storage_path=train_storage,
-            callbacks=[TuneReportCallback()],
+            callbacks=[TuneReportCallback(), ReportProbe()],
             failure_config=ray.train.FailureConfig(
                 max_failures=failure.max_failures,
                 controller_failure_limit=failure.controller_failure_limit,

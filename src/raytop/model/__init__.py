@@ -10,10 +10,13 @@ from raytop.model.snapshot import (
     Experiment,
     ExperimentStatus,
     Finding,
+    LedgerStatus,
     Node,
     Severity,
     Snapshot,
+    TrainRun,
     Trial,
+    Worker,
 )
 
 __all__ = [
@@ -22,8 +25,11 @@ __all__ = [
     "Experiment",
     "ExperimentStatus",
     "Finding",
+    "LedgerStatus",
     "Node",
     "Severity",
     "Snapshot",
+    "TrainRun",
     "Trial",
+    "Worker",
 ]

@@ -86,6 +86,72 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class Worker:
+    """One rank of a Train run attempt, as its ReportProbe last told the ledger.
+
+    Times are unix seconds; ``*_age_s`` are relative to the snapshot's ``taken_at``.
+    ``reports_entered`` / ``reports_exited`` count ``ray.train.report`` calls in this
+    attempt; entered > exited means the rank is inside report (at the barrier)."""
+
+    rank: int
+    reports_entered: int = 0
+    reports_exited: int = 0
+    local_rank: int | None = None
+    node_rank: int | None = None
+    node_id: str | None = None
+    pid: int | None = None
+    last_enter_at: float | None = None
+    last_exit_at: float | None = None
+    last_report_age_s: float | None = None  # since the rank last entered report
+    heartbeat_at: float | None = None
+    heartbeat_age_s: float | None = None
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    gpu_memory_bytes: int | None = None
+    gpu_ids: tuple[str, ...] = ()
+    usual_interval_s: float | None = None  # median of its recent report-to-report times
+    done: bool = False  # its train loop returned or raised
+    dropped_events: int = 0  # probe flushes that could not reach the ledger
+    stack: str | None = None  # the last Python stack it sent on request
+    stack_request: str | None = None  # the request that stack answers
+
+    @property
+    def in_report(self) -> bool:
+        return self.reports_entered > self.reports_exited
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    """One attempt of a Ray Train run (a worker group): a ledger page.
+
+    A restart or an elastic resize is a new attempt with fresh counts."""
+
+    run_id: str
+    run_name: str
+    attempt_id: str
+    world_size: int
+    attempt_index: int = 1  # 1 for the first worker group of this run seen by the ledger
+    trial_id: str | None = None
+    workers: tuple[Worker, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        return len(self.workers) >= self.world_size and all(w.done for w in self.workers)
+
+
+@dataclass(frozen=True)
+class LedgerStatus:
+    """The report ledger actor as raytop sees it through its published index."""
+
+    available: bool
+    started_at: float | None = None
+    published_at: float | None = None
+    restarted_at: float | None = None  # set when the ledger was recreated while watched
+    gap_s: float | None = None  # how long it was gone then
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     path: str
@@ -96,6 +162,7 @@ class Experiment:
     driver_pid: int | None = None
     driver_alive: bool | None = None  # None: not launched by raytop, unknown
     warnings: tuple[str, ...] = ()  # e.g. "experiment state unreadable; showing last good copy"
+    runs: tuple[TrainRun, ...] = ()  # the latest attempt of each Train run of its trials
 
     @property
     def all_terminated(self) -> bool:
@@ -125,6 +192,11 @@ class Snapshot:
     cluster: Cluster
     experiments: tuple[Experiment, ...] = ()
     findings: tuple[Finding, ...] = ()
+    runs: tuple[TrainRun, ...] = ()  # instrumented Train runs of no watched experiment
+    ledger: LedgerStatus | None = None
+
+    def all_runs(self) -> tuple[TrainRun, ...]:
+        return tuple(r for e in self.experiments for r in e.runs) + self.runs
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -141,7 +213,9 @@ class Snapshot:
             e["status"] = ExperimentStatus(e["status"])
             e["trials"] = tuple(Trial(**t) for t in e.get("trials", ()))
             e["warnings"] = tuple(e.get("warnings", ()))
+            e["runs"] = tuple(_run_from_json(r) for r in e.get("runs", ()))
             experiments.append(Experiment(**e))
+        ledger = data.get("ledger")
         findings = tuple(
             Finding(**{**f, "severity": Severity(f["severity"])}) for f in data.get("findings", ())
         )
@@ -150,4 +224,13 @@ class Snapshot:
             cluster=Cluster(**cluster),
             experiments=tuple(experiments),
             findings=findings,
+            runs=tuple(_run_from_json(r) for r in data.get("runs", ())),
+            ledger=LedgerStatus(**ledger) if ledger else None,
         )
+
+
+def _run_from_json(data: dict[str, Any]) -> TrainRun:
+    workers = tuple(
+        Worker(**{**w, "gpu_ids": tuple(w.get("gpu_ids", ()))}) for w in data.get("workers", ())
+    )
+    return TrainRun(**{**data, "workers": workers})

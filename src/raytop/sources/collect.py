@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from pathlib import Path
 
-from raytop.diagnose import diagnose
+from raytop.diagnose import Thresholds, diagnose
 from raytop.home import registered_experiments
-from raytop.model import Cluster, Node, Snapshot
+from raytop.model import Cluster, Experiment, LedgerStatus, Node, Snapshot, TrainRun
 from raytop.rundir import driver_alive
 from raytop.sources import ray_adapter
+from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.tune_dir import ExperimentReader
+
+STACK_POLL_S = 0.25
 
 
 def default_experiments() -> list[tuple[str, Path | None]]:
@@ -33,11 +38,17 @@ class SnapshotCollector:
         embedded: bool = False,
         experiments: list[tuple[str, Path | None]] | None = None,
         unreachable_reason: str | None = None,
+        thresholds: Thresholds | None = None,
     ) -> None:
         self.address = address
         self.embedded = embedded
+        self.thresholds = thresholds or Thresholds()
         self._unreachable_reason = unreachable_reason
         self._reader = ray_adapter.GcsReader(address) if address else None
+        self._ledger = LedgerReader(ray_adapter.GcsKv(address)) if address else None
+        self._lock = threading.Lock()
+        # Named experiments narrow the view: then runs of no watched experiment are left out.
+        self._only_named = experiments is not None
         chosen = experiments if experiments is not None else default_experiments()
         self._experiments = [ExperimentReader(path, rdir) for path, rdir in chosen]
 
@@ -61,12 +72,90 @@ class SnapshotCollector:
             nodes=nodes,
         )
 
+    def _runs(self, cluster: Cluster) -> tuple[tuple[TrainRun, ...], LedgerStatus | None]:
+        if self._ledger is None or not cluster.connected:
+            return (), None
+        try:
+            return self._ledger.read()
+        except ray_adapter.ClusterUnreachable as exc:
+            return (), LedgerStatus(False, error=str(exc))
+
     def collect(self) -> Snapshot:
+        # The TUI's poller and a stacks request may collect at the same time; the readers
+        # keep caches and one GCS client each, so collections take turns.
+        with self._lock:
+            return self._collect()
+
+    def _collect(self) -> Snapshot:
         cluster = self._cluster()
-        experiments = tuple(reader.read() for reader in self._experiments)
-        return Snapshot(
+        experiments = [reader.read() for reader in self._experiments]
+        runs, ledger = self._runs(cluster)
+        experiments, unmatched = attach_runs(experiments, runs)
+        snapshot = Snapshot(
             taken_at=time.time(),
             cluster=cluster,
-            experiments=experiments,
-            findings=diagnose(cluster, experiments),
+            experiments=tuple(experiments),
+            runs=() if self._only_named else unmatched,
+            ledger=ledger,
         )
+        return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
+
+    def request_stacks(self, run_id: str | None = None, timeout_s: float = 5.0) -> Snapshot:
+        """Ask the ranks of ``run_id`` (or of every run) for their Python stacks and
+        return the first snapshot in which all live ranks answered, or the last one at
+        the timeout (ranks that did not answer have no stack)."""
+        if self._ledger is None:
+            return self.collect()
+        request = self._ledger.request_stacks(run_id)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            snapshot = self.collect()
+            wanted = [
+                w
+                for r in snapshot.all_runs()
+                if run_id in (None, r.run_id) and not r.finished
+                for w in r.workers
+                if not w.done
+            ]
+            if all(w.stack_request == request for w in wanted) or time.monotonic() > deadline:
+                return _only_answers(snapshot, request)
+            time.sleep(STACK_POLL_S)
+
+
+def _only_answers(snapshot: Snapshot, request: str) -> Snapshot:
+    """Drop stacks left over from earlier requests: a stale stack would mislead."""
+
+    def clean(run: TrainRun) -> TrainRun:
+        workers = tuple(
+            w if w.stack_request == request else dataclasses.replace(w, stack=None)
+            for w in run.workers
+        )
+        return dataclasses.replace(run, workers=workers)
+
+    return dataclasses.replace(
+        snapshot,
+        experiments=tuple(
+            dataclasses.replace(e, runs=tuple(clean(r) for r in e.runs))
+            for e in snapshot.experiments
+        ),
+        runs=tuple(clean(r) for r in snapshot.runs),
+    )
+
+
+def attach_runs(
+    experiments: list[Experiment], runs: tuple[TrainRun, ...]
+) -> tuple[list[Experiment], tuple[TrainRun, ...]]:
+    """Give each experiment the Train runs of its trials (named ``<experiment>-<trial id>``
+    by the raytop trainable); return the runs of no watched experiment separately."""
+    by_name = {r.run_name: r for r in runs}
+    attached: set[str] = set()
+    result = []
+    for exp in experiments:
+        mine = []
+        for trial in exp.trials:
+            run = by_name.get(f"{exp.name}-{trial.trial_id}")
+            if run is not None:
+                mine.append(dataclasses.replace(run, trial_id=trial.trial_id))
+                attached.add(run.run_id)
+        result.append(dataclasses.replace(exp, runs=tuple(mine)))
+    return result, tuple(r for r in runs if r.run_id not in attached)

@@ -125,3 +125,111 @@ class GcsReader:
                 }
             )
         return nodes
+
+
+# -- GCS internal KV: how raytop and the ledger talk without raytop joining the cluster ----
+# raytop never calls ray.init: a driver whose GCS stays unreachable for 60 s is ended by
+# Ray's client, and a supervisor must outlive the cluster it watches. The ledger actor
+# publishes into the KV store; raytop reads (and posts commands) with a plain GcsClient.
+
+KV_NAMESPACE = "raytop"
+KV_TIMEOUT_S = 2.0
+
+
+class GcsKv:
+    """Internal-KV reads and writes from outside the cluster, with short timeouts."""
+
+    def __init__(self, address: str) -> None:
+        check_ray_version()
+        self.address = address
+        self._client: Any = None
+
+    def _gcs(self) -> Any:
+        if self._client is None:
+            import ray._raylet as raylet
+
+            probe_tcp(self.address)
+            self._client = raylet.GcsClient(address=self.address)
+        return self._client
+
+    def _call(self, fn: str, *args: Any) -> Any:
+        try:
+            return getattr(self._gcs(), fn)(*args, namespace=KV_NAMESPACE, timeout=KV_TIMEOUT_S)
+        except ClusterUnreachable:
+            self._client = None
+            raise
+        except Exception as exc:
+            self._client = None
+            raise ClusterUnreachable(
+                f"Ray cluster at {self.address}: KV read failed: {exc}"
+            ) from exc
+
+    def get(self, key: str) -> bytes | None:
+        return self._call("internal_kv_get", key.encode())
+
+    def multi_get(self, keys: list[str]) -> dict[str, bytes]:
+        if not keys:
+            return {}
+        found = self._call("internal_kv_multi_get", [k.encode() for k in keys])
+        return {k.decode(): v for k, v in found.items()}
+
+    def put(self, key: str, value: bytes) -> None:
+        self._call("internal_kv_put", key.encode(), value, True)
+
+
+def kv_put_in_cluster(key: str, value: bytes) -> None:
+    """From inside a Ray process (the ledger actor)."""
+    from ray.experimental import internal_kv
+
+    internal_kv._internal_kv_put(key.encode(), value, overwrite=True, namespace=KV_NAMESPACE)
+
+
+def kv_get_in_cluster(key: str) -> bytes | None:
+    """From inside a Ray process (a probe's flush thread)."""
+    from ray.experimental import internal_kv
+
+    return internal_kv._internal_kv_get(key.encode(), namespace=KV_NAMESPACE)
+
+
+# -- Train V2 worker internals: the hooks and the identity of the worker group -----------
+
+
+def train_worker_callback_bases() -> tuple[type, type]:
+    """(WorkerCallback, TrainContextCallback): DeveloperAPI classes from Train V2's
+    internal package. A probe deriving from both gets ``after_init_train_context`` /
+    ``before_worker_shutdown`` and the ``on_report`` / ``on_checkpoint_*`` context
+    managers inside every worker (RAY_NOTES h)."""
+    check_ray_version()
+    from ray.train.v2._internal.execution.callback import (
+        TrainContextCallback,
+        WorkerCallback,
+    )
+
+    return WorkerCallback, TrainContextCallback
+
+
+def train_worker_identity() -> dict[str, Any]:
+    """Who this Train worker is. ``attempt_id`` is the id of the worker group's
+    synchronization actor: every restart or resize creates a new one."""
+    import ray
+    from ray.train.v2._internal.execution.context import get_train_context
+
+    ctx = get_train_context()
+    runtime = ray.get_runtime_context()
+    return {
+        "run_id": ctx.train_run_context.run_id,
+        "run_name": ctx.get_experiment_name(),
+        "attempt_id": ctx.execution_context.synchronization_actor._actor_id.hex(),
+        "world_rank": ctx.get_world_rank(),
+        "world_size": ctx.get_world_size(),
+        "local_rank": ctx.get_local_rank(),
+        "node_rank": ctx.get_node_rank(),
+        "node_id": runtime.get_node_id(),
+        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+    }
+
+
+def kv_del_in_cluster(key: str) -> None:
+    from ray.experimental import internal_kv
+
+    internal_kv._internal_kv_del(key.encode(), namespace=KV_NAMESPACE)

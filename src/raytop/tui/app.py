@@ -18,6 +18,7 @@ from raytop.sources.base import Collector
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.help import HelpScreen
 from raytop.tui.screens.overview import OverviewScreen
+from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
 from raytop.tui.theming import DEFAULT_THEME, install_themes, variable_defaults
 
@@ -135,7 +136,8 @@ class RaytopApp(App[None]):
     def _show(self, state: ViewState) -> None:
         self.state = state
         for screen in self.screen_stack:
-            if isinstance(screen, OverviewScreen):
+            # Each draws only if it is on view; the others catch up on resume.
+            if isinstance(screen, OverviewScreen | RunScreen):
                 screen.show(state)
 
     def action_refresh_now(self) -> None:

@@ -35,3 +35,19 @@ class SourceFailed(Message):
     def can_replace(self, message: Message) -> bool:
         # A newer failure or a newer snapshot both say more than this failure does.
         return isinstance(message, SourceFailed | SnapshotReady)
+
+
+@dataclass
+class StacksReady(Message):
+    """``request_stacks(run_id)`` answered: ``snapshot`` carries ``Worker.stack``."""
+
+    run_id: str
+    snapshot: Snapshot
+
+
+@dataclass
+class StacksFailed(Message):
+    """``request_stacks(run_id)`` raised."""
+
+    run_id: str
+    error: str

@@ -1,21 +1,30 @@
-"""The first screen: cluster line, one experiment with its trials, and the findings."""
+"""The first screen: cluster line, one experiment with its trials, and the findings.
+
+Enter (or ``w``) on a trial opens the Run screen of its Train run: the ranks at the
+``ray.train.report`` barrier, from the report ledger.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import DataTable, Footer
 
-from raytop.model import Experiment
+from raytop.model import Experiment, TrainRun
 from raytop.model.format import fmt_duration
+from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.experiment_header import ExperimentHeader
 from raytop.tui.widgets.findings_list import FindingsList
+from raytop.tui.widgets.stall_banner import StallLine
 from raytop.tui.widgets.trial_table import TrialTable
+
+NO_LEDGER = "no report ledger for this trial yet (is the ReportProbe installed?)"
 
 
 class OverviewScreen(Screen[None]):
@@ -23,6 +32,13 @@ class OverviewScreen(Screen[None]):
 
     BINDINGS = [
         Binding("e", "next_experiment", "Next experiment", id="raytop.next-experiment"),
+        Binding(
+            "w",
+            "open_run",
+            "Ranks",
+            id="raytop.open-run",
+            tooltip="The ranks of the highlighted trial's Train run (Enter does the same).",
+        ),
     ]
 
     def __init__(self, *, clock: Callable[[], float], read_only: bool) -> None:
@@ -34,6 +50,7 @@ class OverviewScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
+        yield StallLine()
         yield ExperimentHeader()
         yield TrialTable()
         yield FindingsList()
@@ -58,11 +75,49 @@ class OverviewScreen(Screen[None]):
             self._experiment_name = experiments[index].name
             self._redraw()
 
+    def action_open_run(self) -> None:
+        trial_id = self.query_one(TrialTable).selected_trial_id
+        if trial_id is not None:
+            self._open_run(trial_id)
+
+    @on(DataTable.RowSelected, "TrialTable")
+    def _trial_chosen(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self._open_run(event.row_key.value)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Only offer "next experiment" when there is more than one.
         if action == "next_experiment":
             return len(self._experiments()) > 1
+        # Only offer "ranks" once the report ledger knows a run of this experiment.
+        if action == "open_run":
+            experiment = self._experiment()
+            return experiment is not None and bool(experiment.runs)
         return True
+
+    def _open_run(self, trial_id: str) -> None:
+        run = self._run_of(trial_id)
+        if run is None:
+            self.notify(NO_LEDGER, severity="warning")
+            return
+        screen = RunScreen(
+            run.run_id, state=self._state, clock=self._clock, read_only=self._read_only
+        )
+        self.app.push_screen(screen)
+
+    def _run_of(self, trial_id: str) -> TrainRun | None:
+        """The trial's run: from its experiment, else from the runs of no experiment."""
+        experiment = self._experiment()
+        body = self._state.body
+        candidates = [
+            *(experiment.runs if experiment else ()),
+            *(body.all_runs() if body else ()),
+        ]
+        return next((r for r in candidates if r.trial_id == trial_id), None)
+
+    def _experiment(self) -> Experiment | None:
+        experiments = self._experiments()
+        return experiments[self._selected_index(experiments)] if experiments else None
 
     def _experiments(self) -> tuple[Experiment, ...]:
         body = self._state.body
@@ -76,6 +131,7 @@ class OverviewScreen(Screen[None]):
     def _redraw(self) -> None:
         state = self._state
         self.query_one(ClusterBar).show(state.cluster, state.problem)
+        self.query_one(StallLine).show(state.body.findings if state.body else ())
         self._show_age()
         experiments = self._experiments()
         index = self._selected_index(experiments)

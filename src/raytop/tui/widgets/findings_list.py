@@ -11,6 +11,8 @@ from raytop.model import Finding, Severity
 
 _MAX_SHOWN = 4
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+# Within a severity, a hung run outranks everything else: it burns the whole allocation.
+_URGENT_KINDS = ("barrier_stall", "report_mispaired", "rank_dead")
 _STYLE = {
     Severity.ERROR: "bold $text-error",
     Severity.WARNING: "bold $text-warning",
@@ -19,7 +21,7 @@ _STYLE = {
 
 
 def describe_findings(findings: Sequence[Finding]) -> Content:
-    ordered = sorted(findings, key=lambda f: _RANK.get(f.severity, len(_RANK)))
+    ordered = sorted(findings, key=_urgency)
     lines = [
         Content.assemble(
             Content.styled(f"{f.severity.value.upper():<7}", _STYLE.get(f.severity, "bold")),
@@ -33,6 +35,13 @@ def describe_findings(findings: Sequence[Finding]) -> Content:
     if len(ordered) > _MAX_SHOWN:
         lines.append(Content.styled(f"… and {len(ordered) - _MAX_SHOWN} more", "$text-muted"))
     return Content("\n").join(lines)
+
+
+def _urgency(finding: Finding) -> tuple[int, int]:
+    kind = (
+        _URGENT_KINDS.index(finding.kind) if finding.kind in _URGENT_KINDS else len(_URGENT_KINDS)
+    )
+    return (_RANK.get(finding.severity, len(_RANK)), kind)
 
 
 class FindingsList(Static):

@@ -51,6 +51,11 @@ class TrialTable(DataTable[object]):
         self._experiment: Experiment | None = None
         self._layout: tuple[str, int] | None = None
 
+    @property
+    def selected_trial_id(self) -> str | None:
+        """The trial under the cursor, if any."""
+        return self._cursor_key()
+
     def status_style(self, status: str) -> Style:
         name = f"trial-table--{status.lower()}"
         if name not in self.COMPONENT_CLASSES:

@@ -1,0 +1,46 @@
+"""``raytop check`` exit codes: one per finding class, the most severe one wins.
+
+Findings of other kinds are printed but leave the code at 0: ``check`` answers "is the
+training healthy enough to keep running", for liveness and readiness probes.
+"""
+
+from __future__ import annotations
+
+from raytop.model import Finding
+
+HEALTHY = 0
+USAGE = 2
+BARRIER_STALL = 10
+RANK_DEAD_OR_SILENT = 11
+CLUSTER_UNREACHABLE = 20
+
+CODE_OF_KIND = {
+    "cluster_unreachable": CLUSTER_UNREACHABLE,
+    "barrier_stall": BARRIER_STALL,
+    "report_mispaired": BARRIER_STALL,
+    "rank_dead": RANK_DEAD_OR_SILENT,
+    "rank_silent": RANK_DEAD_OR_SILENT,
+}
+
+# Most severe first: without the cluster nothing else can be known; a stall blocks every
+# rank; a dead or silent rank may still be retried by Train.
+SEVERITY_ORDER = (CLUSTER_UNREACHABLE, BARRIER_STALL, RANK_DEAD_OR_SILENT)
+
+
+def exit_code(findings: tuple[Finding, ...] | list[Finding]) -> int:
+    codes = {CODE_OF_KIND[f.kind] for f in findings if f.kind in CODE_OF_KIND}
+    for code in SEVERITY_ORDER:
+        if code in codes:
+            return code
+    return HEALTHY
+
+
+EXIT_CODES_HELP = """Exit codes:
+  0   healthy (other findings are printed but do not fail the check)
+  10  barrier stall: a rank waits in ray.train.report for another past --stall-after,
+      or ranks made different numbers of report calls (mis-paired barriers)
+  11  a rank is dead (no heartbeat) or silent (alive, not reporting for far longer
+      than usual)
+  20  the Ray cluster is unreachable
+  2   bad usage
+With several findings, the most severe code wins: 20, then 10, then 11."""

@@ -1,0 +1,176 @@
+"""Report-ledger diagnosis: barrier stalls, mis-paired reports, silent and dead ranks.
+
+In Ray Train V2 ``ray.train.report`` is a barrier across ranks (RAY_NOTES h): a rank
+inside report n waits until every rank has entered report n. Entered counts can therefore
+differ by at most one between ranks, and "rank r is k reports behind" is the gap to the
+most advanced rank. Everything here is about one attempt (one worker group): a restart or
+an elastic resize starts a new ledger page with fresh counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from raytop.model import Finding, Severity, TrainRun, Worker
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    stall_after_s: float = 60.0  # a rank waiting in report this long for another = stall
+    dead_after_s: float = 15.0  # no heartbeat this long (the probe beats every ~1 s)
+    silent_factor: float = 10.0  # no report for this many times its usual interval…
+    silent_min_s: float = 60.0  # …and at least this long
+
+
+def behind_by(run: TrainRun) -> dict[int, int]:
+    """Per rank: how many reports it is behind the most advanced rank."""
+    if not run.workers:
+        return {}
+    top = max(w.reports_entered for w in run.workers)
+    return {w.rank: top - w.reports_entered for w in run.workers}
+
+
+def is_over(run: TrainRun, t: Thresholds) -> bool:
+    """Finished, or gone: no rank of the attempt has beaten for ``dead_after_s``. A whole
+    worker group going quiet at once was shut down or killed with its driver (Train
+    starts a new attempt, a new page, if it retries); it cannot be waiting for itself."""
+    if run.finished:
+        return True
+    ages = [w.heartbeat_age_s for w in run.workers if w.heartbeat_age_s is not None]
+    return bool(ages) and min(ages) > t.dead_after_s
+
+
+def _dead(w: Worker, t: Thresholds) -> bool:
+    return not w.done and w.heartbeat_age_s is not None and w.heartbeat_age_s > t.dead_after_s
+
+
+def _silent(w: Worker, t: Thresholds) -> bool:
+    if w.done or w.in_report or _dead(w, t) or w.reports_entered < 3:
+        return False
+    if w.usual_interval_s is None or w.last_report_age_s is None:
+        return False
+    return w.last_report_age_s > max(t.silent_min_s, t.silent_factor * w.usual_interval_s)
+
+
+def worker_state(w: Worker, run: TrainRun, t: Thresholds) -> str:
+    """One word for the rank's row: done, dead, waiting, behind, silent, training."""
+    if w.done:
+        return "done"
+    if _dead(w, t):
+        return "dead"
+    if w.in_report:
+        return "waiting"
+    if behind_by(run).get(w.rank, 0) > 0:
+        return "behind"
+    if _silent(w, t):
+        return "silent"
+    return "training"
+
+
+def _ranks(workers: list[Worker]) -> str:
+    ranks = [str(w.rank) for w in workers]
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(ranks)
+
+
+def run_findings(run: TrainRun, t: Thresholds) -> list[Finding]:
+    if is_over(run, t) or not run.workers:
+        return []
+    subject = f"run {run.run_name} attempt {run.attempt_index}"
+    evidence_base = {"run_id": run.run_id, "run_name": run.run_name,
+                     "attempt_id": run.attempt_id, "trial_id": run.trial_id}  # fmt: skip
+    findings: list[Finding] = []
+    top = max(w.reports_entered for w in run.workers)
+    waiting = [w for w in run.workers if w.in_report and w.reports_entered == top]
+    missing = [w for w in run.workers if w.reports_entered < top]
+    seen = {w.rank for w in run.workers}
+    never_seen = [r for r in range(run.world_size) if r not in seen]
+    stalled_ranks: set[int] = set()
+    if waiting and (missing or never_seen):
+        since = min(w.last_enter_at or 0.0 for w in waiting)
+        waited = max(w.last_report_age_s or 0.0 for w in waiting)
+        if waited > t.stall_after_s:
+            behind = {w.rank: top - w.reports_entered for w in missing}
+            parts = [f"rank {r} is {k} report{'s' if k > 1 else ''} behind"
+                     for r, k in sorted(behind.items())]  # fmt: skip
+            parts += [f"rank {r} never reported" for r in never_seen]
+            stalled_ranks = set(behind) | set(never_seen)
+            findings.append(
+                Finding(
+                    kind="barrier_stall",
+                    severity=Severity.ERROR,
+                    subject=subject,
+                    message=(
+                        f"{'; '.join(parts)}: {_ranks(waiting)} "
+                        f"{'has' if len(waiting) == 1 else 'have'} waited in report {top} "
+                        f"for {waited:.0f}s"
+                    ),
+                    evidence={
+                        **evidence_base,
+                        "report_index": top,
+                        "waiting_ranks": [w.rank for w in waiting],
+                        "missing_ranks": sorted(stalled_ranks),
+                        "behind_by": {str(r): k for r, k in behind.items()},
+                        "waiting_since": since,
+                        "waited_s": waited,
+                    },
+                )
+            )
+            finished_early = [w for w in missing if w.done]
+            if finished_early:
+                findings.append(
+                    Finding(
+                        kind="report_mispaired",
+                        severity=Severity.ERROR,
+                        subject=subject,
+                        message=(
+                            f"{_ranks(finished_early)} finished the train loop after "
+                            f"{min(w.reports_entered for w in finished_early)} reports while "
+                            f"{_ranks(waiting)} made {top}: a skipped report paired later "
+                            "reports with the wrong ones"
+                        ),
+                        evidence={
+                            **evidence_base,
+                            "reports": {str(w.rank): w.reports_entered for w in run.workers},
+                        },
+                    )  # fmt: skip
+                )
+    for w in run.workers:
+        if w.rank in stalled_ranks:
+            continue
+        if _dead(w, t):
+            findings.append(
+                Finding(
+                    kind="rank_dead",
+                    severity=Severity.ERROR,
+                    subject=f"{subject} rank {w.rank}",
+                    message=(
+                        f"rank {w.rank} (pid {w.pid}) sent no heartbeat for "
+                        f"{w.heartbeat_age_s:.0f}s; its process is gone or frozen"
+                    ),
+                    evidence={
+                        **evidence_base,
+                        "rank": w.rank,
+                        "pid": w.pid,
+                        "heartbeat_age_s": w.heartbeat_age_s,
+                    },
+                )  # fmt: skip
+            )
+        elif _silent(w, t):
+            findings.append(
+                Finding(
+                    kind="rank_silent",
+                    severity=Severity.WARNING,
+                    subject=f"{subject} rank {w.rank}",
+                    message=(
+                        f"rank {w.rank} is alive but has not reported for "
+                        f"{w.last_report_age_s:.0f}s (usually every {w.usual_interval_s:.1f}s)"
+                    ),
+                    evidence={
+                        **evidence_base,
+                        "rank": w.rank,
+                        "last_report_age_s": w.last_report_age_s,
+                        "usual_interval_s": w.usual_interval_s,
+                    },
+                )  # fmt: skip
+            )
+    return findings

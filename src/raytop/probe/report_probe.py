@@ -1,0 +1,232 @@
+"""ReportProbe: counts every rank's ``ray.train.report`` calls, from inside the workers.
+
+Train V2 hooks (DeveloperAPI, RAY_NOTES h) run it in every worker: ``on_report`` wraps
+each report call, entry before the barrier, exit after it. The hot path only bumps two
+counters and stamps a time (microseconds); a daemon thread sends the whole cumulative
+state to the Ledger every ``RAYTOP_PROBE_FLUSH_S`` (0.25 s) when it changed and at least
+every second as a heartbeat (pid, CPU %, RSS, CUDA memory). It never raises into training
+and never blocks a report: a dead ledger or any error is counted in ``dropped`` and the
+ledger is recreated on the next flush. The same thread answers raytop's "send your
+stack" command, read from the GCS KV store.
+
+Launched runs get it automatically; any other Train run opts in with
+``RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe`` (raytop installed on the image).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from raytop.probe.ledger import STACKS_COMMAND_KEY, get_or_create_ledger
+from raytop.sources.ray_adapter import (
+    kv_get_in_cluster,
+    train_worker_callback_bases,
+    train_worker_identity,
+)
+
+WorkerCallback, TrainContextCallback = train_worker_callback_bases()
+
+FLUSH_INTERVAL_S = 0.25
+HEARTBEAT_S = 1.0
+MAX_STACK_CHARS = 20_000
+
+
+class _RankState:
+    """The per-process probe state and its flush thread."""
+
+    def __init__(self, identity: dict[str, Any], flush_interval_s: float) -> None:
+        self.identity = identity
+        self.flush_interval_s = flush_interval_s
+        self.pid = os.getpid()
+        self.entered = 0
+        self.exited = 0
+        self.last_enter_at: float | None = None
+        self.last_exit_at: float | None = None
+        self.enter_times: deque[float] = deque(maxlen=9)
+        self.train_thread: int | None = None
+        self.done = False
+        self.dropped = 0
+        self._stack: tuple[str, str] | None = None  # (request id, stack text)
+        self._answered: str | None = None
+        self._ledger: Any = None
+        self._last_ref: Any = None
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="raytop-probe", daemon=True)
+        self._thread.start()
+
+    # -- hot path (training thread) ---------------------------------------------------
+
+    def enter(self) -> None:
+        now = time.time()
+        self.train_thread = threading.get_ident()
+        self.entered += 1
+        self.last_enter_at = now
+        self.enter_times.append(now)
+
+    def exit(self) -> None:
+        self.exited += 1
+        self.last_exit_at = time.time()
+
+    # -- flush thread --------------------------------------------------------------
+
+    def finish(self) -> None:
+        self.done = True
+        self._wake.set()
+        self._thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        import psutil
+
+        process = psutil.Process()
+        process.cpu_percent(None)
+        last_key: tuple | None = None
+        last_sent = 0.0
+        last_command_check = 0.0
+        while True:
+            woken = self._wake.wait(self.flush_interval_s)
+            try:
+                now = time.monotonic()
+                if self.train_thread is not None and self.train_thread not in sys._current_frames():
+                    self.done = True  # the train loop returned or raised
+                if now - last_command_check >= HEARTBEAT_S:
+                    last_command_check = now
+                    self._answer_commands()
+                key = (self.entered, self.exited, self.done, self._stack and self._stack[0])
+                if key != last_key or now - last_sent >= HEARTBEAT_S or woken:
+                    self._send(self._message(process))
+                    last_key, last_sent = key, now
+            except Exception:
+                self.dropped += 1
+            if woken:
+                return
+
+    def _message(self, process: Any) -> dict[str, Any]:
+        ident = self.identity
+        gaps = [b - a for a, b in zip(self.enter_times, list(self.enter_times)[1:], strict=False)]
+        message = {
+            "run_id": ident["run_id"],
+            "run_name": ident["run_name"],
+            "attempt_id": ident["attempt_id"],
+            "world_size": ident["world_size"],
+            "rank": ident["world_rank"],
+            "local_rank": ident["local_rank"],
+            "node_rank": ident["node_rank"],
+            "node_id": ident["node_id"],
+            "gpu_ids": ident["gpu_ids"],
+            "pid": self.pid,
+            "entered": self.entered,
+            "exited": self.exited,
+            "last_enter_at": self.last_enter_at,
+            "last_exit_at": self.last_exit_at,
+            "usual_interval_s": statistics.median(gaps) if gaps else None,
+            "done": self.done,
+            "dropped": self.dropped,
+            "sent_at": time.time(),
+            "cpu_percent": process.cpu_percent(None),
+            "rss_bytes": process.memory_info().rss,
+            "gpu_memory_bytes": _cuda_memory(),
+        }
+        if self._stack is not None:
+            message["stack_request"], message["stack"] = self._stack
+        return message
+
+    def _send(self, message: dict[str, Any]) -> None:
+        import ray
+
+        if self._last_ref is not None:
+            ready, _ = ray.wait([self._last_ref], timeout=0)
+            if ready:
+                try:
+                    ray.get(ready[0])
+                except Exception:  # the ledger died: count it and recreate it
+                    self.dropped += 1
+                    self._ledger = None
+        if self._ledger is None:
+            self._ledger = get_or_create_ledger()
+        self._last_ref = self._ledger.update.remote(message)
+
+    def _answer_commands(self) -> None:
+        raw = kv_get_in_cluster(STACKS_COMMAND_KEY)
+        if not raw:
+            return
+        command = json.loads(raw)
+        request = command.get("request_id")
+        wanted = command.get("run_id")
+        if request == self._answered or (wanted and wanted != self.identity["run_id"]):
+            return
+        self._answered = request
+        self._stack = (request, self.stack_text())
+
+    def stack_text(self) -> str:
+        """The train loop thread's stack (all other threads' if it never reported)."""
+        frames = sys._current_frames()
+        names = {t.ident: t.name for t in threading.enumerate()}
+        if self.train_thread in frames:
+            chosen = [self.train_thread]
+        else:
+            skip = {threading.get_ident()}
+            chosen = [i for i in frames if i not in skip]
+        parts = []
+        for ident in chosen:
+            label = "train loop" if ident == self.train_thread else names.get(ident, str(ident))
+            parts.append(
+                f"--- thread {label} ---\n" + "".join(traceback.format_stack(frames[ident]))
+            )
+        return "\n".join(parts)[-MAX_STACK_CHARS:]
+
+
+def _cuda_memory() -> int | None:
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            return int(torch.cuda.memory_allocated())
+    except Exception:
+        pass
+    return None
+
+
+_STATE: _RankState | None = None
+
+
+class ReportProbe(WorkerCallback, TrainContextCallback):
+    """Add to ``ray.train.RunConfig(callbacks=[...])``, or set
+    ``RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe``; needs no arguments."""
+
+    def __init__(self) -> None:
+        self.flush_interval_s = float(os.environ.get("RAYTOP_PROBE_FLUSH_S", FLUSH_INTERVAL_S))
+
+    def after_init_train_context(self) -> None:
+        global _STATE
+        try:
+            _STATE = _RankState(train_worker_identity(), self.flush_interval_s)
+        except Exception:  # no probe is better than a broken worker
+            logging.getLogger(__name__).exception("raytop ReportProbe disabled in this worker")
+            _STATE = None
+
+    def before_worker_shutdown(self) -> None:
+        if _STATE is not None:
+            with suppress(Exception):
+                _STATE.finish()
+
+    @contextmanager
+    def on_report(self):
+        state = _STATE
+        if state is not None:
+            with suppress(Exception):
+                state.enter()
+        try:
+            yield
+        finally:
+            if state is not None:
+                with suppress(Exception):
+                    state.exit()

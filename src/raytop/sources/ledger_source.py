@@ -1,0 +1,131 @@
+"""Reads the report ledger from the GCS KV store into ``model.TrainRun`` pages.
+
+One ``get`` of the index and one ``multi_get`` of the pages whose version changed per
+refresh (see ``raytop.probe.ledger``). Notices when the ledger was recreated (its start
+time changed) and when it stopped publishing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from raytop.model import LedgerStatus, TrainRun, Worker
+from raytop.probe.ledger import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
+from raytop.sources.ray_adapter import GcsKv
+
+STALE_AFTER_S = 5.0  # the ledger republishes its index every second
+
+
+def _age(now: float, at: float | None) -> float | None:
+    return None if at is None else max(0.0, now - at)
+
+
+def worker_from_record(record: dict[str, Any], now: float) -> Worker:
+    return Worker(
+        rank=int(record["rank"]),
+        reports_entered=int(record.get("entered", 0)),
+        reports_exited=int(record.get("exited", 0)),
+        local_rank=record.get("local_rank"),
+        node_rank=record.get("node_rank"),
+        node_id=record.get("node_id"),
+        pid=record.get("pid"),
+        last_enter_at=record.get("last_enter_at"),
+        last_exit_at=record.get("last_exit_at"),
+        last_report_age_s=_age(now, record.get("last_enter_at")),
+        heartbeat_at=record.get("received_at"),
+        heartbeat_age_s=_age(now, record.get("received_at")),
+        cpu_percent=record.get("cpu_percent"),
+        rss_bytes=record.get("rss_bytes"),
+        gpu_memory_bytes=record.get("gpu_memory_bytes"),
+        gpu_ids=tuple(record.get("gpu_ids") or ()),
+        usual_interval_s=record.get("usual_interval_s"),
+        done=bool(record.get("done")),
+        dropped_events=int(record.get("dropped", 0)),
+        stack=record.get("stack"),
+        stack_request=record.get("stack_request"),
+    )
+
+
+class LedgerReader:
+    def __init__(self, kv: GcsKv) -> None:
+        self._kv = kv
+        self._pages: dict[str, dict[str, Any]] = {}
+        self._versions: dict[str, int] = {}
+        self._started_at: float | None = None
+        self._last_published: float | None = None
+        self._restarted: tuple[float, float] | None = None  # (restarted_at, gap_s)
+
+    def read(self, now: float | None = None) -> tuple[tuple[TrainRun, ...], LedgerStatus]:
+        """(latest attempt of every run, ledger status). Raises ClusterUnreachable."""
+        now = time.time() if now is None else now
+        raw = self._kv.get(INDEX_KEY)
+        if raw is None:
+            status = LedgerStatus(False, error="no ledger yet: no instrumented Train run reported")
+            return (), status
+        index = json.loads(raw)
+        if self._started_at is not None and index["started_at"] != self._started_at:
+            gap = index["started_at"] - (self._last_published or index["started_at"])
+            self._restarted = (index["started_at"], max(0.0, gap))
+        self._started_at = index["started_at"]
+        self._last_published = index["published_at"]
+        pages = index.get("pages", {})
+        changed = [k for k, v in pages.items() if self._versions.get(k) != v]
+        for key, blob in self._kv.multi_get([PAGE_PREFIX + k for k in changed]).items():
+            page_key = key[len(PAGE_PREFIX) :]
+            try:
+                self._pages[page_key] = json.loads(blob)
+                self._versions[page_key] = pages[page_key]
+            except (ValueError, KeyError):
+                continue  # read again next time
+        for gone in set(self._pages) - set(pages):
+            self._pages.pop(gone, None)
+            self._versions.pop(gone, None)
+        stale = now - index["published_at"] > STALE_AFTER_S
+        status = LedgerStatus(
+            available=not stale,
+            started_at=index["started_at"],
+            published_at=index["published_at"],
+            restarted_at=self._restarted[0] if self._restarted else None,
+            gap_s=self._restarted[1] if self._restarted else None,
+            error=(
+                f"the ledger has not published for {now - index['published_at']:.0f}s "
+                "(actor gone?); counts are frozen"
+                if stale
+                else None
+            ),
+        )
+        return self._latest_attempts(now), status
+
+    def _latest_attempts(self, now: float) -> tuple[TrainRun, ...]:
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for page in self._pages.values():
+            by_run.setdefault(page["run_id"], []).append(page)
+        runs = []
+        for attempts in by_run.values():
+            attempts.sort(key=lambda p: p["first_seen_at"])
+            page = attempts[-1]
+            workers = sorted(
+                (worker_from_record(r, now) for r in page["ranks"].values()), key=lambda w: w.rank
+            )
+            runs.append(
+                TrainRun(
+                    run_id=page["run_id"],
+                    run_name=page["run_name"],
+                    attempt_id=page["attempt_id"],
+                    world_size=int(page["world_size"]),
+                    attempt_index=len(attempts),
+                    workers=tuple(workers),
+                )
+            )
+        return tuple(sorted(runs, key=lambda r: r.run_name))
+
+    def request_stacks(self, run_id: str | None = None) -> str:
+        """Ask every rank (of ``run_id``, or of every run) for its stack; the answers
+        arrive in the pages within a couple of probe heartbeats. Returns the request id."""
+        request_id = uuid.uuid4().hex[:12]
+        command = {"request_id": request_id, "run_id": run_id, "requested_at": time.time()}
+        self._kv.put(STACKS_COMMAND_KEY, json.dumps(command).encode())
+        return request_id

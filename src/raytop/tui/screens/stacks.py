@@ -1,0 +1,116 @@
+"""Every rank's Python stack side by side: where the missing rank's code is.
+
+One scrollable panel per rank in a horizontal scroller (at 80 columns two panels fit;
+more scroll sideways). The ranks the others wait for come first, then the waiting ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import HorizontalScroll, VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from raytop.diagnose.ledger import worker_state
+from raytop.model import TrainRun, Worker
+from raytop.tui.widgets.worker_table import THRESHOLDS
+
+NO_ANSWER = "no answer (process gone or busy in C code)"
+_LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python")
+# '"/home/ray/.venv/lib/python3.11/site-packages/torch/x.py"' -> '"…/torch/x.py"'
+_PACKAGES_PREFIX = re.compile(r'"[^"]*/(?:site|dist)-packages/')
+
+
+def order_ranks(run: TrainRun, missing: Sequence[int]) -> list[int]:
+    """Missing ranks (and ranks the ledger never saw) first, then the ranks waiting in
+    report, then the rest, each group by rank."""
+    workers = {w.rank: w for w in run.workers}
+    ranks = set(workers) | set(missing) | set(range(run.world_size))
+
+    def key(rank: int) -> tuple[int, int]:
+        w = workers.get(rank)
+        if rank in missing or w is None:
+            return (0, rank)
+        if worker_state(w, run, THRESHOLDS) == "waiting":
+            return (1, rank)
+        return (2, rank)
+
+    return sorted(ranks, key=key)
+
+
+def describe_stack(stack: str) -> Content:
+    """The stack with library frames muted (and their install prefix cut), so the user's
+    own frames stand out in a narrow panel."""
+    lines: list[Content] = []
+    library = False
+    for line in stack.rstrip("\n").splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith('File "'):
+            library = any(marker in stripped for marker in _LIBRARY_MARKERS)
+            line = _PACKAGES_PREFIX.sub('"…/', line, count=1)
+        elif not line.startswith(" "):  # a header ("Thread …", "Traceback …")
+            library = False
+            lines.append(Content.styled(line, "bold"))
+            continue
+        lines.append(Content.styled(line, "$text-muted") if library else Content(line))
+    return Content("\n").join(lines)
+
+
+def panel_title(rank: int, worker: Worker | None, run: TrainRun) -> str:
+    if worker is None:
+        return f"rank {rank} · never reported"
+    pid = f"pid {worker.pid}" if worker.pid is not None else "pid ?"
+    return f"rank {rank} · {pid} · {worker_state(worker, run, THRESHOLDS)}"
+
+
+class StacksScreen(Screen[None]):
+    """The stacks carried by ``run.workers`` (``Worker.stack``), one panel per rank."""
+
+    BINDINGS = [
+        Binding("escape,backspace", "close", "Close", id="raytop.close-stacks"),
+    ]
+
+    def __init__(self, run: TrainRun, *, missing: Sequence[int] = ()) -> None:
+        super().__init__()
+        self.run = run
+        self.missing = list(missing)
+        self.order = order_ranks(run, self.missing)
+
+    def compose(self) -> ComposeResult:
+        run = self.run
+        workers = {w.rank: w for w in run.workers}
+        answered = sum(1 for r in self.order if workers.get(r) and workers[r].stack)
+        yield Static(
+            Content.assemble(
+                "stacks of run ",
+                Content.styled(run.run_name, "bold"),
+                f" · attempt {run.attempt_index} · {answered}/{len(self.order)} ranks answered",
+            ),
+            id="stacks-title",
+        )
+        with HorizontalScroll(id="stacks"):
+            for rank in self.order:
+                worker = workers.get(rank)
+                classes = ["stack-panel"]
+                if rank in self.missing or worker is None:
+                    classes.append("-missing")
+                elif worker is not None and worker_state(worker, run, THRESHOLDS) == "waiting":
+                    classes.append("-waiting")
+                stack = worker.stack if worker is not None else None
+                if not stack:
+                    classes.append("-no-answer")
+                with VerticalScroll(id=f"stack-{rank}", classes=" ".join(classes)) as panel:
+                    panel.border_title = panel_title(rank, worker, run)
+                    if stack:
+                        yield Static(describe_stack(stack), classes="stack-text")
+                    else:
+                        yield Static(Content(NO_ANSWER), classes="stack-text")
+        yield Footer()
+
+    def action_close(self) -> None:
+        self.dismiss()

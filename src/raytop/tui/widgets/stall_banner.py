@@ -1,0 +1,123 @@
+"""Barrier stalls, impossible to miss: a line on the overview, a banner on the Run screen.
+
+A ``barrier_stall`` finding (``raytop.diagnose.ledger``) means some ranks wait inside
+``ray.train.report`` for ranks that never arrive: the run hangs until someone looks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Digits, Static
+
+from raytop.model import Finding, Severity
+from raytop.model.format import fmt_duration
+
+STALL = "barrier_stall"
+RUN_KINDS = (STALL, "report_mispaired", "rank_dead", "rank_silent")
+_MAX_DIGITS_CHARS = 11  # big digits are 3 columns each: at most ~33 columns of ranks
+_STYLE = {
+    Severity.ERROR: "bold $text-error",
+    Severity.WARNING: "bold $text-warning",
+    Severity.INFO: "bold $text-primary",
+}
+
+
+def stalls(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if f.kind == STALL]
+
+
+def missing_ranks(finding: Finding | None) -> list[int]:
+    if finding is None:
+        return []
+    return [int(r) for r in finding.evidence.get("missing_ranks", ())]
+
+
+def describe_stall_line(findings: Sequence[Finding]) -> Content:
+    """The overview's banner: one paragraph per stalled run, with the way in."""
+    lines = []
+    for f in findings:
+        trial = f.evidence.get("trial_id")
+        where = f"{f.subject} (trial {trial})" if trial else f.subject
+        hint = " — ⏎ or w on the trial for its ranks" if trial else ""
+        lines.append(
+            Content.assemble(Content.styled(f"BARRIER STALL {where}: ", "bold"), f.message, hint)
+        )
+    return Content("\n").join(lines)
+
+
+class StallLine(Static):
+    """Overview: every barrier stall of the snapshot; hidden when there is none."""
+
+    def show(self, findings: Sequence[Finding]) -> None:
+        found = stalls(findings)
+        self.display = bool(found)
+        self.update(describe_stall_line(found))
+
+
+def _ranks_for_digits(ranks: Sequence[int]) -> tuple[str, int]:
+    """As many ranks as fit the big digits, and how many were left out."""
+    shown: list[str] = []
+    for rank in ranks:
+        if len(" ".join([*shown, str(rank)])) > _MAX_DIGITS_CHARS:
+            break
+        shown.append(str(rank))
+    return " ".join(shown), len(ranks) - len(shown)
+
+
+def describe_stall(finding: Finding) -> Content:
+    evidence = finding.evidence
+    head = ["BARRIER STALL"]
+    if "report_index" in evidence:
+        head.append(f"report {evidence['report_index']}")
+    if evidence.get("waited_s") is not None:
+        head.append(f"waiting {fmt_duration(evidence['waited_s'])}")
+    return Content("\n").join(
+        [
+            Content.styled(" · ".join(head), "bold"),
+            Content(finding.message),
+            Content.styled("s: every rank's Python stack", "italic"),
+        ]
+    )
+
+
+class StallBanner(Horizontal):
+    """Run screen: the stall of this run, with its missing ranks in big digits."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="stall-missing"):
+            yield Static(id="stall-label")
+            yield Digits(id="stall-ranks")
+        yield Static(id="stall-message")
+
+    def show(self, finding: Finding | None) -> None:
+        self.display = finding is not None
+        if finding is None:
+            return
+        ranks = missing_ranks(finding)
+        digits, left_out = _ranks_for_digits(ranks)
+        label = "MISSING RANK" if len(ranks) == 1 else f"MISSING RANKS ({len(ranks)})"
+        if left_out:
+            label += f" +{left_out} more"
+        self.query_one("#stall-label", Static).update(Content(label))
+        self.query_one("#stall-ranks", Digits).update(digits)
+        self.query_one("#stall-message", Static).update(describe_stall(finding))
+
+
+class RunFindings(Static):
+    """Run screen: the other ledger findings of this run (mis-paired, dead, silent ranks)."""
+
+    def show(self, findings: Sequence[Finding]) -> None:
+        self.display = bool(findings)
+        lines = [
+            Content.assemble(
+                Content.styled(f"{f.severity.value.upper():<7}", _STYLE.get(f.severity, "bold")),
+                " ",
+                f.message,
+            )
+            for f in findings
+        ]
+        self.update(Content("\n").join(lines))

@@ -1,0 +1,171 @@
+"""The report ledger on a real cluster: a skipped report is named within seconds (whichever
+rank skipped), the waiting rank's stack shows it inside report, a killed ledger comes back
+with the counts intact, and healthy runs raise no alarm."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from raytop.diagnose import Thresholds
+from raytop.sources.collect import SnapshotCollector
+from tests.conftest import run_raytop
+
+pytestmark = pytest.mark.ray
+
+STALL_AFTER_S = 5
+ALARMS = {"barrier_stall", "report_mispaired", "rank_dead", "rank_silent"}
+
+
+def launch(spec: Path, address: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui", "--address", address],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def stop_driver(spec: Path) -> None:
+    """Kill the detached driver (and with it the trial and its Train workers)."""
+    info = json.loads((spec.parent / "results" / "stall" / ".raytop" / "driver.json").read_text())
+    os.killpg(info["pid"], signal.SIGKILL)
+
+
+def wait_for_check(address: str, experiment: Path, code: int, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = run_raytop("check", "--stall-after", str(STALL_AFTER_S), "--address", address,
+                            "--experiment", str(experiment))  # fmt: skip
+        if result.returncode == code:
+            return result, time.time()
+        time.sleep(0.5)
+    raise AssertionError(f"check never exited {code}; last: {result.returncode} {result.stdout}")
+
+
+@pytest.mark.parametrize("skip_rank", [1, 0])
+def test_a_skipped_report_is_named_within_seconds(ray_cluster, example_copy, skip_rank):
+    spec = example_copy(
+        "stall.toml", "stall_loop.py", edit={"skip_rank = 1": f"skip_rank = {skip_rank}"}
+    )
+    waiting_rank = 1 - skip_rank
+    watcher = launch(spec, ray_cluster.address)
+    experiment = spec.parent / "results" / "stall"
+    try:
+        while not experiment.is_dir():
+            time.sleep(0.5)
+        result, detected_at = wait_for_check(ray_cluster.address, experiment, 10, timeout=180)
+        assert f"rank {skip_rank} is 1 report behind" in result.stdout
+        assert f"rank {waiting_rank} has waited in report 5" in result.stdout
+
+        status = run_raytop("status", "--json", "--stacks", "--address", ray_cluster.address,
+                            "--experiment", str(experiment),
+                            "--stall-after", str(STALL_AFTER_S))  # fmt: skip
+        snapshot = json.loads(status.stdout)
+        (stall,) = [f for f in snapshot["findings"] if f["kind"] == "barrier_stall"]
+        assert stall["evidence"]["missing_ranks"] == [skip_rank]
+        assert stall["evidence"]["waiting_ranks"] == [waiting_rank]
+        # named within stall-after + 5 s of the moment the waiting rank entered report 5
+        assert detected_at - stall["evidence"]["waiting_since"] <= STALL_AFTER_S + 5
+
+        (run,) = snapshot["experiments"][0]["runs"]
+        workers = {w["rank"]: w for w in run["workers"]}
+        assert (
+            workers[waiting_rank]["reports_entered"],
+            workers[waiting_rank]["reports_exited"],
+        ) == (5, 4)
+        assert workers[skip_rank]["reports_entered"] == 4
+        stack = workers[waiting_rank]["stack"]
+        assert "stall_loop.py" in stack and "in report" in stack
+    finally:
+        stop_driver(spec)
+        watcher.wait(timeout=30)
+
+
+def test_ledger_killed_mid_run_comes_back_and_counts_continue(ray_cluster, example_copy):
+    epochs = 40
+    spec = example_copy(
+        "stall.toml", "stall_loop.py",
+        edit={"skip_rank = 1": "skip_rank = -1", "epochs = 5": f"epochs = {epochs}",
+              "epoch_s = 0.5": "epoch_s = 0.25"},
+    )  # fmt: skip
+    experiment = spec.parent / "results" / "stall"
+    watcher = launch(spec, ray_cluster.address)
+    collector = None
+    alarms: list[str] = []
+
+    def snap():
+        snapshot = collector.collect()
+        alarms.extend(f.message for f in snapshot.findings if f.kind in ALARMS)
+        runs = snapshot.experiments[0].runs
+        return snapshot, (runs[0] if runs else None)
+
+    while not experiment.is_dir():
+        time.sleep(0.5)
+    collector = SnapshotCollector(
+        ray_cluster.address, experiments=[(str(experiment), None)],
+        thresholds=Thresholds(stall_after_s=STALL_AFTER_S),
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while (run := snap()[1]) is None or min(w.reports_exited for w in run.workers) < 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    before = min(w.reports_exited for w in run.workers)
+
+    killer = textwrap.dedent(f"""
+        import ray
+        ray.init(address="{ray_cluster.address}", logging_level="ERROR")
+        ray.kill(ray.get_actor("raytop_ledger", namespace="raytop"), no_restart=True)
+    """)
+    subprocess.run([sys.executable, "-c", killer], check=True, timeout=60)
+
+    while watcher.poll() is None:
+        snapshot, run = snap()
+        time.sleep(0.5)
+    assert watcher.returncode == 0  # the run finished, unharmed
+    deadline = time.monotonic() + 10
+    while (snapshot := snap()[0]).ledger.restarted_at is None or not snapshot.ledger.available:
+        assert time.monotonic() < deadline, snapshot.ledger
+        time.sleep(0.5)
+    run = snapshot.experiments[0].runs[0]
+    assert snapshot.ledger.gap_s is not None
+    assert [(w.reports_entered, w.reports_exited, w.done) for w in run.workers] == [
+        (epochs, epochs, True)
+    ] * 2
+    assert before < epochs
+    assert any(f.kind == "ledger_restarted" for f in snapshot.findings)
+    assert alarms == []  # no false alarm before, during or after the gap
+
+
+def test_foreign_run_opts_in_with_the_env_var(ray_cluster, tmp_path):
+    script = tmp_path / "plain_user.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import time, ray, ray.train
+        from ray.train.torch import TorchTrainer
+
+        def loop(config):
+            for i in range(3):
+                time.sleep(0.3)
+                ray.train.report({{"i": i}})
+
+        ray.init(address="{ray_cluster.address}", logging_level="ERROR")
+        TorchTrainer(loop, scaling_config=ray.train.ScalingConfig(num_workers=2),
+                     run_config=ray.train.RunConfig(name="plain-user-run",
+                                                    storage_path="{tmp_path}")).fit()
+    """)
+    )
+    env = {**os.environ, "RAY_TRAIN_CALLBACKS": "raytop.probe.ReportProbe"}
+    subprocess.run([sys.executable, str(script)], check=True, timeout=240, env=env,
+                   capture_output=True)  # fmt: skip
+    snapshot = json.loads(run_raytop("status", "--json", "--address", ray_cluster.address).stdout)
+    (run,) = [r for r in snapshot["runs"] if r["run_name"] == "plain-user-run"]
+    assert [(w["rank"], w["reports_entered"], w["done"]) for w in run["workers"]] == [
+        (0, 3, True), (1, 3, True)
+    ]  # fmt: skip

@@ -1,0 +1,101 @@
+"""Barrier-stall diagnosis over hand-made ledger pages (pure, no Ray)."""
+
+from raytop.diagnose import Thresholds, diagnose
+from raytop.diagnose.check import exit_code
+from raytop.diagnose.ledger import behind_by, run_findings, worker_state
+from raytop.model import Cluster, LedgerStatus, Snapshot, TrainRun, Worker
+
+T = Thresholds(stall_after_s=60)
+
+
+def worker(rank, entered, exited, age=1.0, beat=0.5, done=False, **kw) -> Worker:
+    return Worker(rank=rank, reports_entered=entered, reports_exited=exited,
+                  last_report_age_s=age, last_enter_at=1000.0 - age, heartbeat_age_s=beat,
+                  done=done, **kw)  # fmt: skip
+
+
+def run(*workers: Worker, world_size=2) -> TrainRun:
+    return TrainRun("r1", "exp-t1", "a1", world_size, workers=workers)
+
+
+def kinds(findings) -> list[str]:
+    return [f.kind for f in findings]
+
+
+def test_healthy_lockstep_has_no_findings():
+    page = run(worker(0, 7, 7, age=0.4), worker(1, 7, 6, age=0.2))
+    assert run_findings(page, T) == []
+    assert behind_by(page) == {0: 0, 1: 0}
+
+
+def test_a_rank_waiting_briefly_for_another_is_not_a_stall():
+    page = run(worker(0, 5, 4, age=30), worker(1, 4, 4, age=31))
+    assert run_findings(page, T) == []
+    assert worker_state(page.workers[1], page, T) == "behind"
+    assert worker_state(page.workers[0], page, T) == "waiting"
+
+
+def test_stall_names_missing_and_waiting_ranks_and_the_wait():
+    page = run(worker(0, 5, 4, age=75), worker(1, 4, 4, age=80))
+    (stall,) = run_findings(page, T)
+    assert stall.kind == "barrier_stall"
+    assert stall.message == "rank 1 is 1 report behind: rank 0 has waited in report 5 for 75s"
+    assert stall.evidence["missing_ranks"] == [1] and stall.evidence["waiting_ranks"] == [0]
+    assert exit_code([stall]) == 10
+
+
+def test_rank_zero_missing_is_named_just_the_same():
+    page = run(worker(0, 4, 4, age=80), worker(1, 5, 4, age=75))
+    (stall,) = run_findings(page, T)
+    assert stall.evidence["missing_ranks"] == [0]
+
+
+def test_a_rank_that_finished_early_means_mispaired_reports():
+    page = run(worker(0, 5, 4, age=75), worker(1, 4, 4, age=80, done=True))
+    assert kinds(run_findings(page, T)) == ["barrier_stall", "report_mispaired"]
+
+
+def test_a_rank_never_seen_by_the_ledger_is_missing():
+    page = run(worker(0, 1, 0, age=90), world_size=2)
+    (stall,) = run_findings(page, T)
+    assert "rank 1 never reported" in stall.message
+
+
+def test_dead_and_silent_ranks():
+    dead = run(worker(0, 3, 3, beat=0.5), worker(1, 3, 3, beat=40))
+    assert kinds(run_findings(dead, T)) == ["rank_dead"]
+    assert exit_code(run_findings(dead, T)) == 11
+    quiet = {"age": 200, "usual_interval_s": 2.0}
+    silent = run(worker(0, 9, 9, **quiet), worker(1, 9, 9, **quiet))
+    assert kinds(run_findings(silent, T)) == ["rank_silent", "rank_silent"]
+    slow_but_usual = run(worker(0, 9, 9, age=200, usual_interval_s=50.0),
+                         worker(1, 9, 9, age=200, usual_interval_s=50.0))  # fmt: skip
+    assert run_findings(slow_but_usual, T) == []
+
+
+def test_a_whole_group_gone_quiet_or_finished_is_over_not_stalled():
+    killed = run(worker(0, 5, 4, age=300, beat=200), worker(1, 4, 4, age=300, beat=200))
+    assert run_findings(killed, T) == []
+    finished = run(worker(0, 5, 5, done=True), worker(1, 5, 5, done=True))
+    assert run_findings(finished, T) == []
+
+
+def snapshot(page: TrainRun, available=True) -> Snapshot:
+    ledger = LedgerStatus(available=available, error=None if available else "stale")
+    return Snapshot(0.0, Cluster("h:1", True), runs=(page,), ledger=ledger)
+
+
+def test_no_rank_alarm_while_the_ledger_itself_is_down():
+    page = run(worker(0, 5, 4, age=75), worker(1, 4, 4, age=80))
+    assert kinds(diagnose(snapshot(page, available=False), T)) == ["ledger_unavailable"]
+    assert kinds(diagnose(snapshot(page), T)) == ["barrier_stall"]
+
+
+def test_the_most_severe_check_code_wins():
+    stalled = run_findings(run(worker(0, 5, 4, age=75), worker(1, 4, 4, age=80)), T)
+    dead = run_findings(run(worker(0, 3, 3), worker(1, 3, 3, beat=40)), T)
+    assert exit_code(dead) == 11
+    assert exit_code(dead + stalled) == 10
+    lost = diagnose(Snapshot(0.0, Cluster("h:1", False, error="gone")), T)
+    assert exit_code(list(lost) + dead + stalled) == 20
+    assert exit_code([]) == 0

@@ -37,6 +37,7 @@ lint: $(STAMP)
 ## make bench: the figures in docs/PERFORMANCE.md.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/freshness_bench.py
+	$(BIN)/python benchmarks/ledger_bench.py
 
 ## make down: stop the embedded cluster raytop started (never any other).
 down: $(STAMP)

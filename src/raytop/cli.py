@@ -108,7 +108,7 @@ address_option = click.option(
     "else the one running on this machine.",
 )
 refresh_option = click.option(
-    "--refresh", "refresh_s", type=click.FloatRange(min=0.1), default=0.5, show_default=True,
+    "--refresh", "refresh_s", type=click.FloatRange(min=0.1), default=0.25, show_default=True,
     help="Seconds between snapshots.",
 )  # fmt: skip
 

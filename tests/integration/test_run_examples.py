@@ -44,8 +44,11 @@ def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
     result = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
 
+    assert "barrier_stall" not in result.stdout and "report_mispaired" not in result.stdout
     experiment_path = spec.parent / "results" / "torch_sweep"
-    (experiment,) = status_json(experiment_path, ray_cluster.address)["experiments"]
+    snapshot = status_json(experiment_path, ray_cluster.address)
+    assert snapshot["findings"] == []  # no false alarm from a healthy run
+    (experiment,) = snapshot["experiments"]
     assert experiment["status"] == "FINISHED"
     assert len(experiment["trials"]) == 4
     for trial in experiment["trials"]:
@@ -59,3 +62,11 @@ def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
         kept = [c["checkpoint_dir_name"] for c in snapshot["checkpoint_results"]]
         assert len(kept) == 2
         assert all((run_dir / name / "state.pt").is_file() for name in kept)
+    # every trial's Train run got the ReportProbe without any change to the user's loop
+    runs = {r["trial_id"]: r for r in experiment["runs"]}
+    assert sorted(runs) == sorted(t["trial_id"] for t in experiment["trials"])
+    for run in runs.values():
+        assert run["world_size"] == 2
+        counts = [(w["rank"], w["reports_entered"], w["reports_exited"], w["done"])
+                  for w in run["workers"]]  # fmt: skip
+        assert counts == [(0, 5, 5, True), (1, 5, 5, True)]

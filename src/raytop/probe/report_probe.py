@@ -3,7 +3,7 @@
 Train V2 hooks (DeveloperAPI, RAY_NOTES h) run it in every worker: ``on_report`` wraps
 each report call, entry before the barrier, exit after it. The hot path only bumps two
 counters and stamps a time (microseconds); a daemon thread sends the whole cumulative
-state to the Ledger every ``RAYTOP_PROBE_FLUSH_S`` (0.25 s) when it changed and at least
+state to the Ledger every ``RAYTOP_PROBE_FLUSH_S`` (0.1 s) when it changed and at least
 every second as a heartbeat (pid, CPU %, RSS, CUDA memory). It never raises into training
 and never blocks a report: a dead ledger or any error is counted in ``dropped`` and the
 ledger is recreated on the next flush. The same thread answers raytop's "send your
@@ -36,7 +36,7 @@ from raytop.sources.ray_adapter import (
 
 WorkerCallback, TrainContextCallback = train_worker_callback_bases()
 
-FLUSH_INTERVAL_S = 0.25
+FLUSH_INTERVAL_S = 0.1
 HEARTBEAT_S = 1.0
 MAX_STACK_CHARS = 20_000
 
@@ -169,6 +169,8 @@ class _RankState:
 
     def stack_text(self) -> str:
         """The train loop thread's stack (all other threads' if it never reported)."""
+        if self.done:
+            return "(the train loop has returned: this rank runs no training code)"
         frames = sys._current_frames()
         names = {t.ident: t.name for t in threading.enumerate()}
         if self.train_thread in frames:

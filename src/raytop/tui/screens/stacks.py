@@ -112,5 +112,10 @@ class StacksScreen(Screen[None]):
                         yield Static(Content(NO_ANSWER), classes="stack-text")
         yield Footer()
 
+    def on_mount(self) -> None:
+        # Where the code is now is the innermost frame, at the end of each stack.
+        for panel in self.query(".stack-panel").results(VerticalScroll):
+            panel.scroll_end(animate=False, immediate=False)
+
     def action_close(self) -> None:
         self.dismiss()

@@ -1,11 +1,7 @@
-"""The command line: ``raytop`` (attach the TUI), ``run``, ``status``, ``down``.
+"""The command line: ``raytop`` (attach the TUI), ``run``, ``status``, ``check``, ``down``.
 
-Exit codes (also in ``raytop --help`` and docs/schema.md):
-  0  success (``run --no-tui``: every trial TERMINATED)
-  1  ``run --no-tui``: the experiment ended with trials not TERMINATED or an error finding
-  2  bad usage or input: spec errors, unreachable ``--address``, no terminal for the TUI
-  3  the embedded cluster could not be started
-Errors are one line on stderr, never a traceback.
+Exit codes are in ``EXIT_CODES`` (shown by ``raytop --help``) and docs/schema.md; ``check``
+has its own (``raytop.diagnose.check``). Errors are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -24,6 +20,13 @@ from raytop.model import ExperimentStatus, Severity, Snapshot
 from raytop.model.format import fmt_value
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
+EXIT_CODES = """\b
+Exit codes:
+  0  success (run --no-tui: every trial TERMINATED)
+  1  run --no-tui: the experiment ended with trials not TERMINATED, or an error finding
+  2  bad usage or input: spec errors, unreachable --address, no terminal for the TUI
+  3  the embedded cluster could not be started
+  (raytop check has its own codes: raytop check --help)"""
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
@@ -113,17 +116,30 @@ refresh_option = click.option(
 )  # fmt: skip
 
 
-@click.group(invoke_without_command=True, epilog=__doc__.split("\n\n", 1)[1])
+experiment_option = click.option(
+    "--experiment", "experiments", multiple=True, metavar="PATH",
+    help="An experiment folder to include (repeatable); default: what raytop launched.",
+)  # fmt: skip
+stall_option = click.option(
+    "--stall-after", type=click.FloatRange(min=0), default=60.0, show_default=True,
+    metavar="SECONDS", help="A rank waiting in report this long for another is a stall.",
+)  # fmt: skip
+
+
+@click.group(invoke_without_command=True, epilog=EXIT_CODES)
 @address_option
 @refresh_option
+@stall_option
 @click.version_option(package_name="raytop")
 @click.pass_context
-def main(ctx: click.Context, address: str | None, refresh_s: float) -> None:
+def main(ctx: click.Context, address: str | None, refresh_s: float, stall_after: float) -> None:
     """top for Ray Train and Ray Tune runs. Without a command: attach the TUI to the
     experiments raytop launched (quitting it leaves them running)."""
+    from raytop.diagnose import Thresholds
+
     if ctx.invoked_subcommand:
         return
-    _open_tui(_collector(_resolve_target(address)), refresh_s)
+    _open_tui(_collector(_resolve_target(address), None, Thresholds(stall_after)), refresh_s)
 
 
 @main.command()
@@ -131,8 +147,10 @@ def main(ctx: click.Context, address: str | None, refresh_s: float) -> None:
 @address_option
 @click.option("--no-tui", is_flag=True, help="Print one line per change; exit when it ends.")
 @refresh_option
-def run(spec: str, address: str | None, no_tui: bool, refresh_s: float) -> None:
+@stall_option
+def run(spec: str, address: str | None, no_tui: bool, refresh_s: float, stall_after: float) -> None:
     """Launch the sweep described by SPEC (TOML, see docs/spec.md) in a detached driver."""
+    from raytop.diagnose import Thresholds
     from raytop.launch.cluster import start_embedded
     from raytop.launch.driver import launch
     from raytop.launch.spec import SpecError, load_spec
@@ -163,7 +181,9 @@ def run(spec: str, address: str | None, no_tui: bool, refresh_s: float) -> None:
         f"launched '{run_spec.experiment.name}' (driver pid {launched.pid}, "
         f"log {launched.log_path}) on {target.address}"
     )
-    collector = _collector(target, [(run_spec.experiment_path, launched.raytop_dir)])
+    collector = _collector(
+        target, [(run_spec.experiment_path, launched.raytop_dir)], Thresholds(stall_after)
+    )
     if no_tui:
         sys.exit(_follow(collector, refresh_s, launched.log_path))
     _open_tui(collector, refresh_s)
@@ -236,16 +256,6 @@ def _follow(collector, refresh_s: float, log_path: Path) -> int:
         info(f"the driver ended before any trial started; last log line: {tail[0]}")
     info(f"experiment ended {exp.status}; driver log: {log_path}")
     return EXIT_RUN_FAILED
-
-
-experiment_option = click.option(
-    "--experiment", "experiments", multiple=True, metavar="PATH",
-    help="An experiment folder to include (repeatable); default: what raytop launched.",
-)  # fmt: skip
-stall_option = click.option(
-    "--stall-after", type=click.FloatRange(min=0), default=60.0, show_default=True,
-    metavar="SECONDS", help="A rank waiting in report this long for another is a stall.",
-)  # fmt: skip
 
 
 @main.command()

@@ -69,6 +69,9 @@ class LedgerReader:
         if self._started_at is not None and index["started_at"] != self._started_at:
             gap = index["started_at"] - (self._last_published or index["started_at"])
             self._restarted = (index["started_at"], max(0.0, gap))
+            # A new ledger numbers its versions from 1 again: nothing cached is comparable.
+            self._pages.clear()
+            self._versions.clear()
         self._started_at = index["started_at"]
         self._last_published = index["published_at"]
         pages = index.get("pages", {})

@@ -20,12 +20,19 @@ from raytop.model import ExperimentStatus, Severity, Snapshot
 from raytop.model.format import fmt_value
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
+PLAN_EXIT_CODES = """Exit codes:
+  0   the sweep fits: every trial started can run
+  12  never placeable: a bundle or a worker group fits no node of the cluster
+  13  deadlock (trial drivers leave no room for any worker group) or under-utilised
+      (some started trials would wait, holding their driver bundle)
+  2   bad usage"""
 EXIT_CODES = """\b
 Exit codes:
   0  success (run --no-tui: every trial TERMINATED)
   1  run --no-tui: the experiment ended with trials not TERMINATED, or an error finding
   2  bad usage or input: spec errors, unreachable --address, no terminal for the TUI
   3  the embedded cluster could not be started
+  12/13  run: refused by the capacity plan (see raytop plan --help); --force overrides
   (raytop check has its own codes: raytop check --help)"""
 
 
@@ -146,9 +153,13 @@ def main(ctx: click.Context, address: str | None, refresh_s: float, stall_after:
 @click.argument("spec")
 @address_option
 @click.option("--no-tui", is_flag=True, help="Print one line per change; exit when it ends.")
+@click.option("--force", is_flag=True, help="Launch even if the plan says it can never run.")
 @refresh_option
 @stall_option
-def run(spec: str, address: str | None, no_tui: bool, refresh_s: float, stall_after: float) -> None:
+def run(
+    spec: str, address: str | None, no_tui: bool, force: bool, refresh_s: float,
+    stall_after: float,
+) -> None:  # fmt: skip
     """Launch the sweep described by SPEC (TOML, see docs/spec.md) in a detached driver."""
     from raytop.diagnose import Thresholds
     from raytop.launch.cluster import start_embedded
@@ -169,6 +180,7 @@ def run(spec: str, address: str | None, no_tui: bool, refresh_s: float, stall_af
             "attach with `raytop`"
         )
     target = _resolve_target(address)
+    _check_plan(run_spec, target, force)
     if target is None:
         try:
             target = start_embedded(run_spec.cluster, progress=info)
@@ -188,6 +200,50 @@ def run(spec: str, address: str | None, no_tui: bool, refresh_s: float, stall_af
         sys.exit(_follow(collector, refresh_s, launched.log_path))
     _open_tui(collector, refresh_s)
     info("the run keeps going; `raytop` re-attaches")
+
+
+def _plan_for(run_spec, target, cluster_file: str | None = None):
+    """The capacity plan on the named cluster file, the live cluster, or the embedded one
+    ``run`` would start."""
+    from raytop.launch.planning import (
+        nodes_from_cluster,
+        nodes_from_file,
+        nodes_from_spec,
+        plan_sweep,
+    )
+    from raytop.launch.spec import SpecError
+    from raytop.sources.ray_adapter import ClusterUnreachable, GcsReader
+
+    if cluster_file:
+        try:
+            return plan_sweep(run_spec, nodes_from_file(Path(cluster_file)), cluster_file)
+        except SpecError as exc:
+            fail(str(exc))
+    if target is not None:
+        try:
+            nodes = nodes_from_cluster(GcsReader(target.address).nodes())
+            return plan_sweep(run_spec, nodes, f"the cluster at {target.address}")
+        except ClusterUnreachable as exc:
+            fail(str(exc))
+    return plan_sweep(run_spec, nodes_from_spec(run_spec), "the embedded cluster of [cluster]")
+
+
+def _check_plan(run_spec, target, force: bool) -> None:
+    """Show the plan; refuse what can never run (exit 12) or would deadlock (13)."""
+    from raytop.diagnose.plan import DEADLOCK, NEVER_PLACEABLE
+    from raytop.launch.planning import describe
+
+    sweep = _plan_for(run_spec, target)
+    for line in describe(sweep):
+        info(line)
+    verdict = sweep.verdict_plan
+    if verdict.verdict in (NEVER_PLACEABLE, DEADLOCK) and not force:
+        fix = f"; {verdict.suggestions[0]}" if verdict.suggestions else ""
+        fail(
+            f"refusing to launch: {verdict.verdict.replace('_', ' ')}: {verdict.reasons[0]}{fix} "
+            "(or --force)",
+            verdict.exit_code,
+        )
 
 
 def _warn_if_cluster_differs(target, run_spec) -> None:
@@ -337,6 +393,30 @@ def status_text(snapshot: Snapshot) -> str:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
     return "\n".join(lines)
+
+
+@main.command(epilog="\b\n" + PLAN_EXIT_CODES)
+@click.argument("spec")
+@click.option(
+    "--cluster", "cluster", default="current", show_default=True, metavar="current|NODES.toml",
+    help="Plan on the live cluster, or on the node shapes described in a TOML file.",
+)  # fmt: skip
+@address_option
+def plan(spec: str, cluster: str, address: str | None) -> None:
+    """Can SPEC's sweep place, and how many trials run at once? (before launching it)"""
+    from raytop.launch.planning import describe
+    from raytop.launch.spec import SpecError, load_spec
+
+    try:
+        run_spec = load_spec(spec)
+    except SpecError as exc:
+        fail(str(exc))
+    if cluster == "current":
+        sweep = _plan_for(run_spec, _resolve_target(address))
+    else:
+        sweep = _plan_for(run_spec, None, cluster_file=cluster)
+    click.echo("\n".join(describe(sweep)))
+    sys.exit(sweep.exit_code)
 
 
 @main.command()

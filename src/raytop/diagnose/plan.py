@@ -1,0 +1,269 @@
+"""Capacity planning before launch: can a sweep's concurrent trials place, and how many at once?
+
+A torch trial holds two things at once: its Tune trial bundle (the trial driver) and, once it
+runs, its Train worker group (``num_workers`` identical bundles placed with the scaling
+strategy). Tune starts up to ``max_concurrent_trials`` drivers without knowing about the
+worker groups they will ask for (RAY_NOTES e): drivers that take what the workers need
+deadlock every trial. Summed totals do not say whether each bundle fits (RAY_NOTES d), so
+this works node by node, strategy by strategy.
+
+Given how many driver bundles sit on each node, the free worker slots per node ``s_i`` decide
+how many worker groups of ``n`` bundles fit:
+
+* PACK / SPREAD (soft): ``sum(s_i) // n``
+* STRICT_PACK: ``sum(s_i // n)`` (each group on one node)
+* STRICT_SPREAD: the largest ``k`` with ``sum(min(s_i, k)) >= k * n`` (each group on ``n``
+  distinct nodes; groups may share nodes)
+
+The planner looks for the driver placement that lets the most trials run: exhaustively on
+small clusters, greedily (drivers where they cost the fewest worker slots) on large ones. A
+deadlock verdict therefore means no placement of the drivers can let any trial run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+EXHAUSTIVE_LIMIT = 20_000  # driver placements tried exactly before falling back to greedy
+
+FITS, NEVER_PLACEABLE, DEADLOCK, UNDER_UTILISED = (
+    "fits", "never_placeable", "deadlock", "under_utilised",
+)  # fmt: skip
+EXIT_CODES = {FITS: 0, NEVER_PLACEABLE: 12, DEADLOCK: 13, UNDER_UTILISED: 13}
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    name: str
+    resources: dict[str, float]
+
+
+@dataclass(frozen=True)
+class TrialShape:
+    driver: dict[str, float]  # the Tune trial bundle
+    worker: dict[str, float]  # one Train worker bundle
+    num_workers: int
+    strategy: str = "PACK"
+
+
+@dataclass(frozen=True)
+class Plan:
+    verdict: str
+    trials: int  # trials in the sweep
+    concurrent: int  # trials Tune would start at once (drivers placed)
+    running: int  # of those, how many can have their worker group placed
+    binding: str | None  # the resource that limits concurrency
+    reasons: tuple[str, ...] = ()
+    suggestions: tuple[str, ...] = ()
+    suggested_max_concurrent: int | None = None
+    num_workers: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+
+def fmt_res(resources: dict[str, float]) -> str:
+    shown = {k: v for k, v in resources.items() if v}
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(shown.items())) + "}"
+
+
+def slots(free: dict[str, float], bundle: dict[str, float]) -> int:
+    """How many copies of ``bundle`` fit in ``free``; a bundle asking nothing fits 'always'."""
+    counts = [math.floor(free.get(r, 0.0) / need + 1e-9) for r, need in bundle.items() if need > 0]
+    return max(0, min(counts)) if counts else 1 << 30
+
+
+def groups(worker_slots: list[int], n: int, strategy: str) -> int:
+    """How many worker groups of ``n`` bundles fit, given free worker slots per node."""
+    if n <= 0:
+        return 1 << 30
+    if strategy == "STRICT_PACK":
+        return sum(s // n for s in worker_slots)
+    if strategy == "STRICT_SPREAD":
+        counts = Counter(worker_slots)  # few distinct values on real clusters
+        lo, hi = 0, sum(worker_slots) // n
+        while lo < hi:  # the largest k with sum(min(s, k)) >= k * n
+            mid = (lo + hi + 1) // 2
+            if sum(min(v, mid) * c for v, c in counts.items()) >= mid * n:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+    return sum(worker_slots) // n
+
+
+class _Capacity:
+    """Worker slots left on node ``i`` with ``d`` drivers on it, computed on demand and
+    shared between nodes of the same shape (large clusters are mostly identical nodes)."""
+
+    def __init__(self, nodes: list[NodeShape], trial: TrialShape, max_drivers: int) -> None:
+        self.trial = trial
+        ids: dict[tuple, int] = {}
+        self.shape_of = [
+            ids.setdefault(tuple(sorted(n.resources.items())), len(ids)) for n in nodes
+        ]
+        self.resources = {i: dict(shape) for shape, i in ids.items()}
+        cap_of = {i: min(slots(r, trial.driver), max_drivers) for i, r in self.resources.items()}
+        self.caps = [cap_of[i] for i in self.shape_of]
+        self._cache: dict[tuple[int, int], int] = {}
+
+    def worker_slots(self, i: int, drivers: int) -> int:
+        key = (self.shape_of[i], drivers)
+        found = self._cache.get(key)
+        if found is None:
+            free = dict(self.resources[key[0]])
+            for r, need in self.trial.driver.items():
+                free[r] = free.get(r, 0.0) - drivers * need
+            found = self._cache[key] = slots(free, self.trial.worker)
+        return found
+
+
+def best_running(capacity: _Capacity, drivers: int) -> int:
+    """How many of ``drivers`` started trials can run (have their worker group placed next
+    to all the driver bundles), for the best driver placement (exhaustive when small, greedy
+    otherwise); -1 if the drivers themselves do not fit."""
+    trial = capacity.trial
+    caps = [min(c, drivers) for c in capacity.caps]
+    if sum(caps) < drivers:
+        return -1
+
+    def value(placement: list[int] | tuple[int, ...]) -> int:
+        s = [capacity.worker_slots(i, d) for i, d in enumerate(placement)]
+        return min(drivers, groups(s, trial.num_workers, trial.strategy))
+
+    count = 1
+    for c in caps:
+        count *= c + 1
+        if count > EXHAUSTIVE_LIMIT:
+            break
+    if count <= EXHAUSTIVE_LIMIT:
+        return max(
+            value(p) for p in itertools.product(*(range(c + 1) for c in caps)) if sum(p) == drivers
+        )
+    # Greedy: each driver goes where it costs the fewest worker slots (ties: most room).
+    placement = [0] * len(caps)
+
+    def cost(i: int) -> tuple[int, int, int]:
+        here = capacity.worker_slots(i, placement[i])
+        return here - capacity.worker_slots(i, placement[i] + 1), -here, i
+
+    heap = [cost(i) for i in range(len(caps)) if caps[i] > 0]
+    heapq.heapify(heap)
+    for _ in range(drivers):
+        *_, i = heapq.heappop(heap)
+        placement[i] += 1
+        if placement[i] < caps[i]:
+            heapq.heappush(heap, cost(i))
+    return value(placement)
+
+
+def _binding(nodes: list[NodeShape], trial: TrialShape) -> str | None:
+    need: dict[str, float] = dict(trial.driver)
+    for r, v in trial.worker.items():
+        need[r] = need.get(r, 0.0) + v * trial.num_workers
+    ratios = {}
+    for r, v in need.items():
+        if v > 0:
+            ratios[r] = sum(n.resources.get(r, 0.0) for n in nodes) / v
+    return min(ratios, key=ratios.get) if ratios else None
+
+
+def never_placeable_reasons(nodes: list[NodeShape], trial: TrialShape) -> list[str]:
+    """Sentences for what cannot place even on the empty cluster."""
+    reasons = []
+    for label, bundle in (("the trial bundle", trial.driver), ("a worker bundle", trial.worker)):
+        if any(slots(n.resources, bundle) > 0 for n in nodes):
+            continue
+        for r, need in sorted(bundle.items()):
+            if need <= 0:
+                continue
+            largest = max((n.resources.get(r, 0.0) for n in nodes), default=0.0)
+            if largest == 0:
+                reasons.append(f"{label} needs {fmt_res({r: need})}; no node has {r}")
+            elif largest < need:
+                reasons.append(f"{label} needs {r} {need:g}; the largest node has {largest:g}")
+        if not reasons:
+            reasons.append(f"{label} {fmt_res(bundle)} fits no single node")
+    if reasons:
+        return reasons
+    n = trial.num_workers
+    worker_slots = [slots(node.resources, trial.worker) for node in nodes]
+    if groups(worker_slots, n, trial.strategy) >= 1:
+        return []
+    if trial.strategy == "STRICT_PACK":
+        total = fmt_res({r: v * n for r, v in trial.worker.items()})
+        most = max(worker_slots)
+        return [f"STRICT_PACK needs {total} on one node; the largest node holds {most} of the "
+                f"{n} worker bundles"]  # fmt: skip
+    if trial.strategy == "STRICT_SPREAD":
+        able = sum(1 for s in worker_slots if s > 0)
+        return [f"STRICT_SPREAD needs {n} nodes that each hold a worker bundle; {able} can"]
+    total = fmt_res({r: v * n for r, v in trial.worker.items()})
+    return [f"{n} worker bundles need {total}; the whole cluster holds {sum(worker_slots)} of them"]
+
+
+def plan(
+    nodes: list[NodeShape], trial: TrialShape, trials: int, max_concurrent: int | None
+) -> Plan:
+    """The verdict for a sweep of ``trials`` trials of this shape on these nodes."""
+    wanted = min(trials, max_concurrent or trials)
+    binding = _binding(nodes, trial)
+    reasons = never_placeable_reasons(nodes, trial)
+    if reasons:
+        return Plan(
+            NEVER_PLACEABLE, trials, 0, 0, binding, tuple(reasons), num_workers=trial.num_workers
+        )
+    capacity = _Capacity(nodes, trial, wanted)
+    concurrent = wanted
+    while concurrent > 0 and best_running(capacity, concurrent) < 0:
+        concurrent -= 1  # Tune starts only the drivers that fit
+    running = best_running(capacity, concurrent)
+    # The highest concurrency at which every started trial runs. If c trials fit with their
+    # workers, so do c - 1: the predicate is monotone, so search it.
+    lo, hi = 0, concurrent
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if best_running(capacity, mid) >= mid:
+            lo = mid
+        else:
+            hi = mid - 1
+    good = lo
+    if running == concurrent == wanted < trials:
+        binding = "max_concurrent_trials"
+    suggestions: list[str] = []
+    if good and good < wanted:
+        suggestions.append(f"set [tune] max_concurrent_trials = {good}")
+    uses_cpu = trial.driver.get("CPU", 0) > 0 and trial.worker.get("CPU", 0) > 0
+    if uses_cpu:
+        suggestions.append(
+            "give trials no CPU: [tune] trial_resources = { CPU = 0, memory = 1 } (the trial "
+            "only drives its TorchTrainer; the CPUs go to its workers)"
+        )
+    if running == 0:
+        verdict = DEADLOCK
+        reasons = [
+            f"{concurrent} trial driver(s) of {fmt_res(trial.driver)} leave no room for a "
+            f"worker group of {trial.num_workers} × {fmt_res(trial.worker)} "
+            f"({trial.strategy}): every trial would wait forever (Train retries without limit)"
+        ]
+        if not good and not uses_cpu:
+            suggestions.append("the cluster cannot run even one trial with its driver: add nodes")
+    elif running < concurrent:
+        verdict = UNDER_UTILISED
+        reasons = [
+            f"{concurrent} trials start but only {running} worker group(s) fit; the other "
+            f"{concurrent - running} driver(s) hold {fmt_res(trial.driver)} while they wait"
+        ]
+    else:
+        verdict = FITS
+        reasons = [f"{running} trial(s) run at once; {binding or 'nothing'} binds"]
+    return Plan(
+        verdict, trials, concurrent, running, binding, tuple(reasons), tuple(suggestions),
+        suggested_max_concurrent=good or None, num_workers=trial.num_workers,
+    )  # fmt: skip

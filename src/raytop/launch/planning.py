@@ -1,0 +1,132 @@
+"""From a run spec and a cluster description to the planner's input (``diagnose.plan``).
+
+Node shapes come from the live cluster (each alive node's total resources), from a
+NODES.toml that describes a cluster not yet there (e.g. a KubeRay worker group of 4 × 4-GPU
+nodes), or from the spec's ``[cluster]`` (the embedded cluster ``raytop run`` would start).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from raytop.diagnose.plan import NodeShape, Plan, TrialShape, plan
+from raytop.launch.spec import RunSpec, SpecError
+from raytop.rundir import is_uri
+
+PLENTY = 1e18  # a resource a node description leaves out is not what binds
+
+
+def trial_count(spec: RunSpec) -> int:
+    """Trials the sweep creates: the product of the grid sizes, times num_samples."""
+    grid = math.prod(len(s.values) for s in spec.param_space.values() if s.kind == "grid")
+    return grid * spec.tune.num_samples
+
+
+def worker_bundle(spec: RunSpec) -> dict[str, float]:
+    """Ray's default per-worker resources: {CPU: 1}, or {GPU: 1} with use_gpu (RAY_NOTES j)."""
+    if spec.scaling.resources_per_worker is not None:
+        return dict(spec.scaling.resources_per_worker)
+    return {"GPU": 1.0} if spec.scaling.use_gpu else {"CPU": 1.0}
+
+
+def trial_shapes(spec: RunSpec) -> list[TrialShape]:
+    """One shape, or two for elastic scaling (planned at both ends)."""
+    if spec.trainable.kind != "torch":  # a function trainable is its own driver: no workers
+        return [TrialShape(spec.trial_resources, {}, 0)]
+    sizes = spec.scaling.num_workers
+    ends = list(sizes) if isinstance(sizes, tuple) else [sizes]
+    return [
+        TrialShape(spec.trial_resources, worker_bundle(spec), n, spec.scaling.placement_strategy)
+        for n in ends
+    ]
+
+
+def nodes_from_spec(spec: RunSpec) -> list[NodeShape]:
+    resources = {"CPU": float(spec.cluster.num_cpus or os.cpu_count() or 1),
+                 "memory": PLENTY, **spec.cluster.resources}  # fmt: skip
+    if spec.cluster.num_gpus:
+        resources["GPU"] = float(spec.cluster.num_gpus)
+    return [NodeShape("embedded", resources)]
+
+
+def nodes_from_file(path: Path) -> list[NodeShape]:
+    """NODES.toml: ``[[nodes]]`` tables with an optional ``count`` and ``name``; every other
+    key is a resource (``CPU = 16``, ``GPU = 4``, ``memory = 64e9``, custom ones)."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"cluster description not found: {path}") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SpecError(f"{path}: {exc}") from None
+    entries = data.get("nodes")
+    if not isinstance(entries, list) or not entries:
+        raise SpecError(f"{path}: expected one or more [[nodes]] tables")
+    nodes = []
+    for i, entry in enumerate(entries):
+        count = entry.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise SpecError(f"{path}: [[nodes]] #{i + 1} count: expected an integer >= 1")
+        resources = {"memory": PLENTY}
+        for key, value in entry.items():
+            if key in ("count", "name"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise SpecError(f"{path}: [[nodes]] #{i + 1} {key}: expected a number >= 0")
+            resources[key.upper() if key.lower() in ("cpu", "gpu") else key] = float(value)
+        name = entry.get("name", f"group{i + 1}")
+        nodes += [NodeShape(f"{name}-{j}", dict(resources)) for j in range(count)]
+    return nodes
+
+
+def nodes_from_cluster(nodes: list[dict]) -> list[NodeShape]:
+    return [NodeShape(n["node_id"][:8], dict(n["resources_total"])) for n in nodes if n["alive"]]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    plans: tuple[Plan, ...]  # one per end of the worker-count range
+    cluster_label: str
+    warnings: tuple[str, ...]
+
+    @property
+    def verdict_plan(self) -> Plan:
+        """The plan that decides: the smallest worker group (elastic runs start there)."""
+        return self.plans[0]
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict_plan.exit_code
+
+
+def plan_sweep(spec: RunSpec, nodes: list[NodeShape], cluster_label: str) -> SweepPlan:
+    warnings = []
+    if len(nodes) > 1 and not is_uri(spec.experiment.storage_path):
+        warnings.append(
+            f"storage_path {spec.experiment.storage_path} is a local folder on a "
+            f"{len(nodes)}-node cluster: checkpoints will not be reachable by every worker "
+            "nor survive the pod; use shared storage (s3://…, NFS)"
+        )
+    trials = trial_count(spec)
+    plans = tuple(
+        plan(nodes, shape, trials, spec.tune.max_concurrent_trials) for shape in trial_shapes(spec)
+    )
+    return SweepPlan(plans, cluster_label, tuple(warnings))
+
+
+def describe(sweep: SweepPlan) -> list[str]:
+    """Lines for a terminal."""
+    lines = [f"plan on {sweep.cluster_label}:"]
+    for p in sweep.plans:
+        workers = f" with {p.num_workers} workers" if p.num_workers else ""
+        lines.append(
+            f"  {p.verdict.upper()}{workers}: {p.trials} trial(s), {p.concurrent} started at "
+            f"once, {p.running} running; binding resource: {p.binding or '-'}"
+        )
+        lines += [f"    {reason}" for reason in p.reasons]
+        lines += [f"    suggestion: {s}" for s in p.suggestions]
+    lines += [f"  warning: {w}" for w in sweep.warnings]
+    return lines

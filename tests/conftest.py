@@ -35,6 +35,23 @@ def ray_cluster(raytop_home: Path):
     stop_embedded()
 
 
+@pytest.fixture(scope="session")
+def two_cpu_cluster(raytop_home, tmp_path_factory):
+    """A second, CPU-only 2-CPU cluster with its own raytop home (the shared one has 4 CPUs
+    and 2 logical GPUs)."""
+    from raytop.launch.cluster import start_embedded, stop_embedded
+    from raytop.launch.spec import ClusterSection
+
+    shared_home, own_home = os.environ["RAYTOP_HOME"], str(tmp_path_factory.mktemp("home_2cpu"))
+    os.environ["RAYTOP_HOME"] = own_home  # its cluster.json must not replace the shared one
+    target = start_embedded(ClusterSection(num_cpus=2))
+    os.environ["RAYTOP_HOME"] = shared_home
+    yield target
+    os.environ["RAYTOP_HOME"] = own_home
+    stop_embedded()
+    os.environ["RAYTOP_HOME"] = shared_home
+
+
 def run_raytop(*args: str, timeout: float = 300, env: dict | None = None):
     """The installed CLI as a user runs it, in a subprocess."""
     return subprocess.run(

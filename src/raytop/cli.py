@@ -341,7 +341,13 @@ def status(
 @experiment_option
 @address_option
 @stall_option
-def check(experiments: tuple[str, ...], address: str | None, stall_after: float) -> None:
+@click.option(
+    "--waiting-after", type=click.FloatRange(min=0), default=300.0, show_default=True,
+    metavar="SECONDS", help="A placeable group pending this long is reported (code 13).",
+)  # fmt: skip
+def check(
+    experiments: tuple[str, ...], address: str | None, stall_after: float, waiting_after: float
+) -> None:
     """Exit with a code that says whether training is healthy (one line per finding).
 
     Usable as a Kubernetes liveness or readiness command."""
@@ -357,7 +363,8 @@ def check(experiments: tuple[str, ...], address: str | None, stall_after: float)
     except ClusterUnreachable as exc:
         click.echo(f"cluster_unreachable: {exc}")
         sys.exit(CLUSTER_UNREACHABLE)
-    snapshot = _collector(target, _experiment_paths(experiments), Thresholds(stall_after)).collect()
+    thresholds = Thresholds(stall_after_s=stall_after, waiting_after_s=waiting_after)
+    snapshot = _collector(target, _experiment_paths(experiments), thresholds).collect()
     for finding in snapshot.findings:
         click.echo(f"{finding.kind} {finding.subject}: {finding.message}")
     code = exit_code(snapshot.findings)

@@ -4,7 +4,6 @@ and the suggested fix launches and completes."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -39,22 +38,6 @@ trial_resources = {trial_resources}
 num_workers = 1
 resources_per_worker = {{ CPU = 1 }}
 """
-
-
-@pytest.fixture(scope="module")
-def two_cpu_cluster(raytop_home, tmp_path_factory):
-    """A second, 2-CPU cluster with its own raytop home (the shared one has 4 CPUs)."""
-    from raytop.launch.cluster import start_embedded, stop_embedded
-    from raytop.launch.spec import ClusterSection
-
-    shared_home = os.environ["RAYTOP_HOME"]
-    os.environ["RAYTOP_HOME"] = str(tmp_path_factory.mktemp("home_2cpu"))
-    try:
-        target = start_embedded(ClusterSection(num_cpus=2))
-        yield target
-        stop_embedded()
-    finally:
-        os.environ["RAYTOP_HOME"] = shared_home
 
 
 def test_deadlock_is_refused_and_the_suggested_fix_runs(two_cpu_cluster, tmp_path):

@@ -12,6 +12,8 @@ HEALTHY = 0
 USAGE = 2
 BARRIER_STALL = 10
 RANK_DEAD_OR_SILENT = 11
+PLACEMENT_INFEASIBLE = 12
+PLACEMENT_WAITING = 13
 CLUSTER_UNREACHABLE = 20
 
 CODE_OF_KIND = {
@@ -20,11 +22,17 @@ CODE_OF_KIND = {
     "report_mispaired": BARRIER_STALL,
     "rank_dead": RANK_DEAD_OR_SILENT,
     "rank_silent": RANK_DEAD_OR_SILENT,
+    "placement_infeasible": PLACEMENT_INFEASIBLE,
+    "placement_waiting": PLACEMENT_WAITING,
 }
 
 # Most severe first: without the cluster nothing else can be known; a stall blocks every
-# rank; a dead or silent rank may still be retried by Train.
-SEVERITY_ORDER = (CLUSTER_UNREACHABLE, BARRIER_STALL, RANK_DEAD_OR_SILENT)
+# rank forever; an infeasible group waits forever; a dead or silent rank may still be
+# retried by Train; a feasible group may still get its resources.
+SEVERITY_ORDER = (
+    CLUSTER_UNREACHABLE, BARRIER_STALL, PLACEMENT_INFEASIBLE, RANK_DEAD_OR_SILENT,
+    PLACEMENT_WAITING,
+)  # fmt: skip
 
 
 def exit_code(findings: tuple[Finding, ...] | list[Finding]) -> int:
@@ -41,6 +49,8 @@ EXIT_CODES_HELP = """Exit codes:
       or ranks made different numbers of report calls (mis-paired barriers)
   11  a rank is dead (no heartbeat) or silent (alive, not reporting for far longer
       than usual)
+  12  a placement group (a trial or a Train worker group) can never be placed
+  13  a placement group has waited longer than --waiting-after for resources
   20  the Ray cluster is unreachable
   2   bad usage
-With several findings, the most severe code wins: 20, then 10, then 11."""
+With several findings, the most severe code wins: 20, 10, 12, 11, then 13."""

@@ -4,6 +4,7 @@ trials, a driver that exited with work unfinished."""
 from __future__ import annotations
 
 from raytop.diagnose.ledger import Thresholds, run_findings
+from raytop.diagnose.placement import placement_findings
 from raytop.model import (
     Cluster,
     Experiment,
@@ -126,6 +127,9 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
         findings += trial_error_findings(experiment)
         findings += driver_findings(experiment)
     runs = snapshot.all_runs()
+    findings += placement_findings(
+        snapshot.placement_groups, snapshot.cluster.nodes, thresholds.waiting_after_s
+    )
     findings += ledger_findings(snapshot.ledger, bool(runs))
     if snapshot.ledger is not None and snapshot.ledger.available:
         ended = {

@@ -20,6 +20,7 @@ class Thresholds:
     dead_after_s: float = 15.0  # no heartbeat this long (the probe beats every ~1 s)
     silent_factor: float = 10.0  # no report for this many times its usual interval…
     silent_min_s: float = 60.0  # …and at least this long
+    waiting_after_s: float = 300.0  # a feasible placement group pending this long
 
 
 def behind_by(run: TrainRun) -> dict[int, int]:

@@ -46,7 +46,7 @@ class Launched:
 def launch(spec: RunSpec, target: Target) -> Launched:
     raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)
     raytop_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("exit.json", "trials.json"):
+    for stale in ("exit.json", "trials.json", "job.json"):
         (raytop_dir / stale).unlink(missing_ok=True)
     shutil.copyfile(spec.path, raytop_dir / "spec.toml")
     log_path = raytop_dir / "driver.log"
@@ -91,6 +91,8 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path) -> int:
         runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
         log_to_driver=True,
     )
+    # The job id ties the placement groups Tune creates for pending trials to us.
+    write_json_atomic(raytop_dir / "job.json", {"job_id": ray.get_runtime_context().get_job_id()})
     tune_config = tune.TuneConfig(
         metric=spec.tune.metric,
         mode=spec.tune.mode,

@@ -49,8 +49,10 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
         from ray.tune.integration.ray_train import TuneReportCallback
 
         from raytop.probe.report_probe import ReportProbe
+        from raytop.probe.trial_registry import register_trial
 
         ctx = tune.get_context()
+        register_trial(ctx.get_experiment_name(), ctx.get_trial_id())
         run_config = ray.train.RunConfig(
             name=train_run_name(ctx.get_experiment_name(), ctx.get_trial_id()),
             storage_path=train_storage,
@@ -79,10 +81,26 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
     return raytop_torch_trial
 
 
+def make_function_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], Any]:
+    """The user's function, preceded by the trial's registration (placement owners)."""
+    user_fn = load_entrypoint(spec)
+
+    def raytop_function_trial(config: dict[str, Any]) -> Any:
+        from ray import tune
+
+        from raytop.probe.trial_registry import register_trial
+
+        ctx = tune.get_context()
+        register_trial(ctx.get_experiment_name(), ctx.get_trial_id())
+        return user_fn(config)
+
+    return raytop_function_trial
+
+
 def make_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], Any]:
     if spec.trainable.kind == "torch":
         return make_torch_trainable(spec)
-    return load_entrypoint(spec)
+    return make_function_trainable(spec)
 
 
 def param_space(spec: RunSpec) -> dict[str, Any]:

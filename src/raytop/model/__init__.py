@@ -6,12 +6,14 @@ Everything the sources collect becomes these objects; the TUI, ``status --json``
 
 from raytop.model.snapshot import (
     TERMINAL_TRIAL_STATUSES,
+    Bundle,
     Cluster,
     Experiment,
     ExperimentStatus,
     Finding,
     LedgerStatus,
     Node,
+    PlacementGroup,
     Severity,
     Snapshot,
     TrainRun,
@@ -21,12 +23,14 @@ from raytop.model.snapshot import (
 
 __all__ = [
     "TERMINAL_TRIAL_STATUSES",
+    "Bundle",
     "Cluster",
     "Experiment",
     "ExperimentStatus",
     "Finding",
     "LedgerStatus",
     "Node",
+    "PlacementGroup",
     "Severity",
     "Snapshot",
     "TrainRun",

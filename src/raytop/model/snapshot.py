@@ -79,6 +79,7 @@ class Trial:
     iterations: int = 0
     elapsed_s: float | None = None
     error: str | None = None
+    pending_reason: str | None = None  # why it (or its Train workers) cannot place yet
 
     @property
     def ended(self) -> bool:
@@ -133,10 +134,46 @@ class TrainRun:
     attempt_index: int = 1  # 1 for the first worker group of this run seen by the ledger
     trial_id: str | None = None
     workers: tuple[Worker, ...] = ()
+    placement_group_id: str | None = None  # the worker group's placement group
 
     @property
     def finished(self) -> bool:
         return len(self.workers) >= self.world_size and all(w.done for w in self.workers)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    index: int
+    resources: dict[str, float]
+    node_id: str | None = None  # None while unplaced
+
+
+@dataclass(frozen=True)
+class PlacementGroup:
+    """A placement group and who it is for.
+
+    ``owner_kind``: ``trial`` (a Tune trial's bundle), ``train_run`` (a Train worker group),
+    ``pending_trial`` (created by a Tune driver for a trial not started yet) or ``other``.
+    ``leaked``: its creator is gone but the group still holds (or waits for) resources."""
+
+    pg_id: str
+    strategy: str
+    state: str  # PENDING, PREPARED, CREATED, RESCHEDULING, REMOVED
+    scheduling_state: str  # INFEASIBLE, NO_RESOURCES, FINISHED, …
+    bundles: tuple[Bundle, ...] = ()
+    name: str = ""
+    attempts: int = 0
+    created_at: float | None = None
+    age_s: float | None = None
+    owner_kind: str = "other"
+    owner: str | None = None  # trial id, or Train run name (or creator job)
+    experiment: str | None = None
+    leaked: bool = False
+    why_pending: str | None = None  # one sentence, for a group that is not placed
+
+    @property
+    def placed(self) -> bool:
+        return self.state == "CREATED"
 
 
 @dataclass(frozen=True)
@@ -163,6 +200,7 @@ class Experiment:
     driver_alive: bool | None = None  # None: not launched by raytop, unknown
     warnings: tuple[str, ...] = ()  # e.g. "experiment state unreadable; showing last good copy"
     runs: tuple[TrainRun, ...] = ()  # the latest attempt of each Train run of its trials
+    job_id: str | None = None  # the Ray job of its Tune driver (owner of its trial groups)
 
     @property
     def all_terminated(self) -> bool:
@@ -194,6 +232,7 @@ class Snapshot:
     findings: tuple[Finding, ...] = ()
     runs: tuple[TrainRun, ...] = ()  # instrumented Train runs of no watched experiment
     ledger: LedgerStatus | None = None
+    placement_groups: tuple[PlacementGroup, ...] = ()  # not REMOVED
 
     def all_runs(self) -> tuple[TrainRun, ...]:
         return tuple(r for e in self.experiments for r in e.runs) + self.runs
@@ -226,6 +265,10 @@ class Snapshot:
             findings=findings,
             runs=tuple(_run_from_json(r) for r in data.get("runs", ())),
             ledger=LedgerStatus(**ledger) if ledger else None,
+            placement_groups=tuple(
+                PlacementGroup(**{**pg, "bundles": tuple(Bundle(**b) for b in pg["bundles"])})
+                for pg in data.get("placement_groups", ())
+            ),
         )
 
 

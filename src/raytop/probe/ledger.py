@@ -55,6 +55,7 @@ class Ledger:
                 "run_name": message["run_name"],
                 "attempt_id": message["attempt_id"],
                 "world_size": message["world_size"],
+                "placement_group_id": message.get("placement_group_id"),
                 "first_seen_at": time.time(),
                 "ranks": {},
             }

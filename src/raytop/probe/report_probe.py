@@ -123,6 +123,7 @@ class _RankState:
             "node_rank": ident["node_rank"],
             "node_id": ident["node_id"],
             "gpu_ids": ident["gpu_ids"],
+            "placement_group_id": ident["placement_group_id"],
             "pid": self.pid,
             "entered": self.entered,
             "exited": self.exited,

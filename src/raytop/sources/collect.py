@@ -9,10 +9,20 @@ from pathlib import Path
 
 from raytop.diagnose import Thresholds, diagnose
 from raytop.home import registered_experiments
-from raytop.model import Cluster, Experiment, LedgerStatus, Node, Snapshot, TrainRun
+from raytop.model import (
+    Cluster,
+    Experiment,
+    LedgerStatus,
+    Node,
+    PlacementGroup,
+    Snapshot,
+    TrainRun,
+    Trial,
+)
 from raytop.rundir import driver_alive
 from raytop.sources import ray_adapter
 from raytop.sources.ledger_source import LedgerReader
+from raytop.sources.placement_source import PlacementReader
 from raytop.sources.tune_dir import ExperimentReader
 
 STACK_POLL_S = 0.25
@@ -45,7 +55,9 @@ class SnapshotCollector:
         self.thresholds = thresholds or Thresholds()
         self._unreachable_reason = unreachable_reason
         self._reader = ray_adapter.GcsReader(address) if address else None
-        self._ledger = LedgerReader(ray_adapter.GcsKv(address)) if address else None
+        kv = ray_adapter.GcsKv(address) if address else None
+        self._ledger = LedgerReader(kv) if kv else None
+        self._placement = PlacementReader(self._reader, kv) if kv else None
         self._lock = threading.Lock()
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
@@ -80,6 +92,14 @@ class SnapshotCollector:
         except ray_adapter.ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
 
+    def _groups(self, cluster, experiments, runs) -> tuple[PlacementGroup, ...]:
+        if self._placement is None or not cluster.connected:
+            return ()
+        try:
+            return self._placement.read(cluster.nodes, experiments, runs)
+        except ray_adapter.ClusterUnreachable:
+            return ()
+
     def collect(self) -> Snapshot:
         # The TUI's poller and a stacks request may collect at the same time; the readers
         # keep caches and one GCS client each, so collections take turns.
@@ -90,13 +110,15 @@ class SnapshotCollector:
         cluster = self._cluster()
         experiments = [reader.read() for reader in self._experiments]
         runs, ledger = self._runs(cluster)
+        groups = self._groups(cluster, experiments, runs)
         experiments, unmatched = attach_runs(experiments, runs)
         snapshot = Snapshot(
             taken_at=time.time(),
             cluster=cluster,
-            experiments=tuple(experiments),
+            experiments=tuple(with_pending_reasons(e, groups) for e in experiments),
             runs=() if self._only_named else unmatched,
             ledger=ledger,
+            placement_groups=groups,
         )
         return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
 
@@ -140,6 +162,28 @@ def _only_answers(snapshot: Snapshot, request: str) -> Snapshot:
         ),
         runs=tuple(clean(r) for r in snapshot.runs),
     )
+
+
+def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) -> Experiment:
+    """Give each waiting trial of ``exp`` the reason its group (or its Train workers') waits:
+    its own unplaced group, its Train run's, or else the experiment's pending-trial groups
+    (Tune creates those for trials not yet started; they all share the trial shape)."""
+    waiting = [g for g in groups if not g.placed and g.why_pending and g.experiment == exp.name]
+    if not waiting:
+        return exp
+    own = {g.owner: g.why_pending for g in waiting if g.owner_kind == "trial"}
+    runs = {g.owner: g.why_pending for g in waiting if g.owner_kind == "train_run"}
+    unassigned = next((g.why_pending for g in waiting if g.owner_kind == "pending_trial"), None)
+
+    def reason(t: Trial) -> str | None:
+        if t.trial_id in own:
+            return own[t.trial_id]
+        if f"{exp.name}-{t.trial_id}" in runs:
+            return "Train workers wait: " + runs[f"{exp.name}-{t.trial_id}"]
+        return unassigned if t.status == "PENDING" else None
+
+    trials = tuple(dataclasses.replace(t, pending_reason=reason(t)) for t in exp.trials)
+    return dataclasses.replace(exp, trials=trials)
 
 
 def attach_runs(

@@ -121,6 +121,7 @@ class LedgerReader:
                     world_size=int(page["world_size"]),
                     attempt_index=len(attempts),
                     workers=tuple(workers),
+                    placement_group_id=page.get("placement_group_id"),
                 )
             )
         return tuple(sorted(runs, key=lambda r: r.run_name))

@@ -82,10 +82,13 @@ class GcsReader:
         return self._state
 
     def _call(self, fn: str, *args: Any) -> Any:
+        return self._call_with_state(lambda state: getattr(state, fn)(*args))
+
+    def _call_with_state(self, read: Any) -> Any:
         try:
             # A dead GCS can make the accessor wait; check the socket before every read.
             probe_tcp(self.address)
-            return getattr(self._global_state(), fn)(*args)
+            return read(self._global_state())
         except Exception as exc:
             # Drop the client at once: Ray's GCS client ends the whole process when the
             # GCS stays unreachable for 60 s (gcs_rpc_server_reconnect_timeout_s).
@@ -101,6 +104,26 @@ class GcsReader:
             with contextlib.suppress(Exception):
                 self._state.disconnect()
         self._state = None
+
+    def placement_groups(self) -> list[dict[str, Any]]:
+        return self._call_with_state(placement_groups_from)
+
+    def actors(self) -> dict[str, dict[str, Any]]:
+        """Alive actors: ``{actor_id: {class_name, job_id, pid, node_id, address, owner}}``
+        (address/owner as ``ip:port``, to tie an actor to the actor that created it)."""
+        table = self._call("actor_table", None)
+        return {
+            actor_id: {
+                "class_name": a["ActorClassName"],
+                "job_id": a["JobID"],
+                "pid": a["Pid"],
+                "node_id": a["Address"]["NodeID"],
+                "address": f"{a['Address']['IPAddress']}:{a['Address']['Port']}",
+                "owner": f"{a['OwnerAddress']['IPAddress']}:{a['OwnerAddress']['Port']}",
+            }
+            for actor_id, a in table.items()
+            if a["State"] == "ALIVE"
+        }
 
     def nodes(self) -> list[dict[str, Any]]:
         """``[{node_id, address, alive, is_head, resources_total, resources_available,
@@ -173,6 +196,9 @@ class GcsKv:
         found = self._call("internal_kv_multi_get", [k.encode() for k in keys])
         return {k.decode(): v for k, v in found.items()}
 
+    def keys(self, prefix: str) -> list[str]:
+        return [k.decode() for k in self._call("internal_kv_keys", prefix.encode())]
+
     def put(self, key: str, value: bytes) -> None:
         self._call("internal_kv_put", key.encode(), value, True)
 
@@ -226,6 +252,7 @@ def train_worker_identity() -> dict[str, Any]:
         "node_rank": ctx.get_node_rank(),
         "node_id": runtime.get_node_id(),
         "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        "placement_group_id": runtime.get_placement_group_id(),
     }
 
 
@@ -233,3 +260,47 @@ def kv_del_in_cluster(key: str) -> None:
     from ray.experimental import internal_kv
 
     internal_kv._internal_kv_del(key.encode(), namespace=KV_NAMESPACE)
+
+
+def _hex(raw: bytes) -> str:
+    return raw.hex()
+
+
+def placement_groups_from(state: Any) -> list[dict[str, Any]]:
+    """Every placement group with what ``placement_group_table()`` leaves out: the creator
+    job and actor (and whether they died), detached, and the creation time."""
+    from ray.core.generated import common_pb2, gcs_pb2
+
+    states = {
+        v.number: v.name
+        for v in gcs_pb2.PlacementGroupTableData.PlacementGroupState.DESCRIPTOR.values
+    }
+    strategies = {v.number: v.name for v in common_pb2.PlacementStrategy.DESCRIPTOR.values}
+    sched = gcs_pb2.PlacementGroupStats.SchedulingState.DESCRIPTOR.values_by_number
+    groups = []
+    for blob in state._connect_and_get_accessor().get_placement_group_table():
+        pg = gcs_pb2.PlacementGroupTableData.FromString(blob)
+        groups.append(
+            {
+                "pg_id": _hex(pg.placement_group_id),
+                "name": pg.name,
+                "strategy": strategies.get(pg.strategy, str(pg.strategy)),
+                "state": states.get(pg.state, str(pg.state)),
+                "scheduling_state": sched[pg.stats.scheduling_state].name,
+                "attempts": pg.stats.scheduling_attempt,
+                "created_at": pg.placement_group_creation_timestamp_ms / 1000.0 or None,
+                "creator_job_id": _hex(pg.creator_job_id),
+                "creator_actor_id": _hex(pg.creator_actor_id),
+                "creator_dead": bool(pg.creator_job_dead or pg.creator_actor_dead),
+                "detached": pg.is_detached,
+                "bundles": [
+                    {
+                        "index": b.bundle_id.bundle_index,
+                        "resources": {k: float(v) for k, v in b.unit_resources.items()},
+                        "node_id": _hex(b.node_id) or None,
+                    }
+                    for b in pg.bundles
+                ],
+            }
+        )
+    return groups

@@ -100,6 +100,12 @@ class ExperimentReader:
                 warnings.append("a trial in the experiment state could not be parsed")
         return trials, warnings
 
+    def _job_id(self) -> str | None:
+        if self.raytop_dir is None:
+            return None
+        data, _ = self._read_json(self.raytop_dir / "job.json")
+        return data.get("job_id") if data else None
+
     def read(self) -> Experiment:
         name = Path(self.path).name
         info: dict[str, Any] = {}
@@ -124,6 +130,7 @@ class ExperimentReader:
             driver_pid=pid,
             driver_alive=alive,
             warnings=tuple(warnings),
+            job_id=self._job_id(),
         )
 
 

@@ -11,11 +11,10 @@ from collections.abc import Callable
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
 from raytop.model import Experiment, TrainRun
-from raytop.model.format import fmt_duration
+from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
@@ -27,7 +26,7 @@ from raytop.tui.widgets.trial_table import TrialTable
 NO_LEDGER = "no report ledger for this trial yet (is the ReportProbe installed?)"
 
 
-class OverviewScreen(Screen[None]):
+class OverviewScreen(SnapshotScreen):
     """Renders a ``ViewState``; only while visible, catching up when it becomes visible."""
 
     BINDINGS = [
@@ -42,10 +41,7 @@ class OverviewScreen(Screen[None]):
     ]
 
     def __init__(self, *, clock: Callable[[], float], read_only: bool) -> None:
-        super().__init__()
-        self._clock = clock
-        self._read_only = read_only
-        self._state = ViewState()
+        super().__init__(state=ViewState(), clock=clock, read_only=read_only)
         self._experiment_name: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -55,18 +51,6 @@ class OverviewScreen(Screen[None]):
         yield TrialTable()
         yield FindingsList()
         yield Footer()
-
-    def on_mount(self) -> None:
-        self.set_interval(1.0, self._show_age)
-
-    def on_screen_resume(self) -> None:
-        self._redraw()
-
-    def show(self, state: ViewState) -> None:
-        """Take a new state; draw it now if this screen is on view, else on resume."""
-        self._state = state
-        if self.is_mounted and self.is_current:
-            self._redraw()
 
     def action_next_experiment(self) -> None:
         experiments = self._experiments()
@@ -144,8 +128,4 @@ class OverviewScreen(Screen[None]):
         self.refresh_bindings()
 
     def _show_age(self) -> None:
-        parts = ["read-only"] if self._read_only else []
-        if self._state.latest is not None:
-            age = fmt_duration(self._clock() - self._state.latest.taken_at)
-            parts.append(f"updated {age} ago")
-        self.query_one(ClusterBar).show_age(" · ".join(parts))
+        self.query_one(ClusterBar).show_age(self._age_text())

@@ -14,12 +14,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from raytop.model import Finding, LedgerStatus, Snapshot, TrainRun
 from raytop.model.format import fmt_duration
 from raytop.tui.messages import StacksFailed, StacksReady
+from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.stacks import StacksScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.stall_banner import (
@@ -80,7 +80,7 @@ def describe_ledger(ledger: LedgerStatus | None, now: float) -> str | None:
     return None
 
 
-class RunScreen(Screen[None]):
+class RunScreen(SnapshotScreen):
     """Renders the run ``run_id`` of each new ``ViewState``, only while visible."""
 
     BINDINGS = [
@@ -102,11 +102,8 @@ class RunScreen(Screen[None]):
         clock: Callable[[], float],
         read_only: bool,
     ) -> None:
-        super().__init__()
+        super().__init__(state=state, clock=clock, read_only=read_only)
         self.run_id = run_id
-        self._state = state
-        self._clock = clock
-        self._read_only = read_only
         self._run = find_run(state.body, run_id)
         self._gone = False
         self._fetching = False
@@ -125,18 +122,6 @@ class RunScreen(Screen[None]):
         yield RunFindings()
         yield WorkerTable()
         yield Footer()
-
-    def on_mount(self) -> None:
-        self.set_interval(1.0, self._show_age)
-
-    def on_screen_resume(self) -> None:
-        self._redraw()
-
-    def show(self, state: ViewState) -> None:
-        """Take a new state; draw it now if this screen is on view, else on resume."""
-        self._state = state
-        if self.is_mounted and self.is_current:
-            self._redraw()
 
     def action_back(self) -> None:
         self.dismiss()
@@ -169,11 +154,7 @@ class RunScreen(Screen[None]):
         self.query_one(WorkerTable).show_run(self._run, missing_ranks(stall))
 
     def _show_age(self) -> None:
-        parts = ["read-only"] if self._read_only else []
-        latest = self._state.latest
-        if latest is not None:
-            parts.append(f"updated {fmt_duration(self._clock() - latest.taken_at)} ago")
-        self.query_one("#run-age", Static).update(Content(" · ".join(parts)))
+        self.query_one("#run-age", Static).update(Content(self._age_text()))
         self._show_notes()
 
     def _show_notes(self) -> None:

@@ -1,0 +1,99 @@
+"""Placement groups from the GCS, each given an owner and, when unplaced, a reason.
+
+Owners: a raytop trial registers its actor and placement group (``trial/<actor id>`` in
+the KV store); a Train worker group is known from the ledger (the probes report their
+group) or from its creator, a TrainController owned by a registered trial actor; a group
+created by a watched experiment's Tune driver with no owner yet is a pending trial's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any
+
+from raytop.diagnose.placement import why_pending
+from raytop.model import Bundle, Experiment, Node, PlacementGroup, TrainRun
+from raytop.probe.trial_registry import TRIAL_PREFIX
+from raytop.sources.ray_adapter import GcsKv, GcsReader
+
+
+class PlacementReader:
+    def __init__(self, reader: GcsReader, kv: GcsKv) -> None:
+        self._reader = reader
+        self._kv = kv
+        self._trials: dict[str, dict[str, Any]] = {}  # actor id → registration
+
+    def _registrations(self) -> dict[str, dict[str, Any]]:
+        keys = [
+            k for k in self._kv.keys(TRIAL_PREFIX) if k[len(TRIAL_PREFIX) :] not in self._trials
+        ]
+        for key, blob in self._kv.multi_get(keys).items():
+            try:
+                self._trials[key[len(TRIAL_PREFIX) :]] = json.loads(blob)
+            except ValueError:
+                continue
+        return self._trials
+
+    def read(
+        self,
+        nodes: tuple[Node, ...],
+        experiments: list[Experiment],
+        runs: tuple[TrainRun, ...],
+        now: float | None = None,
+    ) -> tuple[PlacementGroup, ...]:
+        now = time.time() if now is None else now
+        raw = [g for g in self._reader.placement_groups() if g["state"] != "REMOVED"]
+        if not raw:
+            return ()
+        actors = self._reader.actors()
+        trials = self._registrations()
+        by_pg = {t["pg_id"]: t for t in trials.values() if t.get("pg_id")}
+        actor_at = {a["address"]: actor_id for actor_id, a in actors.items()}
+        run_of_pg = {r.placement_group_id: r.run_name for r in runs if r.placement_group_id}
+        experiment_of_job = {e.job_id: e.name for e in experiments if e.job_id}
+        groups = [self._labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg,
+                                 experiment_of_job) for g in raw]  # fmt: skip
+        return tuple(
+            g if g.placed else _with_reason(g, why_pending(g, list(nodes), groups)) for g in groups
+        )
+
+    @staticmethod
+    def _labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg, experiment_of_job):
+        kind, owner, experiment = "other", None, experiment_of_job.get(g["creator_job_id"])
+        creator = actors.get(g["creator_actor_id"])
+        if g["pg_id"] in by_pg:
+            record = by_pg[g["pg_id"]]
+            kind, owner, experiment = "trial", record["trial_id"], record["experiment"]
+        elif g["pg_id"] in run_of_pg:
+            kind, owner = "train_run", run_of_pg[g["pg_id"]]
+        elif creator is not None and creator["class_name"] == "TrainController":
+            record = trials.get(actor_at.get(creator["owner"], ""))
+            kind = "train_run"
+            if record:  # the raytop trainable names runs <experiment>-<trial id>
+                owner = f"{record['experiment']}-{record['trial_id']}"
+                experiment = record["experiment"]
+        elif experiment is not None and creator is None:
+            kind = "pending_trial"
+        if owner is None and kind == "other":
+            owner = f"job {g['creator_job_id']}"
+        return PlacementGroup(
+            pg_id=g["pg_id"],
+            strategy=g["strategy"],
+            state=g["state"],
+            scheduling_state=g["scheduling_state"],
+            bundles=tuple(Bundle(**b) for b in g["bundles"]),
+            name=g["name"],
+            attempts=g["attempts"],
+            created_at=g["created_at"],
+            age_s=now - g["created_at"] if g["created_at"] else None,
+            owner_kind=kind,
+            owner=owner,
+            experiment=experiment,
+            leaked=g["creator_dead"] and not g["detached"],
+        )
+
+
+def _with_reason(pg: PlacementGroup, reason: str) -> PlacementGroup:
+    return dataclasses.replace(pg, why_pending=reason)

@@ -1,0 +1,47 @@
+"""What the overview and the Run screen share: they render the latest ``ViewState``, but
+only while on view; a state that arrives under another screen is drawn on resume."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.screen import Screen
+
+from raytop.model.format import fmt_duration
+from raytop.tui.state import ViewState
+
+
+class SnapshotScreen(Screen[None]):
+    """Draws ``self._state`` with ``_redraw``; ticks "updated … ago" with ``_show_age``."""
+
+    def __init__(self, *, state: ViewState, clock: Callable[[], float], read_only: bool) -> None:
+        super().__init__()
+        self._state = state
+        self._clock = clock
+        self._read_only = read_only
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._show_age)
+
+    def on_screen_resume(self) -> None:
+        self._redraw()
+
+    def show(self, state: ViewState) -> None:
+        """Take a new state; draw it now if this screen is on view, else on resume."""
+        self._state = state
+        if self.is_mounted and self.is_current:
+            self._redraw()
+
+    def _redraw(self) -> None:
+        raise NotImplementedError
+
+    def _show_age(self) -> None:
+        raise NotImplementedError
+
+    def _age_text(self) -> str:
+        """``read-only · updated 2s ago``: how stale the data is, by the app's clock."""
+        parts = ["read-only"] if self._read_only else []
+        latest = self._state.latest
+        if latest is not None:
+            parts.append(f"updated {fmt_duration(self._clock() - latest.taken_at)} ago")
+        return " · ".join(parts)

@@ -1,0 +1,115 @@
+"""Why a trial waits, in words, on a real CPU-only 2-CPU cluster: a GPU trial is infeasible
+(named within seconds, `check` exits 12), and a contended trial names who holds the CPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_raytop
+
+pytestmark = pytest.mark.ray
+
+
+def launch(spec: Path, address: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui", "--address", address,
+         *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def kill_driver(experiment: Path) -> None:
+    info = json.loads((experiment / ".raytop" / "driver.json").read_text())
+    os.killpg(info["pid"], signal.SIGKILL)
+
+
+def status(address: str, experiment: Path) -> dict:
+    result = run_raytop("status", "--json", "--address", address, "--experiment", str(experiment))
+    return json.loads(result.stdout)
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_gpu_trial_on_a_cpu_only_cluster_is_explained_as_infeasible(two_cpu_cluster, example_copy):
+    edit = {"trial_resources = { CPU = 1 }": "trial_resources = { GPU = 1 }"}
+    spec = example_copy("scalar.toml", "scalar_objective.py", edit=edit)
+    experiment = spec.parent / "results" / "scalar"
+    refused = run_raytop("run", str(spec), "--no-tui", "--address", two_cpu_cluster.address)
+    assert refused.returncode == 12 and "no node has GPU" in refused.stderr
+    watcher = launch(spec, two_cpu_cluster.address, "--force")
+    try:
+
+        def explained():
+            snap = status(two_cpu_cluster.address, experiment) if experiment.is_dir() else None
+            groups = [g for g in (snap or {}).get("placement_groups", [])
+                      if g["experiment"] == "scalar" and g["state"] != "CREATED"]  # fmt: skip
+            return (snap, groups[0], time.time()) if groups and groups[0]["why_pending"] else None
+
+        snap, group, seen_at = wait_for(explained, 120, "the pending trial group")
+        assert group["why_pending"] == "bundle 0 needs {GPU: 1}; no node has GPU"
+        assert group["owner_kind"] == "pending_trial"
+        assert seen_at - group["created_at"] <= 5
+        pending = [t for t in snap["experiments"][0]["trials"] if t["status"] == "PENDING"]
+        assert pending and all("no node has GPU" in t["pending_reason"] for t in pending)
+        kinds = {f["kind"] for f in snap["findings"]}
+        assert "placement_infeasible" in kinds
+        check = run_raytop("check", "--address", two_cpu_cluster.address,
+                           "--experiment", str(experiment))  # fmt: skip
+        assert check.returncode == 12 and "no node has GPU" in check.stdout
+    finally:
+        kill_driver(experiment)
+        watcher.wait(timeout=30)
+
+
+def test_a_contended_trial_names_the_trial_holding_the_cpus(
+    two_cpu_cluster, tmp_path, example_copy
+):
+    edit = {"trial_resources = { CPU = 1 }": "trial_resources = { CPU = 2 }", "[1, 2, 3, 4]": "[3]",
+            "steps = 3": "steps = 150", 'name = "scalar"': 'name = "holder"'}  # fmt: skip
+    holder_spec = example_copy("scalar.toml", "scalar_objective.py", edit=edit)
+    waiter_spec = holder_spec.with_name("waiter.toml")
+    waiter_spec.write_text(
+        holder_spec.read_text().replace("CPU = 2", "CPU = 1").replace('"holder"', '"waiter"')
+    )
+    holder, waiter = tmp_path / "results" / "holder", tmp_path / "results" / "waiter"
+    first = launch(holder_spec, two_cpu_cluster.address)
+    second = None
+    try:
+
+        def holder_running():
+            snap = status(two_cpu_cluster.address, holder) if holder.is_dir() else None
+            trials = snap["experiments"][0]["trials"] if snap else []
+            return trials[0]["trial_id"] if trials and trials[0]["status"] == "RUNNING" else None
+
+        holder_trial = wait_for(holder_running, 90, "the holder trial to run")
+        second = launch(waiter_spec, two_cpu_cluster.address)
+
+        def waiting_reason():
+            if not waiter.is_dir():
+                return None
+            trials = status(two_cpu_cluster.address, waiter)["experiments"][0]["trials"]
+            return trials[0]["pending_reason"] if trials and trials[0]["pending_reason"] else None
+
+        reason = wait_for(waiting_reason, 90, "the waiter's pending reason")
+        assert reason == f"fits, but 2 of 2 CPU are held by trial {holder_trial}"
+    finally:
+        for experiment, proc in ((holder, first), (waiter, second)):
+            if proc is not None:
+                kill_driver(experiment)
+                proc.wait(timeout=30)

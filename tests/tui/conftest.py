@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -71,44 +72,34 @@ def _cluster() -> Cluster:
     return Cluster(address="10.42.0.17:6379", connected=True, ray_version="2.58.1", nodes=(head,))
 
 
+def _trial(
+    trial_id: str,
+    status: str,
+    *,
+    lr: float,
+    hidden: int,
+    loss: float | None = None,
+    iterations: int = 0,
+    **more: Any,
+) -> Trial:
+    """A trial of the sweep; a reported ``loss`` comes with its ``training_iteration``."""
+    metrics = {} if loss is None else {"loss": loss, "training_iteration": iterations}
+    config = {"lr": lr, "hidden": hidden}
+    return Trial(trial_id, status, config=config, metrics=metrics, iterations=iterations, **more)
+
+
 def _trials() -> tuple[Trial, ...]:
     return (
-        Trial(
-            "7d2a1_00000",
-            "RUNNING",
-            config={"lr": 0.01, "hidden": 64},
-            metrics={"loss": 0.4213, "training_iteration": 12},
-            iterations=12,
-            elapsed_s=95.3,
-        ),
-        Trial(
-            "7d2a1_00001",
-            "RUNNING",
-            config={"lr": 0.001, "hidden": 128},
-            metrics={"loss": 0.6871, "training_iteration": 9},
-            iterations=9,
-            elapsed_s=88.0,
-        ),
-        Trial("7d2a1_00002", "PENDING", config={"lr": 0.0001, "hidden": 32}),
-        Trial(
-            "7d2a1_00003",
-            "TERMINATED",
-            config={"lr": 0.1, "hidden": 256},
-            metrics={"loss": 0.2954, "training_iteration": 20},
-            iterations=20,
-            elapsed_s=201.7,
-        ),
-        Trial(
-            "7d2a1_00004",
-            "ERROR",
-            config={"lr": 0.5, "hidden": 64},
-            metrics={"loss": 3.912, "training_iteration": 3},
-            num_failures=1,
-            iterations=3,
-            elapsed_s=31.2,
-            error="ValueError: loss became NaN",
-        ),
-    )
+        _trial("7d2a1_00000", "RUNNING", lr=0.01, hidden=64, loss=0.4213, iterations=12,
+               elapsed_s=95.3),
+        _trial("7d2a1_00001", "RUNNING", lr=0.001, hidden=128, loss=0.6871, iterations=9,
+               elapsed_s=88.0),
+        _trial("7d2a1_00002", "PENDING", lr=0.0001, hidden=32),
+        _trial("7d2a1_00003", "TERMINATED", lr=0.1, hidden=256, loss=0.2954, iterations=20,
+               elapsed_s=201.7),
+        _trial("7d2a1_00004", "ERROR", lr=0.5, hidden=64, loss=3.912, iterations=3,
+               elapsed_s=31.2, num_failures=1, error="ValueError: loss became NaN"),
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -163,39 +154,44 @@ def next_tick(sweep: Snapshot) -> Callable[..., Snapshot]:
     return build
 
 
+def _rank(
+    rank: int,
+    taken_at: float,
+    *,
+    entered: int,
+    exited: int,
+    entered_ago: float,
+    exited_ago: float,
+    beat_ago: float,
+    **probe: Any,
+) -> Worker:
+    """A rank on the one node; its ``*_age_s`` agree with its times (``*_ago``: seconds
+    before ``taken_at``), as the ledger source computes them."""
+    return Worker(
+        rank=rank,
+        reports_entered=entered,
+        reports_exited=exited,
+        local_rank=rank,
+        node_id="a3f9c2d1e0b4f7a8",
+        node_rank=0,
+        usual_interval_s=8.0,
+        last_enter_at=taken_at - entered_ago,
+        last_exit_at=taken_at - exited_ago,
+        last_report_age_s=entered_ago,
+        heartbeat_at=taken_at - beat_ago,
+        heartbeat_age_s=beat_ago,
+        **probe,
+    )
+
+
 def _stalled_run(taken_at: float) -> TrainRun:
     """Trial 7d2a1_00000's two ranks: rank 0 waits in report 5; rank 1 never got there."""
-    common = {"node_id": "a3f9c2d1e0b4f7a8", "node_rank": 0, "usual_interval_s": 8.0}
-    waiting = Worker(
-        rank=0,
-        reports_entered=5,
-        reports_exited=4,
-        local_rank=0,
-        pid=51234,
-        last_enter_at=taken_at - 75,
-        last_exit_at=taken_at - 83,
-        last_report_age_s=75.0,
-        heartbeat_at=taken_at - 0.4,
-        heartbeat_age_s=0.4,
-        cpu_percent=1.0,
-        rss_bytes=1_900_000_000,
-        **common,
-    )
-    behind = Worker(
-        rank=1,
-        reports_entered=4,
-        reports_exited=4,
-        local_rank=1,
-        pid=51235,
-        last_enter_at=taken_at - 84,
-        last_exit_at=taken_at - 83,
-        last_report_age_s=84.0,
-        heartbeat_at=taken_at - 0.6,
-        heartbeat_age_s=0.6,
-        cpu_percent=99.0,
-        rss_bytes=2_300_000_000,
-        **common,
-    )
+    waiting, behind = (
+        _rank(0, taken_at, entered=5, exited=4, entered_ago=75.0, exited_ago=83.0,
+              beat_ago=0.4, pid=51234, cpu_percent=1.0, rss_bytes=1_900_000_000),
+        _rank(1, taken_at, entered=4, exited=4, entered_ago=84.0, exited_ago=83.0,
+              beat_ago=0.6, pid=51235, cpu_percent=99.0, rss_bytes=2_300_000_000),
+    )  # fmt: skip
     return TrainRun(
         run_id=RUN_ID,
         run_name="TorchTrainer_7d2a1_00000",

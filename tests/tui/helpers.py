@@ -1,4 +1,4 @@
-"""Read what the screens show, as plain text, for assertions; wait for threads."""
+"""Feed the app snapshots; read what the screens show, as plain text; wait for threads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from raytop.tui.widgets.trial_table import StatusCell, TrialTable
+from raytop.model import Snapshot
+from raytop.tui.messages import SnapshotReady
+from raytop.tui.widgets.trial_table import TrialTable
 
 
 def text_of(app: App[None], selector: str) -> str:
@@ -17,20 +19,27 @@ def text_of(app: App[None], selector: str) -> str:
 
 
 def row_of(table: TrialTable, trial_id: str) -> list[str]:
-    return [c.status if isinstance(c, StatusCell) else str(c) for c in table.get_row(trial_id)]
+    """One row as text (styled cells print their text)."""
+    return [str(c) for c in table.get_row(trial_id)]
 
 
-def row_keys(table: TrialTable) -> list[str]:
+def row_keys(table: DataTable[object]) -> list[str]:
     return [str(row.key.value) for row in table.ordered_rows]
 
 
-def cursor_key(table: TrialTable) -> str | None:
+def cursor_key(table: DataTable[object]) -> str | None:
     return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
 
 def cell(table: DataTable[object], key: str, column: str) -> str:
-    """One cell as text (state cells print their state)."""
+    """One cell as text (styled cells print their text)."""
     return str(table.get_cell(key, column))
+
+
+async def show(pilot: Pilot[None], snapshot: Snapshot) -> None:
+    """Hand ``snapshot`` to the app as its poller would, and let the screen draw it."""
+    pilot.app.post_message(SnapshotReady(snapshot))
+    await pilot.pause()
 
 
 async def wait_until(

@@ -18,15 +18,14 @@ from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.findings_list import FindingsList
 from raytop.tui.widgets.trial_table import TrialTable
 
-from .helpers import cursor_key, row_keys, row_of, text_of
+from .helpers import cursor_key, row_keys, row_of, show, text_of
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 async def test_trials_appear_with_their_cells(make_app, sweep, size) -> None:
     app = make_app()
     async with app.run_test(size=size) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         table = app.screen.query_one(TrialTable)
         assert row_keys(table) == [f"7d2a1_0000{i}" for i in range(5)]
         expected = ["7d2a1_00000", "RUNNING", "hidden=64 lr=0.01", "0.4213", "12", "1m35s", "0"]
@@ -42,8 +41,7 @@ async def test_trials_appear_with_their_cells(make_app, sweep, size) -> None:
 async def test_cluster_and_experiment_lines(make_app, sweep) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         cluster = text_of(app, "#cluster")
         for part in ("10.42.0.17:6379", "1 node alive", "CPU 2/4", "GPU 0/0", "ray 2.58.1"):
             assert part in cluster
@@ -69,8 +67,7 @@ async def test_embedded_cluster_dead_driver_and_warnings(make_app, sweep) -> Non
     )
     app = make_app(read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(snap))
-        await pilot.pause()
+        await show(pilot, snap)
         assert "embedded" in text_of(app, "#cluster")
         assert text_of(app, "#age") == "read-only · updated 2s ago"
         header = text_of(app, "ExperimentHeader")
@@ -82,20 +79,34 @@ async def test_embedded_cluster_dead_driver_and_warnings(make_app, sweep) -> Non
 async def test_update_in_place_keeps_the_cursor_row(make_app, sweep, next_tick) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         table = app.screen.query_one(TrialTable)
         await pilot.press("down")
         assert cursor_key(table) == "7d2a1_00001"
 
         old = sweep.experiments[0].trials[1]
         newer = replace(old, metrics={"loss": 0.5012}, iterations=10, elapsed_s=97.0)
-        app.post_message(SnapshotReady(next_tick(newer)))
-        await pilot.pause()
+        await show(pilot, next_tick(newer))
         assert row_of(table, "7d2a1_00001")[3:6] == ["0.5012", "10", "1m37s"]
         assert table.cursor_row == 1
         assert cursor_key(table) == "7d2a1_00001"
         assert table.row_count == 5
+
+
+async def test_resize_rebuilds_the_columns_and_keeps_the_cursor_row(make_app, sweep) -> None:
+    """Rebuilding the columns (params takes the width left) empties the table: the rows
+    come back, and the cursor with them on its trial."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, sweep)
+        table = app.screen.query_one(TrialTable)
+        narrow = table.columns["params"].width
+        await pilot.press("down", "down")
+        await pilot.resize_terminal(120, 36)
+        await pilot.pause()
+        assert table.columns["params"].width > narrow
+        assert row_keys(table) == [f"7d2a1_0000{i}" for i in range(5)]
+        assert cursor_key(table) == "7d2a1_00002"
 
 
 async def test_removed_trial_disappears_and_cursor_follows_its_trial(
@@ -103,14 +114,12 @@ async def test_removed_trial_disappears_and_cursor_follows_its_trial(
 ) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         table = app.screen.query_one(TrialTable)
         await pilot.press("down", "down")
         assert cursor_key(table) == "7d2a1_00002"
 
-        app.post_message(SnapshotReady(next_tick(drop=("7d2a1_00000",))))
-        await pilot.pause()
+        await show(pilot, next_tick(drop=("7d2a1_00000",)))
         assert "7d2a1_00000" not in row_keys(table)
         assert table.row_count == 4
         assert cursor_key(table) == "7d2a1_00002"
@@ -119,13 +128,11 @@ async def test_removed_trial_disappears_and_cursor_follows_its_trial(
 async def test_new_trial_is_appended(make_app, sweep, next_tick) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         experiment = sweep.experiments[0]
         extra = Trial("7d2a1_00005", "PENDING", config={"lr": 0.05, "hidden": 64})
         grown = replace(experiment, trials=(*experiment.trials, extra))
-        app.post_message(SnapshotReady(replace(sweep, experiments=(grown,))))
-        await pilot.pause()
+        await show(pilot, replace(sweep, experiments=(grown,)))
         table = app.screen.query_one(TrialTable)
         assert row_keys(table)[-1] == "7d2a1_00005"
         assert row_of(table, "7d2a1_00005")[:3] == ["7d2a1_00005", "PENDING", "hidden=64 lr=0.05"]
@@ -136,8 +143,7 @@ async def test_collector_failure_shows_disconnected_then_recovers(
 ) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         bar = app.screen.query_one(ClusterBar)
         assert not bar.has_class("-disconnected")
         assert not app.screen.query_one("#banner").display
@@ -153,8 +159,7 @@ async def test_collector_failure_shows_disconnected_then_recovers(
         assert "CPU 2/4" in text_of(app, "#cluster")
         assert app.screen.query_one(TrialTable).row_count == 5
 
-        app.post_message(SnapshotReady(next_tick()))
-        await pilot.pause()
+        await show(pilot, next_tick())
         assert not bar.has_class("-disconnected")
         assert not app.screen.query_one("#banner").display
 
@@ -162,10 +167,8 @@ async def test_collector_failure_shows_disconnected_then_recovers(
 async def test_disconnected_snapshot_keeps_last_good_data(make_app, sweep, disconnected) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
-        app.post_message(SnapshotReady(disconnected))
-        await pilot.pause()
+        await show(pilot, sweep)
+        await show(pilot, disconnected)
         bar = app.screen.query_one(ClusterBar)
         assert bar.has_class("-disconnected")
         assert "GCS at 10.42.0.17:6379 unreachable" in text_of(app, "#banner")
@@ -173,8 +176,7 @@ async def test_disconnected_snapshot_keeps_last_good_data(make_app, sweep, disco
         assert app.screen.query_one(TrialTable).row_count == 5
         assert app.latest is disconnected
 
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         assert not bar.has_class("-disconnected")
 
 
@@ -185,10 +187,8 @@ async def test_disconnected_snapshot_with_experiments_shows_them(
     finished = replace(sweep.experiments[0], status=ExperimentStatus.FINISHED)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
-        app.post_message(SnapshotReady(replace(disconnected, experiments=(finished,))))
-        await pilot.pause()
+        await show(pilot, sweep)
+        await show(pilot, replace(disconnected, experiments=(finished,)))
         assert "FINISHED" in text_of(app, "ExperimentHeader")
         assert app.screen.query_one(ClusterBar).has_class("-disconnected")
 
@@ -198,8 +198,7 @@ async def test_findings_render_worst_first_and_hide_when_none(make_app, sweep) -
     snap = replace(sweep, findings=(info, *sweep.findings))
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(snap))
-        await pilot.pause()
+        await show(pilot, snap)
         findings = app.screen.query_one(FindingsList)
         assert findings.display
         lines = text_of(app, "FindingsList").splitlines()
@@ -207,8 +206,7 @@ async def test_findings_render_worst_first_and_hide_when_none(make_app, sweep) -
         assert "ValueError: loss became NaN" in lines[0]
         assert lines[1].startswith("INFO")
 
-        app.post_message(SnapshotReady(replace(sweep, findings=())))
-        await pilot.pause()
+        await show(pilot, replace(sweep, findings=()))
         assert not findings.display
 
 
@@ -223,8 +221,7 @@ async def test_next_experiment_key_switches_the_table(make_app, sweep) -> None:
     )
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(replace(sweep, experiments=(*sweep.experiments, other))))
-        await pilot.pause()
+        await show(pilot, replace(sweep, experiments=(*sweep.experiments, other)))
         assert text_of(app, "ExperimentHeader").startswith("[1/2] torch_sweep")
         await pilot.press("e")
         table = app.screen.query_one(TrialTable)
@@ -238,8 +235,7 @@ async def test_no_experiment_yet(make_app, sweep) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         assert text_of(app, "#cluster") == "waiting for the first snapshot…"
-        app.post_message(SnapshotReady(Snapshot(taken_at=sweep.taken_at, cluster=sweep.cluster)))
-        await pilot.pause()
+        await show(pilot, Snapshot(taken_at=sweep.taken_at, cluster=sweep.cluster))
         assert "No Tune/Train experiment found yet." in text_of(app, "ExperimentHeader")
         assert app.screen.query_one(TrialTable).row_count == 0
 
@@ -247,8 +243,7 @@ async def test_no_experiment_yet(make_app, sweep) -> None:
 async def test_help_opens_and_escape_closes_it(make_app, sweep) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         keys = text_of(app, "#help-keys")
@@ -276,8 +271,7 @@ async def test_snapshots_arriving_under_help_are_shown_after_it(make_app, sweep,
 async def test_q_exits_the_app(make_app, sweep) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
@@ -296,8 +290,7 @@ async def test_a_recorded_real_snapshot_renders(make_app) -> None:
     recorded = Snapshot.from_json(data)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(recorded))
-        await pilot.pause()
+        await show(pilot, recorded)
         table = app.screen.query_one(TrialTable)
         (experiment,) = recorded.experiments
         assert row_keys(table) == [t.trial_id for t in experiment.trials]

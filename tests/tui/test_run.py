@@ -9,18 +9,26 @@ import pytest
 
 from raytop.diagnose.ledger import Thresholds, run_findings
 from raytop.model import Finding, LedgerStatus, Severity, Snapshot, TrainRun, Worker
-from raytop.tui.messages import SnapshotReady
 from raytop.tui.screens.help import HelpScreen
 from raytop.tui.screens.overview import NO_LEDGER, OverviewScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.screens.stacks import NO_ANSWER, StacksScreen, order_ranks
 from raytop.tui.widgets.findings_list import FindingsList
+from raytop.tui.widgets.keyed_table import StyledCell
 from raytop.tui.widgets.stall_banner import StallBanner, StallLine
 from raytop.tui.widgets.trial_table import TrialTable
-from raytop.tui.widgets.worker_table import StateCell, WorkerTable
+from raytop.tui.widgets.worker_table import WorkerTable
 
 from .conftest import RUN_ID, FakeCollector, StackCollector
-from .helpers import cell, cursor_key, record_notifications, row_keys, text_of, wait_until
+from .helpers import (
+    cell,
+    cursor_key,
+    record_notifications,
+    row_keys,
+    show,
+    text_of,
+    wait_until,
+)
 
 
 def with_run(snapshot: Snapshot, run: TrainRun, *, dt: float = 1.0) -> Snapshot:
@@ -42,8 +50,7 @@ def set_workers(run: TrainRun, **changes: dict[str, object]) -> TrainRun:
 
 
 async def open_run(app, pilot, snapshot: Snapshot, *keys: str) -> RunScreen:
-    app.post_message(SnapshotReady(snapshot))
-    await pilot.pause()
+    await show(pilot, snapshot)
     await pilot.press(*(keys or ("enter",)))
     await pilot.pause()
     assert isinstance(app.screen, RunScreen)
@@ -129,8 +136,8 @@ async def test_stall_banner_names_the_missing_rank(make_app, stalled) -> None:
         # The missing rank's state cell is drawn as "stalled"; the waiting one is not.
         table = screen.query_one(WorkerTable)
         state_1, state_0 = table.get_cell("1", "state"), table.get_cell("0", "state")
-        assert isinstance(state_1, StateCell) and state_1.stalled
-        assert isinstance(state_0, StateCell) and not state_0.stalled
+        assert isinstance(state_1, StyledCell) and state_1.component == "worker-table--stalled"
+        assert isinstance(state_0, StyledCell) and state_0.component == "worker-table--waiting"
 
 
 async def test_w_opens_the_highlighted_trials_run_and_escape_returns(make_app, stalled) -> None:
@@ -153,8 +160,7 @@ async def test_a_trial_without_a_run_notifies(make_app, stalled, key) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         notes = record_notifications(app)
-        app.post_message(SnapshotReady(stalled))
-        await pilot.pause()
+        await show(pilot, stalled)
         await pilot.press("down", key)
         await pilot.pause()
         assert isinstance(app.screen, OverviewScreen)
@@ -165,11 +171,9 @@ async def test_a_trial_without_a_run_notifies(make_app, stalled, key) -> None:
 async def test_w_is_only_offered_when_the_ledger_knows_a_run(make_app, sweep, stalled) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         assert "w" not in app.screen.active_bindings
-        app.post_message(SnapshotReady(stalled))
-        await pilot.pause()
+        await show(pilot, stalled)
         assert "w" in app.screen.active_bindings
 
 
@@ -192,8 +196,7 @@ async def test_run_screen_updates_in_place_and_keeps_the_cursor(
             rank0={"reports_exited": 5, "last_report_age_s": 1.0},
             rank1={"reports_entered": 5, "reports_exited": 5, "last_report_age_s": 1.0},
         )
-        app.post_message(SnapshotReady(with_run(stalled, released)))
-        await pilot.pause()
+        await show(pilot, with_run(stalled, released))
         assert [cell(table, "1", c) for c in ("entered", "exited", "behind")] == ["5", "5", ""]
         assert cell(table, "0", "exited") == "5"
         assert [cell(table, r, "state") for r in ("0", "1")] == ["training", "training"]
@@ -204,6 +207,19 @@ async def test_run_screen_updates_in_place_and_keeps_the_cursor(
         assert text_of(app, "#run-age") == "updated 1s ago"
 
 
+async def test_widening_the_terminal_adds_columns_and_keeps_the_cursor(make_app, stalled) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = (await open_run(app, pilot, stalled)).query_one(WorkerTable)
+        await pilot.press("down")
+        assert "node" not in table.columns_shown
+        await pilot.resize_terminal(120, 36)
+        await pilot.pause()
+        assert "node" in table.columns_shown
+        assert row_keys(table) == ["0", "1"]
+        assert cursor_key(table) == "1"
+
+
 async def test_run_screen_catches_up_after_the_help_screen(make_app, stalled, stall_run) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -211,8 +227,7 @@ async def test_run_screen_catches_up_after_the_help_screen(make_app, stalled, st
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         moved = set_workers(stall_run, rank1={"reports_entered": 5})
-        app.post_message(SnapshotReady(with_run(stalled, moved)))
-        await pilot.pause()
+        await show(pilot, with_run(stalled, moved))
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, RunScreen)
@@ -224,8 +239,7 @@ async def test_overview_catches_up_after_the_run_screen(make_app, stalled, stall
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run(app, pilot, stalled)
         released = set_workers(stall_run, rank1={"reports_entered": 5})
-        app.post_message(SnapshotReady(with_run(stalled, released)))
-        await pilot.pause()
+        await show(pilot, with_run(stalled, released))
         await pilot.press("escape")
         await pilot.pause()
         assert not app.screen.query_one(StallLine).display
@@ -240,8 +254,7 @@ async def test_run_that_leaves_the_snapshot_keeps_its_last_counts(make_app, stal
             experiments=(replace(stalled.experiments[0], runs=()),),
             findings=(),
         )
-        app.post_message(SnapshotReady(gone))
-        await pilot.pause()
+        await show(pilot, gone)
         assert screen.query_one(WorkerTable).row_count == 2
         assert "left the snapshot" in text_of(app, "#run-notes")
         assert not screen.query_one(StallBanner).display
@@ -303,13 +316,11 @@ async def test_no_ledger_line_when_the_ledger_is_healthy(make_app, stalled) -> N
 async def test_overview_shows_the_stall_first_and_unmissable(make_app, sweep, stalled) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         line = app.screen.query_one(StallLine)
         assert not line.display
 
-        app.post_message(SnapshotReady(stalled))
-        await pilot.pause()
+        await show(pilot, stalled)
         assert line.display
         text = text_of(app, "StallLine")
         assert text.startswith(
@@ -329,8 +340,7 @@ async def test_overview_shows_the_stall_first_and_unmissable(make_app, sweep, st
 async def test_help_lists_the_new_keys(make_app, stalled) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(stalled))
-        await pilot.pause()
+        await show(pilot, stalled)
         await pilot.press("question_mark")
         assert "w  Ranks" in text_of(app, "#help-keys")
         await pilot.press("escape", "enter", "question_mark")

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from textual.color import Color
 
-from raytop.tui.messages import SnapshotReady
 from raytop.tui.theming import (
     DEFAULT_THEME,
     VARIABLE_FALLBACKS,
@@ -17,6 +16,8 @@ from raytop.tui.theming import (
     themes_dir,
 )
 from raytop.tui.widgets.trial_table import TrialTable
+
+from .helpers import show
 
 THEME_FILES = builtin_theme_files()
 
@@ -38,8 +39,7 @@ async def test_app_renders_with_theme_file(make_app, sweep, path) -> None:
     theme = load_theme_file(path)
     app = make_app(theme=theme.name)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         assert app.theme == theme.name
         table = app.screen.query_one(TrialTable)
         expected = Color.parse(theme.variables["trial-error"]).rich_color
@@ -49,8 +49,7 @@ async def test_app_renders_with_theme_file(make_app, sweep, path) -> None:
 async def test_switching_through_every_available_theme(make_app, sweep) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         table = app.screen.query_one(TrialTable)
         for name in sorted(app.available_themes):
             app.theme = name
@@ -63,8 +62,7 @@ async def test_theme_switch_recolours_existing_status_cells(make_app, sweep) -> 
     light = load_theme_file(themes_dir() / "raytop-light.toml")
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.post_message(SnapshotReady(sweep))
-        await pilot.pause()
+        await show(pilot, sweep)
         table = app.screen.query_one(TrialTable)
         app.theme = light.name
         await pilot.pause()

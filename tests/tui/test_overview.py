@@ -301,3 +301,21 @@ async def test_a_recorded_real_snapshot_renders(make_app) -> None:
             assert row[4] == str(trial.iterations)
         assert "embedded" in text_of(app, "#cluster")
         assert "CPU 4/4" in text_of(app, "#cluster")
+
+
+async def test_a_waiting_trial_says_why_under_the_table(make_app, sweep) -> None:
+    (experiment,) = sweep.experiments
+    reason = "bundle 0 needs {GPU: 1}; no node has GPU"
+    trials = tuple(
+        replace(t, pending_reason=reason) if t.status == "PENDING" else t for t in experiment.trials
+    )
+    waiting = next(t.trial_id for t in trials if t.pending_reason)
+    snapshot = replace(sweep, experiments=(replace(experiment, trials=trials),))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, sweep)
+        assert not app.screen.query_one("#pending-reason").display
+        await show(pilot, snapshot)
+        line = app.screen.query_one("#pending-reason")
+        assert line.display
+        assert text_of(app, "#pending-reason") == f"{waiting} waits: {reason}"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable, Footer, Static
 
 from raytop.model import Experiment, TrainRun
 from raytop.tui.screens.base import SnapshotScreen
@@ -49,6 +49,7 @@ class OverviewScreen(SnapshotScreen):
         yield StallLine()
         yield ExperimentHeader()
         yield TrialTable()
+        yield Static(id="pending-reason")
         yield FindingsList()
         yield Footer()
 
@@ -78,6 +79,22 @@ class OverviewScreen(SnapshotScreen):
             experiment = self._experiment()
             return experiment is not None and bool(experiment.runs)
         return True
+
+    @on(DataTable.RowHighlighted, "TrialTable")
+    def _trial_highlighted(self) -> None:
+        self._show_pending_reason()
+
+    def _show_pending_reason(self) -> None:
+        """Why the highlighted trial (else the first waiting one) cannot place yet."""
+        experiment = self._experiment()
+        trials = experiment.trials if experiment else ()
+        chosen = self.query_one(TrialTable).selected_trial_id
+        waiting = [t for t in trials if t.pending_reason]
+        trial = next((t for t in waiting if t.trial_id == chosen), waiting[0] if waiting else None)
+        line = self.query_one("#pending-reason", Static)
+        line.display = trial is not None
+        if trial is not None:
+            line.update(f"{trial.trial_id} waits: {trial.pending_reason}")
 
     def _open_run(self, trial_id: str) -> None:
         run = self._run_of(trial_id)
@@ -123,6 +140,7 @@ class OverviewScreen(SnapshotScreen):
         self._experiment_name = experiment.name if experiment else None
         self.query_one(ExperimentHeader).show(experiment, index + 1, len(experiments))
         self.query_one(TrialTable).show_experiment(experiment)
+        self._show_pending_reason()
         body = state.body
         self.query_one(FindingsList).show(body.findings if body else ())
         self.refresh_bindings()

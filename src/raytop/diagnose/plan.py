@@ -16,8 +16,10 @@ how many worker groups of ``n`` bundles fit:
   distinct nodes; groups may share nodes)
 
 The planner looks for the driver placement that lets the most trials run: exhaustively on
-small clusters, greedily (drivers where they cost the fewest worker slots) on large ones. A
-deadlock verdict therefore means no placement of the drivers can let any trial run.
+small clusters; on large ones, the best of three greedy placements (which may under-count
+running trials, never over-count them), and an exact check that one group can run before it
+says no trial can. A deadlock verdict therefore means no placement of the drivers can let
+any trial run.
 """
 
 from __future__ import annotations
@@ -146,21 +148,83 @@ def best_running(capacity: _Capacity, drivers: int) -> int:
         return max(
             value(p) for p in itertools.product(*(range(c + 1) for c in caps)) if sum(p) == drivers
         )
-    # Greedy: each driver goes where it costs the fewest worker slots (ties: most room).
-    placement = [0] * len(caps)
+    # No single greedy is right for every strategy: take the best of three placements, and
+    # never report 0 without checking exactly that no placement lets one group run.
+    best = max(value(p) for p in _greedy_placements(capacity, caps, drivers))
+    if best == 0 and drivers > 0 and _one_group_fits(capacity, caps, drivers):
+        best = 1
+    return best
 
-    def cost(i: int) -> tuple[int, int, int]:
-        here = capacity.worker_slots(i, placement[i])
-        return here - capacity.worker_slots(i, placement[i] + 1), -here, i
 
-    heap = [cost(i) for i in range(len(caps)) if caps[i] > 0]
-    heapq.heapify(heap)
-    for _ in range(drivers):
-        *_, i = heapq.heappop(heap)
-        placement[i] += 1
-        if placement[i] < caps[i]:
-            heapq.heappush(heap, cost(i))
-    return value(placement)
+def _greedy_placements(capacity: _Capacity, caps: list[int], drivers: int):
+    """Drivers where they cost the fewest worker slots (STRICT_PACK: whole groups first),
+    ties to the most room then to the least room; and the least roomy nodes filled first."""
+    strict_pack = capacity.trial.strategy == "STRICT_PACK"
+    unit = max(1, capacity.trial.num_workers) if strict_pack else 1
+    for room in (-1, 1):
+        placement = [0] * len(caps)
+        heap = [_cost(capacity, placement, i, room, unit) for i, c in enumerate(caps) if c]
+        heapq.heapify(heap)
+        for _ in range(drivers):
+            *_, i = heapq.heappop(heap)
+            placement[i] += 1
+            if placement[i] < caps[i]:
+                heapq.heappush(heap, _cost(capacity, placement, i, room, unit))
+        yield placement
+    placement, left = [0] * len(caps), drivers
+    for i in sorted(range(len(caps)), key=lambda i: (capacity.worker_slots(i, 0), -caps[i], i)):
+        placement[i] = min(caps[i], left)
+        left -= placement[i]
+    yield placement
+
+
+def _cost(
+    capacity: _Capacity, placement: list[int], i: int, room: int, unit: int
+) -> tuple[int, int, int, int]:
+    here, then = capacity.worker_slots(i, placement[i]), capacity.worker_slots(i, placement[i] + 1)
+    return here // unit - then // unit, here - then, room * here, i
+
+
+def _one_group_fits(capacity: _Capacity, caps: list[int], drivers: int) -> bool:
+    """Exactly: is there a placement of ``drivers`` driver bundles next to one worker group?
+    Node i holding b worker bundles gives up ``loss(i, b)`` of its driver room; the group
+    fits if the cheapest way to place it gives up no more than the spare room."""
+    n, strategy = capacity.trial.num_workers, capacity.trial.strategy
+    spare = sum(caps) - drivers
+    memo: dict[tuple[int, int, int], int | None] = {}
+
+    def loss(i: int, b: int) -> int | None:
+        key = (capacity.shape_of[i], caps[i], b)
+        if key not in memo:
+            if capacity.worker_slots(i, 0) < b:
+                memo[key] = None
+            else:  # the most drivers that still leave b worker slots (slots fall with d)
+                lo, hi = 0, caps[i]
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    lo, hi = (mid, hi) if capacity.worker_slots(i, mid) >= b else (lo, mid - 1)
+                memo[key] = caps[i] - lo
+        return memo[key]
+
+    if strategy == "STRICT_PACK":
+        return any((x := loss(i, n)) is not None and x <= spare for i in range(len(caps)))
+    if strategy == "STRICT_SPREAD":
+        losses = sorted(x for i in range(len(caps)) if (x := loss(i, 1)) is not None)
+        return len(losses) >= n and sum(losses[:n]) <= spare
+    # PACK / SPREAD: the cheapest way to spread n bundles, by dynamic programming over the
+    # nodes (of one shape, n nodes at most can be useful).
+    per_shape: Counter = Counter()
+    cheapest = [0] + [math.inf] * n
+    for i in range(len(caps)):
+        per_shape[capacity.shape_of[i], caps[i]] += 1
+        if per_shape[capacity.shape_of[i], caps[i]] > n:
+            continue
+        costs = [loss(i, b) for b in range(n + 1)]
+        cheapest = [
+            min(cheapest[t - b] + c for b, c in enumerate(costs[: t + 1]) if c is not None)
+            for t in range(n + 1)
+        ]
+    return cheapest[n] <= spare
 
 
 def _binding(nodes: list[NodeShape], trial: TrialShape) -> str | None:
@@ -180,16 +244,16 @@ def never_placeable_reasons(nodes: list[NodeShape], trial: TrialShape) -> list[s
     for label, bundle in (("the trial bundle", trial.driver), ("a worker bundle", trial.worker)):
         if any(slots(n.resources, bundle) > 0 for n in nodes):
             continue
+        found = []  # this bundle's reasons (the other bundle's must not hide them)
         for r, need in sorted(bundle.items()):
             if need <= 0:
                 continue
             largest = max((n.resources.get(r, 0.0) for n in nodes), default=0.0)
             if largest == 0:
-                reasons.append(f"{label} needs {fmt_res({r: need})}; no node has {r}")
+                found.append(f"{label} needs {fmt_res({r: need})}; no node has {r}")
             elif largest < need:
-                reasons.append(f"{label} needs {r} {need:g}; the largest node has {largest:g}")
-        if not reasons:
-            reasons.append(f"{label} {fmt_res(bundle)} fits no single node")
+                found.append(f"{label} needs {r} {need:g}; the largest node has {largest:g}")
+        reasons += found or [f"{label} {fmt_res(bundle)} fits no single node"]
     if reasons:
         return reasons
     n = trial.num_workers

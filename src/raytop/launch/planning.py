@@ -67,6 +67,8 @@ def nodes_from_file(path: Path) -> list[NodeShape]:
         raise SpecError(f"{path}: expected one or more [[nodes]] tables")
     nodes = []
     for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise SpecError(f"{path}: [[nodes]] #{i + 1}: expected a table")
         count = entry.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise SpecError(f"{path}: [[nodes]] #{i + 1} count: expected an integer >= 1")
@@ -74,7 +76,8 @@ def nodes_from_file(path: Path) -> list[NodeShape]:
         for key, value in entry.items():
             if key in ("count", "name"):
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or value < 0:
                 raise SpecError(f"{path}: [[nodes]] #{i + 1} {key}: expected a number >= 0")
             resources[key.upper() if key.lower() in ("cpu", "gpu") else key] = float(value)
         name = entry.get("name", f"group{i + 1}")

@@ -38,6 +38,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/freshness_bench.py
 	$(BIN)/python benchmarks/ledger_bench.py
+	$(BIN)/python benchmarks/plan_bench.py
 
 ## make down: stop the embedded cluster raytop started (never any other).
 down: $(STAMP)

@@ -72,6 +72,9 @@ class ScalingSection:
     use_gpu: bool = False
     resources_per_worker: dict[str, float] | None = None
     placement_strategy: str = "PACK"  # PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
+    # torch.distributed backend; None: Ray's choice (nccl with use_gpu, else gloo). "gloo"
+    # with use_gpu runs GPU placement on logical GPUs without CUDA (RAY_NOTES k).
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,7 @@ _SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "trainable": ("kind", "entrypoint"),
     "param_space": (),  # free-form: one sampler per key
     "tune": ("metric", "mode", "num_samples", "max_concurrent_trials", "trial_resources"),
-    "scaling": ("num_workers", "use_gpu", "resources_per_worker", "placement_strategy"),
+    "scaling": ("num_workers", "use_gpu", "resources_per_worker", "placement_strategy", "backend"),
     "failure": (
         "max_failures",
         "controller_failure_limit",
@@ -199,6 +202,7 @@ _SECTION_KEYS: dict[str, tuple[str, ...]] = {
 _TRAINABLE_KINDS = ("torch", "function")
 _MODES = ("min", "max")
 _PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+_BACKENDS = ("gloo", "nccl")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _ENTRYPOINT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
@@ -499,11 +503,15 @@ def _parse_scaling(ctx: _Ctx, raw: dict[str, Any]) -> ScalingSection:
         raw.get("placement_strategy", "PACK"),
         _PLACEMENT_STRATEGIES,
     )
+    backend = None
+    if "backend" in raw:
+        backend = _one_of(ctx, "[scaling] backend", raw["backend"], _BACKENDS)
     return ScalingSection(
         num_workers=num_workers,
         use_gpu=use_gpu,
         resources_per_worker=per_worker,
         placement_strategy=strategy,
+        backend=backend,
     )
 
 

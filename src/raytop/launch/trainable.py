@@ -45,7 +45,7 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
     def raytop_torch_trial(config: dict[str, Any]) -> None:
         import ray.train
         from ray import tune
-        from ray.train.torch import TorchTrainer
+        from ray.train.torch import TorchConfig, TorchTrainer
         from ray.tune.integration.ray_train import TuneReportCallback
 
         from raytop.probe.report_probe import ReportProbe
@@ -68,6 +68,7 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
         trainer = TorchTrainer(
             train_loop,
             train_loop_config=dict(config),
+            torch_config=TorchConfig(backend=scaling.backend) if scaling.backend else None,
             scaling_config=ray.train.ScalingConfig(
                 num_workers=tuple(num_workers) if isinstance(num_workers, tuple) else num_workers,
                 use_gpu=scaling.use_gpu,

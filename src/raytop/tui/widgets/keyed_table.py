@@ -7,8 +7,8 @@ cells that changed, then puts the cursor back on the row it was on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -81,7 +81,11 @@ class KeyedTable(DataTable[object]):
             keys = [column.key for column in columns]
             present = {key.value for key in self.rows}
             stale = present - wanted.keys()
-            if len(stale) > len(wanted):  # mostly new rows: one rebuild beats N removals
+            order = [row.key.value for row in self.ordered_rows if row.key.value in wanted]
+            moved = order != [key for key in wanted if key in present]
+            # Mostly new rows: one rebuild beats N removals; rows that changed places
+            # (there is no public way to move a row) come back in their new order.
+            if moved or len(stale) > len(wanted):
                 self.clear()
                 present = set()
             else:
@@ -98,6 +102,40 @@ class KeyedTable(DataTable[object]):
                 row = self.get_row_index(selected)
                 if row != self.cursor_row:
                     self.move_cursor(row=row)
+
+    def fit_columns(
+        self,
+        columns: Sequence[ColumnSpec],
+        *,
+        drop: Sequence[str] = (),
+        grow: Mapping[str, int | None] | None = None,
+    ) -> tuple[ColumnSpec, ...]:
+        """The ``columns`` that fit our width: those in ``drop`` go, in that order, until
+        the rest fit; then the ``grow`` columns share the width left (key -> the widest
+        it may get, ``None`` for no limit; its width in ``columns`` is its narrowest)."""
+        available = self.scrollable_content_region.width
+        shown = list(columns)
+        for key in drop:
+            if self._width_of(shown) <= available:
+                break
+            shown = [column for column in shown if column.key != key]
+        widths = {column.key: column.width for column in shown}
+        spare = available - self._width_of(shown)
+        growing = [column.key for column in shown if column.key in (grow or {})]
+        while spare > 0 and growing:
+            share = max(1, spare // len(growing))
+            for key in list(growing):
+                limit = (grow or {})[key]
+                room = share if limit is None else min(share, limit - widths[key])
+                added = max(0, min(room, spare))
+                widths[key] += added
+                spare -= added
+                if added < share or (limit is not None and widths[key] >= limit):
+                    growing.remove(key)
+        return tuple(replace(column, width=widths[column.key]) for column in shown)
+
+    def _width_of(self, columns: Sequence[ColumnSpec]) -> int:
+        return sum(column.width + 2 * self.cell_padding for column in columns)
 
     def _ensure_columns(self, columns: Sequence[ColumnSpec]) -> None:
         """(Re)build the columns when they change (a new header, or a new width)."""

@@ -71,17 +71,13 @@ class TrialTable(KeyedTable):
 
     def _columns(self, metric: str | None) -> tuple[ColumnSpec, ...]:
         """The metric column is headed by the metric's name; params fills the width."""
-        fixed = sum(_WIDTHS.values())
-        padding = 2 * self.cell_padding * len(_ORDER)
-        params_width = max(
-            _MIN_PARAMS_WIDTH, self.scrollable_content_region.width - fixed - padding
-        )
-        return tuple(
+        columns = [
             ColumnSpec(
                 key,
                 (metric or "metric") if key == "metric" else key,
-                _WIDTHS.get(key, params_width),
+                _WIDTHS.get(key, _MIN_PARAMS_WIDTH),
                 "right" if key in _NUMERIC else "left",
             )
             for key in _ORDER
-        )
+        ]
+        return self.fit_columns(columns, grow={"params": None})

@@ -102,18 +102,11 @@ class WorkerTable(KeyedTable):
 
     def _columns(self) -> tuple[ColumnSpec, ...]:
         """The columns that fit the width, dropping the least needed first."""
-        available = self.scrollable_content_region.width
-        shown = list(_COLUMNS)
-        for key in _DROP_ORDER:
-            if self._width_of(shown) <= available:
-                break
-            shown.remove(key)
-        return tuple(
-            ColumnSpec(key, *_COLUMNS[key], "left" if key in _LEFT else "right") for key in shown
-        )
-
-    def _width_of(self, keys: list[str]) -> int:
-        return sum(_COLUMNS[key][1] + 2 * self.cell_padding for key in keys)
+        columns = [
+            ColumnSpec(key, *_COLUMNS[key], "left" if key in _LEFT else "right")
+            for key in _COLUMNS
+        ]
+        return self.fit_columns(columns, drop=_DROP_ORDER)
 
 
 def _right(text: str) -> Text:

@@ -11,11 +11,13 @@ import pytest
 
 from raytop.diagnose.ledger import Thresholds, run_findings
 from raytop.model import (
+    Bundle,
     Cluster,
     Experiment,
     ExperimentStatus,
     Finding,
     Node,
+    PlacementGroup,
     Severity,
     Snapshot,
     TrainRun,
@@ -251,6 +253,105 @@ def with_stacks(stalled: Snapshot) -> Snapshot:
     return replace(
         stalled, taken_at=stalled.taken_at + 1, experiments=(replace(experiment, runs=(run,)),)
     )
+
+
+HEAD_NODE = "a3f9c2d1e0b4f7a8c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+CPU_NODE = "5be81f0c7a2d9e6b3c4f1a0d8e7b6c5a4f3e2d1c0b9a8f7e6d5c4b3a"
+DEAD_NODE = "c7d46e2a1b0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b"
+TRAIN_PG = "1f8e2d3c4b5a69788796a5b4c3d2e1f001000000"
+TRIAL_PG = "2a9b8c7d6e5f40312233445566778899a1000000"
+WAITING_PG = "9b2e4f1066d5c4b3a2f1e0d9c8b7a6f501000000"
+TPU_PG = "d04c3b2a1f0e9d8c7b6a5f4e3d2c1b0a05000000"
+LEAKED_PG = "e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b002000000"
+GPU_WAIT = "fits, but 4 of 4 GPU are held by Train run exp-t1"
+TPU_WHY = "bundle 0 needs {TPU: 1}; no node has TPU"
+
+
+def _ray_node(
+    node_id: str,
+    address: str,
+    total: dict[str, float],
+    used: dict[str, float],
+    *,
+    is_head: bool = False,
+    labels: dict[str, str],
+) -> Node:
+    """A node as Ray reports it: with its ``node:<address>`` resource, and a resource left
+    out of the available map once it is fully used."""
+    total = {**total, f"node:{address}": 1.0}
+    available = {r: v - used.get(r, 0.0) for r, v in total.items() if v > used.get(r, 0.0)}
+    return Node(node_id, address, alive=True, is_head=is_head, resources_total=total,
+                resources_available=available, labels=labels)  # fmt: skip
+
+
+def _placement_nodes() -> tuple[Node, ...]:
+    """A head with 4 GPUs (2 held by exp-t1's ranks), a CPU-only worker, a dead node."""
+    head_total = {"CPU": 8.0, "GPU": 4.0, "memory": 32 * 2**30, "object_store_memory": 9.5 * 2**30,
+                  "node:__internal_head__": 1.0, "accelerator_type:A10G": 1.0,
+                  f"GPU_group_{TRAIN_PG}": 2.0, f"CPU_group_0_{TRAIN_PG}": 1.0}  # fmt: skip
+    head_used = {"CPU": 2.0, "GPU": 2.0, "memory": 2 * 2**30,
+                 f"GPU_group_{TRAIN_PG}": 2.0, f"CPU_group_0_{TRAIN_PG}": 1.0}  # fmt: skip
+    head = _ray_node(HEAD_NODE, "10.42.0.17", head_total, head_used, is_head=True,
+                     labels={"ray.io/node-id": HEAD_NODE, "zone": "us-west-2a"})  # fmt: skip
+    worker = _ray_node(CPU_NODE, "10.42.0.23", {"CPU": 16.0, "memory": 64 * 2**30, "hi_mem": 2.0},
+                       {"CPU": 2.0}, labels={"zone": "us-west-2b"})  # fmt: skip
+    dead = Node(DEAD_NODE, "10.42.0.31", alive=False, is_head=False,
+                resources_total={"CPU": 8.0, "memory": 32 * 2**30})  # fmt: skip
+    return (head, worker, dead)
+
+
+def _gpu_rank(rank: int, gpu: str) -> Worker:
+    return Worker(rank=rank, reports_entered=7, reports_exited=7, local_rank=rank,
+                  node_id=HEAD_NODE, node_rank=0, pid=61200 + rank, gpu_ids=(gpu,))  # fmt: skip
+
+
+def _group(pg_id: str, state: str, *bundles: Bundle, **more: Any) -> PlacementGroup:
+    return PlacementGroup(pg_id, "PACK", state, "FINISHED" if state == "CREATED" else
+                          "NO_RESOURCES", bundles=bundles, **more)  # fmt: skip
+
+
+def _placement_groups() -> tuple[PlacementGroup, ...]:
+    """Created first in the snapshot, so the screen's "waiting first" has work to do."""
+    gpu_cpu = {"GPU": 1.0, "CPU": 1.0}
+    return (
+        _group(TRAIN_PG, "CREATED", Bundle(0, gpu_cpu, HEAD_NODE), Bundle(1, gpu_cpu, HEAD_NODE),
+               attempts=1, age_s=312.0, owner_kind="train_run", owner="exp-t1", experiment="exp"),
+        _group(TRIAL_PG, "CREATED", Bundle(0, {"CPU": 0.0, "memory": 1.0}, CPU_NODE),
+               attempts=1, age_s=318.0, owner_kind="trial", owner="t1", experiment="exp"),
+        _group(WAITING_PG, "PENDING", Bundle(0, {"GPU": 1.0}), attempts=14, age_s=95.0,
+               owner_kind="pending_trial", experiment="exp", why_pending=GPU_WAIT),
+        replace(
+            _group(TPU_PG, "PENDING", Bundle(0, {"TPU": 1.0}), attempts=3, age_s=41.0,
+                   owner="job 05000000", why_pending=TPU_WHY),
+            scheduling_state="INFEASIBLE", strategy="STRICT_PACK",
+        ),
+        _group(LEAKED_PG, "CREATED", Bundle(0, {"CPU": 2.0}, CPU_NODE), attempts=1,
+               age_s=4_000.0, owner="job 02000000", leaked=True),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def placement(sweep: Snapshot) -> Snapshot:
+    """Experiment ``exp``: trial t1's Train run exp-t1 holds GPUs 0 and 1 of the head
+    (two ranks), t2 waits for a GPU, and a job wants a TPU no node has."""
+    run = TrainRun(
+        run_id="6c1d0e9f8a7b",
+        run_name="exp-t1",
+        attempt_id="attempt-3e2d1",
+        world_size=2,
+        trial_id="t1",
+        workers=(_gpu_rank(0, "0"), _gpu_rank(1, "1")),
+        placement_group_id=TRAIN_PG,
+    )
+    trials = (
+        Trial("t1", "RUNNING", config={"lr": 0.01}, iterations=7, elapsed_s=300.0),
+        Trial("t2", "PENDING", config={"lr": 0.001}, pending_reason=GPU_WAIT),
+    )
+    experiment = replace(sweep.experiments[0], name="exp", path="/home/ray/ray_results/exp",
+                         trials=trials, runs=(run,))  # fmt: skip
+    cluster = replace(sweep.cluster, nodes=_placement_nodes())
+    return Snapshot(taken_at=NOW - 2, cluster=cluster, experiments=(experiment,),
+                    placement_groups=_placement_groups())  # fmt: skip
 
 
 @pytest.fixture

@@ -67,3 +67,16 @@ def test_stacks_120x36(snap_compare, make_app, stalled, with_stacks) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+def test_placement_80x24(snap_compare, make_app, placement) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(placement), keys=("p",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_placement_infeasible_120x36(snap_compare, make_app, placement) -> None:
+    """The infeasible group highlighted: its reason in the error colours."""
+    app = make_app()
+    run_before = feed(SnapshotReady(placement), keys=("p", "down"))
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)

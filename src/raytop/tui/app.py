@@ -16,9 +16,9 @@ from textual.binding import Binding
 from raytop.model import Snapshot
 from raytop.sources.base import Collector
 from raytop.tui.messages import SnapshotReady, SourceFailed
+from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.help import HelpScreen
 from raytop.tui.screens.overview import OverviewScreen
-from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
 from raytop.tui.theming import DEFAULT_THEME, install_themes, variable_defaults
 
@@ -137,7 +137,7 @@ class RaytopApp(App[None]):
         self.state = state
         for screen in self.screen_stack:
             # Each draws only if it is on view; the others catch up on resume.
-            if isinstance(screen, OverviewScreen | RunScreen):
+            if isinstance(screen, SnapshotScreen):
                 screen.show(state)
 
     def action_refresh_now(self) -> None:

@@ -32,11 +32,18 @@ class ViewState:
         return replace(self, problem=f"{error}{attempts}")
 
     @property
+    def cluster_snapshot(self) -> Snapshot | None:
+        """The snapshot whose cluster (nodes, placement groups) to describe: while
+        disconnected, the last one that answered."""
+        if self.problem and self.last_connected is not None:
+            return self.last_connected
+        return self.latest
+
+    @property
     def cluster(self) -> Cluster | None:
         """The cluster to describe: while disconnected, the last one that answered."""
-        if self.problem and self.last_connected is not None:
-            return self.last_connected.cluster
-        return self.latest.cluster if self.latest else None
+        snapshot = self.cluster_snapshot
+        return snapshot.cluster if snapshot else None
 
     @property
     def body(self) -> Snapshot | None:

@@ -1,7 +1,8 @@
 """The first screen: cluster line, one experiment with its trials, and the findings.
 
 Enter (or ``w``) on a trial opens the Run screen of its Train run: the ranks at the
-``ray.train.report`` barrier, from the report ledger.
+``ray.train.report`` barrier, from the report ledger. ``p`` opens the Placement screen:
+nodes, GPUs and placement groups, and why a group waits.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from raytop.model import Experiment, TrainRun
 from raytop.tui.screens.base import SnapshotScreen
+from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
@@ -37,6 +39,13 @@ class OverviewScreen(SnapshotScreen):
             "Ranks",
             id="raytop.open-run",
             tooltip="The ranks of the highlighted trial's Train run (Enter does the same).",
+        ),
+        Binding(
+            "p",
+            "open_placement",
+            "Placement",
+            id="raytop.placement",
+            tooltip="Nodes, GPUs and placement groups: why a trial or worker group waits.",
         ),
     ]
 
@@ -65,6 +74,10 @@ class OverviewScreen(SnapshotScreen):
         if trial_id is not None:
             self._open_run(trial_id)
 
+    def action_open_placement(self) -> None:
+        screen = PlacementScreen(state=self._state, clock=self._clock, read_only=self._read_only)
+        self.app.push_screen(screen)
+
     @on(DataTable.RowSelected, "TrialTable")
     def _trial_chosen(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
@@ -78,6 +91,10 @@ class OverviewScreen(SnapshotScreen):
         if action == "open_run":
             experiment = self._experiment()
             return experiment is not None and bool(experiment.runs)
+        # Only offer "placement" once the cluster has placement groups to explain.
+        if action == "open_placement":
+            snapshot = self._state.cluster_snapshot
+            return snapshot is not None and bool(snapshot.placement_groups)
         return True
 
     @on(DataTable.RowHighlighted, "TrialTable")

@@ -40,6 +40,16 @@ class StyledCell:
         return Measurement(len(self.text), len(self.text))
 
 
+def right(text: str) -> Text:
+    """A right-aligned cell, for numbers."""
+    return Text(text, justify="right", no_wrap=True)
+
+
+def left(text: str) -> Text:
+    """A left-aligned cell that ends in an ellipsis when its column is too narrow."""
+    return Text(text, no_wrap=True, overflow="ellipsis")
+
+
 @dataclass(frozen=True)
 class ColumnSpec:
     """One column: its key, header and fixed content width (fixed: no re-measuring)."""

@@ -10,7 +10,7 @@ from raytop.diagnose.ledger import Thresholds, behind_by, worker_state
 from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.tui.format import fmt_bytes
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, right
 
 THRESHOLDS = Thresholds()
 
@@ -86,16 +86,16 @@ class WorkerTable(KeyedTable):
         state = worker_state(w, run, THRESHOLDS)
         stalled = w.rank in self._stalled
         everything: dict[str, object] = {
-            "rank": _right(str(w.rank)),
+            "rank": right(str(w.rank)),
             "node": Text((w.node_id or "-")[:8], no_wrap=True),
-            "pid": _right("-" if w.pid is None else str(w.pid)),
-            "entered": _right(str(w.reports_entered)),
-            "exited": _right(str(w.reports_exited)),
+            "pid": right("-" if w.pid is None else str(w.pid)),
+            "entered": right(str(w.reports_entered)),
+            "exited": right(str(w.reports_exited)),
             "behind": Text(str(gap) if gap else "", justify="right", style="bold"),
-            "last_report": _right(fmt_duration(w.last_report_age_s)),
-            "heartbeat": _right(fmt_duration(w.heartbeat_age_s)),
-            "cpu": _right("-" if w.cpu_percent is None else f"{w.cpu_percent:.0f}"),
-            "rss": _right(fmt_bytes(w.rss_bytes)),
+            "last_report": right(fmt_duration(w.last_report_age_s)),
+            "heartbeat": right(fmt_duration(w.heartbeat_age_s)),
+            "cpu": right("-" if w.cpu_percent is None else f"{w.cpu_percent:.0f}"),
+            "rss": right(fmt_bytes(w.rss_bytes)),
             "state": StyledCell(state, _state_class(state, stalled), self),
         }
         return tuple(everything[key] for key in columns)
@@ -103,11 +103,6 @@ class WorkerTable(KeyedTable):
     def _columns(self) -> tuple[ColumnSpec, ...]:
         """The columns that fit the width, dropping the least needed first."""
         columns = [
-            ColumnSpec(key, *_COLUMNS[key], "left" if key in _LEFT else "right")
-            for key in _COLUMNS
+            ColumnSpec(key, *_COLUMNS[key], "left" if key in _LEFT else "right") for key in _COLUMNS
         ]
         return self.fit_columns(columns, drop=_DROP_ORDER)
-
-
-def _right(text: str) -> Text:
-    return Text(text, justify="right", no_wrap=True)

@@ -55,6 +55,8 @@ def _label(pg: PlacementGroup) -> str:
         return f"trial {pg.owner}"
     if pg.owner_kind == "train_run":
         return f"Train run {pg.owner}"
+    if pg.owner_kind == "pending_trial":
+        return f"a pending trial of {pg.experiment} (group {pg.pg_id[:8]})"
     return f"group {pg.pg_id[:8]}" + (f" ({pg.owner})" if pg.owner else "")
 
 

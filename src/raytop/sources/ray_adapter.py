@@ -266,6 +266,11 @@ def _hex(raw: bytes) -> str:
     return raw.hex()
 
 
+def _has_id(raw: bytes) -> bool:
+    """Ray's nil ids are all 0xff bytes."""
+    return bool(raw) and raw != b"\xff" * len(raw)
+
+
 def placement_groups_from(state: Any) -> list[dict[str, Any]]:
     """Every placement group with what ``placement_group_table()`` leaves out: the creator
     job and actor (and whether they died), detached, and the creation time."""
@@ -291,7 +296,10 @@ def placement_groups_from(state: Any) -> list[dict[str, Any]]:
                 "created_at": pg.placement_group_creation_timestamp_ms / 1000.0 or None,
                 "creator_job_id": _hex(pg.creator_job_id),
                 "creator_actor_id": _hex(pg.creator_actor_id),
-                "creator_dead": bool(pg.creator_job_dead or pg.creator_actor_dead),
+                # A group made by a driver has no creator actor, and Ray marks that "dead".
+                "creator_dead": bool(
+                    pg.creator_job_dead or (_has_id(pg.creator_actor_id) and pg.creator_actor_dead)
+                ),
                 "detached": pg.is_detached,
                 "bundles": [
                     {

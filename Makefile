@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 ## make run: install, start the embedded cluster if none is reachable, launch the torch
 ## sweep in a detached driver and open the TUI on it (quit with q; the run keeps going).
 run: $(STAMP)
-	$(BIN)/raytop run $(SPEC)
+	$(BIN)/raytop run $(SPEC) --new-name
 
 ## make test: install what the tests need and run the whole suite (lint first).
 test: $(STAMP)

@@ -76,7 +76,7 @@ def train_loop(config: dict) -> None:
         if dist.is_available() and dist.is_initialized():
             dist.all_reduce(totals)  # sum over ranks, then average: every rank agrees
         metrics = {"loss": float(totals[0] / totals[1]), "epoch": epoch,
-                   "lr": scheduler.get_last_lr()[0]}  # fmt: skip
+                   "lr": scheduler.get_last_lr()[0], "start_epoch": start_epoch}  # fmt: skip
 
         # Every rank's RNG state goes into rank 0's checkpoint (a collective: all ranks call).
         rng_states = [torch.get_rng_state()]

@@ -149,29 +149,96 @@ def main(ctx: click.Context, address: str | None, refresh_s: float, stall_after:
     _open_tui(_collector(_resolve_target(address), None, Thresholds(stall_after)), refresh_s)
 
 
+read_only_option = click.option(
+    "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",
+    help="Refuse anything that changes a run (also RAYTOP_READ_ONLY=1).",
+)  # fmt: skip
+no_tui_option = click.option(
+    "--no-tui", is_flag=True, help="Print one line per change; exit when it ends."
+)
+
+
+def _refuse_if_read_only(read_only: bool, what: str) -> None:
+    if read_only:
+        fail(f"read-only: `raytop {what}` would change a run; drop --read-only / RAYTOP_READ_ONLY")
+
+
 @main.command()
 @click.argument("spec")
 @address_option
-@click.option("--no-tui", is_flag=True, help="Print one line per change; exit when it ends.")
+@no_tui_option
 @click.option("--force", is_flag=True, help="Launch even if the plan says it can never run.")
+@click.option(
+    "--resume",
+    "resume_existing",
+    is_flag=True,
+    help="The experiment folder exists: resume it (as `raytop resume`).",
+)
+@click.option(
+    "--new-name",
+    is_flag=True,
+    help="The experiment folder exists: start a fresh one beside it, name + time.",
+)
 @refresh_option
 @stall_option
+@read_only_option
 def run(
-    spec: str, address: str | None, no_tui: bool, force: bool, refresh_s: float,
-    stall_after: float,
+    spec: str, address: str | None, no_tui: bool, force: bool, resume_existing: bool,
+    new_name: bool, refresh_s: float, stall_after: float, read_only: bool,
 ) -> None:  # fmt: skip
-    """Launch the sweep described by SPEC (TOML, see docs/spec.md) in a detached driver."""
-    from raytop.diagnose import Thresholds
-    from raytop.launch.cluster import start_embedded
-    from raytop.launch.driver import launch
-    from raytop.launch.spec import SpecError, load_spec
-    from raytop.rundir import driver_alive, raytop_dir_for
-    from raytop.sources.ray_adapter import ClusterUnreachable
+    """Launch the sweep described by SPEC (TOML, see docs/spec.md) in a detached driver.
 
+    An experiment folder that already holds a Tune experiment is never reused silently:
+    --resume continues it, --new-name starts a fresh one beside it."""
+    from raytop.launch.spec import SpecError, load_spec
+
+    _refuse_if_read_only(read_only, "run")
     try:
         run_spec = load_spec(spec)
     except SpecError as exc:
         fail(str(exc))
+    if _holds_experiment(run_spec.experiment_path):
+        if resume_existing:
+            _resume(run_spec.experiment_path, "skip", True, address, no_tui, refresh_s, stall_after)
+            return
+        if not new_name:
+            fail(
+                f"{run_spec.experiment_path} already holds an experiment: `raytop resume "
+                f"{run_spec.experiment_path}` (or run --resume) continues it, run --new-name "
+                "starts a fresh one beside it; nothing was changed"
+            )
+        run_spec = _renamed(run_spec)
+        info(f"starting a new experiment '{run_spec.experiment.name}' beside the existing one")
+    _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after)
+
+
+def _holds_experiment(experiment_path: str) -> bool:
+    from raytop.rundir import is_uri, local_path
+
+    if is_uri(experiment_path):
+        return False  # remote folders are checked by Tune itself
+    folder = Path(local_path(experiment_path))
+    return (folder / "tuner.pkl").exists() or any(folder.glob("experiment_state-*.json"))
+
+
+def _renamed(run_spec):
+    import dataclasses
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    experiment = dataclasses.replace(
+        run_spec.experiment, name=f"{run_spec.experiment.name}-{stamp}"
+    )
+    return dataclasses.replace(run_spec, experiment=experiment)
+
+
+def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
+                      errored: str | None = None) -> None:  # fmt: skip
+    from raytop.diagnose import Thresholds
+    from raytop.launch.cluster import start_embedded
+    from raytop.launch.driver import launch
+    from raytop.rundir import driver_alive, raytop_dir_for
+    from raytop.sources.ray_adapter import ClusterUnreachable
+
     raytop_dir = raytop_dir_for(run_spec.experiment_path, run_spec.experiment.name)
     pid, alive = driver_alive(raytop_dir)
     if alive:
@@ -180,7 +247,8 @@ def run(
             "attach with `raytop`"
         )
     target = _resolve_target(address)
-    _check_plan(run_spec, target, force)
+    if errored is None:
+        _check_plan(run_spec, target, force)
     if target is None:
         try:
             target = start_embedded(run_spec.cluster, progress=info)
@@ -188,9 +256,10 @@ def run(
             fail(str(exc), EXIT_CLUSTER_START)
     elif target.embedded:
         _warn_if_cluster_differs(target, run_spec)
-    launched = launch(run_spec, target)
+    launched = launch(run_spec, target, errored=errored)
+    verb = "resumed" if errored else "launched"
     info(
-        f"launched '{run_spec.experiment.name}' (driver pid {launched.pid}, "
+        f"{verb} '{run_spec.experiment.name}' (driver pid {launched.pid}, "
         f"log {launched.log_path}) on {target.address}"
     )
     collector = _collector(
@@ -200,6 +269,124 @@ def run(
         sys.exit(_follow(collector, refresh_s, launched.log_path))
     _open_tui(collector, refresh_s)
     info("the run keeps going; `raytop` re-attaches")
+
+
+@main.command()
+@click.argument("experiment_path")
+@click.option("--errored", type=click.Choice(["resume", "restart", "skip"]), default="skip",
+              show_default=True,
+              help="Errored trials: resume from their checkpoint, restart from scratch under a "
+                   "new trial id, or leave them in ERROR.")  # fmt: skip
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@address_option
+@no_tui_option
+@refresh_option
+@stall_option
+@read_only_option
+def resume(
+    experiment_path: str, errored: str, yes: bool, address: str | None, no_tui: bool,
+    refresh_s: float, stall_after: float, read_only: bool,
+) -> None:  # fmt: skip
+    """Preview, then resume an interrupted experiment (Tuner.restore in a detached driver).
+
+    Unfinished trials resume from their latest checkpoint; nothing is deleted."""
+    _refuse_if_read_only(read_only, "resume")
+    _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_after)
+
+
+def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_after) -> None:
+    from raytop.diagnose.resume import preview
+    from raytop.launch.spec import SpecError, load_spec
+    from raytop.rundir import RAYTOP_DIR_NAME, driver_alive, is_uri
+    from raytop.sources.checkpoints import latest_checkpoints
+    from raytop.sources.tune_dir import ExperimentReader
+
+    if is_uri(experiment_path):
+        fail(f"{experiment_path}: resuming remote experiments is not supported yet")
+    folder = Path(experiment_path).expanduser().resolve()
+    if not _holds_experiment(str(folder)):
+        fail(f"{experiment_path}: no Tune experiment there (no tuner.pkl / experiment_state)")
+    raytop_dir = folder / RAYTOP_DIR_NAME
+    pid, alive = driver_alive(raytop_dir)
+    if alive:
+        fail(f"{folder.name} is still running (driver pid {pid}): nothing to resume")
+    info_file = raytop_dir / "driver.json"
+    if not info_file.exists():
+        fail(f"{folder}: not launched by raytop (no {RAYTOP_DIR_NAME}/driver.json)")
+    spec_path = json.loads(info_file.read_text())["spec"]
+    try:
+        run_spec = load_spec(spec_path)
+    except SpecError as exc:
+        fail(f"the spec this experiment was launched with: {exc}")
+    experiment = ExperimentReader(str(folder), raytop_dir).read()
+    rows, warnings = preview(
+        experiment, latest_checkpoints(experiment), errored, run_spec.tune.max_concurrent_trials
+    )
+    click.echo(f"resume {folder} (was {experiment.status}); errored trials: {errored}")
+    click.echo(f"  {'trial':<14} {'status':<11} {'latest checkpoint':<44} action")
+    for row in rows:
+        click.echo(f"  {row.trial_id:<14} {row.status:<11} {row.checkpoint:<44} {row.action}")
+    for warning in warnings:
+        click.echo(f"  warning: {warning}")
+    if not yes:
+        if not sys.stdin.isatty():
+            fail("resume needs confirmation: pass --yes")
+        if not click.confirm("resume as shown?", default=False):
+            info("nothing was changed")
+            return
+    _launch_and_watch(run_spec, address, no_tui, False, refresh_s, stall_after, errored=errored)
+
+
+@main.command()
+@click.argument("experiment_path", required=False)
+@click.option(
+    "--trial", "trial_id", metavar="ID", help="Stop only this trial (at its next result)."
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@read_only_option
+def stop(experiment_path: str | None, trial_id: str | None, yes: bool, read_only: bool) -> None:
+    """Stop gracefully: the whole experiment (its driver saves state and exits; it can be
+    resumed) or one trial. Nothing is deleted."""
+    import os
+    import signal
+
+    from raytop.home import registered_experiments, write_json_atomic
+    from raytop.probe.trial_probe import STOP_REQUESTS
+    from raytop.rundir import RAYTOP_DIR_NAME, driver_alive
+
+    _refuse_if_read_only(read_only, "stop")
+    if experiment_path:
+        raytop_dir = Path(experiment_path).expanduser().resolve() / RAYTOP_DIR_NAME
+    else:
+        running = [Path(e["raytop_dir"]) for e in registered_experiments()
+                   if driver_alive(Path(e["raytop_dir"]))[1]]  # fmt: skip
+        if len(running) != 1:
+            fail(f"{len(running)} experiments are running: name the one to stop")
+        raytop_dir = running[0]
+    pid, alive = driver_alive(raytop_dir)
+    if not alive:
+        fail(f"{raytop_dir.parent}: its driver is not running here; nothing to stop")
+    what = f"trial {trial_id} of {raytop_dir.parent.name}" if trial_id else raytop_dir.parent.name
+    if not yes:
+        if not sys.stdin.isatty():
+            fail("stop needs confirmation: pass --yes")
+        if not click.confirm(f"stop {what}?", default=False):
+            info("nothing was changed")
+            return
+    if trial_id:
+        requests = raytop_dir / STOP_REQUESTS
+        stopping = set(json.loads(requests.read_text())) if requests.exists() else set()
+        write_json_atomic(requests, sorted(stopping | {trial_id}))
+        info(f"trial {trial_id} stops at its next result (its checkpoints are kept)")
+        return
+    os.kill(pid, signal.SIGINT)  # Tune saves the experiment state and returns from fit()
+    deadline = time.monotonic() + 120
+    while driver_alive(raytop_dir)[1] and time.monotonic() < deadline:
+        info("waiting for the driver to save its state and exit…")
+        time.sleep(2)
+    if driver_alive(raytop_dir)[1]:
+        fail(f"the driver (pid {pid}) is still saving after 120 s; it keeps going", 1)
+    info(f"stopped {what}; resume it with `raytop resume {raytop_dir.parent}`")
 
 
 def _plan_for(run_spec, target, cluster_file: str | None = None):

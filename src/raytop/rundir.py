@@ -14,6 +14,13 @@ from pathlib import Path
 from raytop.home import raytop_home, read_json
 
 RAYTOP_DIR_NAME = ".raytop"
+TRAIN_RUNS_DIR = "train_runs"  # under the experiment folder: one Train run per torch trial
+
+
+def train_run_name(experiment_name: str, trial_id: str) -> str:
+    """Unique per trial, stable across Tune retries and restores: a retried or restored
+    trial resumes its Train run from the run's checkpoint snapshot (RAY_NOTES b, e)."""
+    return f"{experiment_name}-{trial_id}"
 
 
 def is_uri(path: str) -> bool:

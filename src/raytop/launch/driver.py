@@ -43,19 +43,26 @@ class Launched:
     log_path: Path
 
 
-def launch(spec: RunSpec, target: Target) -> Launched:
+def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launched:
+    """Start the detached driver: a new sweep, or (``errored`` set: resume | restart | skip)
+    ``Tuner.restore`` of the experiment, with what to do with its errored trials.
+
+    Only raytop's own bookkeeping of the previous driver is replaced; Tune's and Train's
+    files are never touched here."""
     raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)
     raytop_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("exit.json", "trials.json", "job.json"):
         (raytop_dir / stale).unlink(missing_ok=True)
-    shutil.copyfile(spec.path, raytop_dir / "spec.toml")
+    if errored is None:
+        shutil.copyfile(spec.path, raytop_dir / "spec.toml")
     log_path = raytop_dir / "driver.log"
     env = {**DRIVER_ENV_DEFAULTS, **os.environ}
     env.pop("RAY_ADDRESS", None)  # the driver gets the resolved address explicitly
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "raytop.launch.driver", str(spec.path),
-             "--address", target.address, "--raytop-dir", str(raytop_dir)],
+             "--address", target.address, "--raytop-dir", str(raytop_dir),
+             *(["--restore", errored] if errored else [])],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd=spec.spec_dir,
         )  # fmt: skip
@@ -77,13 +84,14 @@ def launch(spec: RunSpec, target: Target) -> Launched:
     return Launched(proc.pid, raytop_dir, log_path)
 
 
-def run_driver(spec: RunSpec, address: str, raytop_dir: Path) -> int:
-    """The body of the detached driver process: one ``Tuner.fit()``."""
+def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | None) -> int:
+    """The body of the detached driver process: one ``Tuner.fit()``, of a new tuner or of
+    ``Tuner.restore`` (``restore``: what to do with errored trials)."""
     import ray
     from ray import tune
 
     from raytop.launch.trainable import make_trainable, param_space
-    from raytop.probe.trial_probe import TrialProbe
+    from raytop.probe.trial_probe import TrialProbe, TrialStopper
 
     pythonpath = os.pathsep.join(p for p in (str(spec.spec_dir), os.environ.get("PYTHONPATH")) if p)
     ray.init(
@@ -104,17 +112,27 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path) -> int:
         storage_path=spec.experiment.storage_path,
         failure_config=tune.FailureConfig(max_failures=spec.failure.trial_max_failures),
         callbacks=[TrialProbe(str(raytop_dir))],
+        stop=TrialStopper(str(raytop_dir)),
         verbose=1,
     )
     resources = {
         k.lower() if k in ("CPU", "GPU") else k: v for k, v in spec.trial_resources.items()
     }
-    tuner = tune.Tuner(
-        tune.with_resources(make_trainable(spec), resources),
-        param_space=param_space(spec),
-        tune_config=tune_config,
-        run_config=run_config,
-    )
+    trainable = tune.with_resources(make_trainable(spec), resources)
+    if restore is not None:  # run config, callbacks and stopper come back from tuner.pkl
+        tuner = tune.Tuner.restore(
+            spec.experiment_path,
+            trainable=trainable,
+            resume_unfinished=True,
+            resume_errored=restore == "resume",
+            restart_errored=restore == "restart",
+            param_space=param_space(spec),
+        )
+    else:
+        tuner = tune.Tuner(
+            trainable, param_space=param_space(spec), tune_config=tune_config,
+            run_config=run_config,
+        )  # fmt: skip
     results = tuner.fit()
     print(f"raytop driver: {len(results)} trials, {results.num_errors} errored")
     return 0 if results.num_errors == 0 else 1
@@ -125,11 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("spec")
     parser.add_argument("--address", required=True)
     parser.add_argument("--raytop-dir", required=True)
+    parser.add_argument("--restore", choices=("resume", "restart", "skip"))
     args = parser.parse_args(argv)
     raytop_dir = Path(args.raytop_dir)
     code, error = 1, None
     try:
-        code = run_driver(load_spec(args.spec), args.address, raytop_dir)
+        code = run_driver(load_spec(args.spec), args.address, raytop_dir, args.restore)
     except BaseException as exc:  # record why, whatever it was, then re-raise
         error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()

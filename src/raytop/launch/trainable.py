@@ -16,8 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raytop.launch.spec import RunSpec
-
-TRAIN_RUNS_DIR = "train_runs"
+from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 
 
 def load_entrypoint(spec: RunSpec) -> Callable[..., Any]:
@@ -27,12 +26,6 @@ def load_entrypoint(spec: RunSpec) -> Callable[..., Any]:
         sys.path.insert(0, folder)
     module = importlib.import_module(spec.trainable.module)
     return getattr(module, spec.trainable.function)
-
-
-def train_run_name(experiment_name: str, trial_id: str) -> str:
-    """Unique per trial, stable across Tune retries and restores: a retried or restored
-    trial resumes its Train run from the run's checkpoint snapshot (RAY_NOTES b, e)."""
-    return f"{experiment_name}-{trial_id}"
 
 
 def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:

@@ -8,12 +8,13 @@ raytop faces read. It never raises into Tune: a failed write is counted and retr
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
 from typing import Any
 
-from ray.tune import Callback
+from ray.tune import Callback, Stopper
 
 from raytop.home import write_json_atomic
 
@@ -106,3 +107,23 @@ class TrialProbe(Callback):
     def on_experiment_end(self, trials, **info):
         self._touch(trials)
         self._flush(force=True)
+
+
+STOP_REQUESTS = "stop_trials.json"
+
+
+class TrialStopper(Stopper):
+    """Stops the trials listed in ``<raytop_dir>/stop_trials.json`` (``raytop stop --trial``)
+    at their next result; Tune then ends them as TERMINATED, their checkpoints kept."""
+
+    def __init__(self, raytop_dir: str) -> None:
+        self._path = Path(raytop_dir) / STOP_REQUESTS
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        try:
+            return trial_id in json.loads(self._path.read_text())
+        except (OSError, ValueError):
+            return False
+
+    def stop_all(self) -> bool:
+        return False

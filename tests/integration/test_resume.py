@@ -1,0 +1,99 @@
+"""Resume after a crash, on a real cluster: kill -9 the driver of a running torch sweep,
+`raytop resume --yes` finishes every trial, each Train run continues from its latest
+checkpoint, and not one file of the experiment folder is deleted. Plus the guards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_raytop
+
+pytestmark = pytest.mark.ray
+
+EDIT = {
+    "lr = { grid = [0.01, 0.05] }": "lr = { grid = [0.01, 0.05] }",
+    "hidden = { grid = [16, 32] }": "hidden = 16",
+    "epochs = 5": "epochs = 10",
+    "[checkpoint]\nnum_to_keep = 2": "",  # keep every checkpoint: the listing must not shrink
+}
+
+
+def files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+
+def status(address: str, experiment: Path) -> dict:
+    result = run_raytop("status", "--json", "--address", address, "--experiment", str(experiment))
+    return json.loads(result.stdout)["experiments"][0]
+
+
+def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster, example_copy):
+    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py", edit=EDIT)
+    experiment = spec.parent / "results" / "torch_sweep"
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui",
+         "--address", ray_cluster.address],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while True:
+        assert time.monotonic() < deadline, "the sweep never got going"
+        exp = status(ray_cluster.address, experiment) if experiment.is_dir() else None
+        if exp and len(exp["trials"]) == 2 and all(t["iterations"] >= 3 for t in exp["trials"]):
+            break
+        time.sleep(1)
+    driver = json.loads((experiment / ".raytop" / "driver.json").read_text())
+    os.killpg(driver["pid"], signal.SIGKILL)
+    watcher.wait(timeout=60)
+    time.sleep(5)
+    before = files(experiment)
+    crashed = status(ray_cluster.address, experiment)
+    assert crashed["status"] == "INTERRUPTED"
+    progress = {t["trial_id"]: t["metrics"]["epoch"] for t in crashed["trials"]}
+
+    resumed = run_raytop("resume", str(experiment), "--yes", "--no-tui",
+                         "--address", ray_cluster.address, timeout=600)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert resumed.stdout.count("resume from checkpoint_") == 2
+
+    done = status(ray_cluster.address, experiment)
+    assert done["status"] == "FINISHED"
+    for trial in done["trials"]:
+        assert trial["status"] == "TERMINATED"
+        assert trial["metrics"]["epoch"] == 9
+        # the Train run resumed from its checkpoint: the epoch counter did not go back to 0
+        assert 0 < trial["metrics"]["start_epoch"] <= progress[trial["trial_id"]] + 1
+    missing = before - files(experiment)
+    assert not missing, f"files deleted by the resume: {sorted(missing)[:5]}"
+
+
+def test_an_existing_experiment_is_never_reused_silently(ray_cluster, example_copy, tmp_path):
+    spec = example_copy("scalar.toml", "scalar_objective.py", edit={"[1, 2, 3, 4]": "[3]"})
+    first = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address)
+    assert first.returncode == 0, first.stderr
+    again = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address)
+    assert again.returncode == 2
+    assert "already holds an experiment" in again.stderr and "--new-name" in again.stderr
+    fresh = run_raytop("run", str(spec), "--no-tui", "--new-name", "--address", ray_cluster.address)
+    assert fresh.returncode == 0, fresh.stderr
+    names = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert names[0] == "scalar" and names[1].startswith("scalar-") and len(names) == 2
+
+
+@pytest.mark.parametrize("command", [["run", "SPEC"], ["resume", "EXP"], ["stop", "EXP", "--yes"]])
+def test_read_only_refuses_every_mutation(example_copy, command):
+    spec = example_copy("scalar.toml", "scalar_objective.py")
+    args = [str(spec) if a == "SPEC" else str(spec.parent) if a == "EXP" else a for a in command]
+    result = run_raytop(*args, "--read-only")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"raytop: error: read-only: `raytop {command[0]}`")
+    env_result = run_raytop(*args, env={"RAYTOP_READ_ONLY": "1"})
+    assert env_result.returncode == 2 and "read-only" in env_result.stderr

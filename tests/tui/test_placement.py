@@ -216,10 +216,10 @@ async def test_groups_waiting_first_with_their_cells(make_app, placement, size) 
         assert row_keys(table) == WAITING_FIRST
         assert [cell(table, k, "owner") for k in WAITING_FIRST] == [
             "pending trial of exp",
-            "other job 05000000",
-            "run exp-t1",
+            "job 05000000",
+            "Train run exp-t1",
             "trial t1",
-            "other job 02000000",
+            "job 02000000",
         ]
         assert [cell(table, k, "state") for k in WAITING_FIRST] == [
             "PENDING",
@@ -395,9 +395,9 @@ def test_custom_resources_skip_rays_bookkeeping() -> None:
     ("kind", "owner", "expected"),
     [
         ("trial", "t7", "trial t7"),
-        ("train_run", "exp-t7", "run exp-t7"),
+        ("train_run", "exp-t7", "Train run exp-t7"),
         ("pending_trial", None, "pending trial of exp"),
-        ("other", "job 03000000", "other job 03000000"),
+        ("other", "job 03000000", "job 03000000"),
         ("other", None, "other"),
     ],
 )

@@ -50,14 +50,16 @@ def infeasible_reason(pg: PlacementGroup, nodes: list[Node]) -> str | None:
     return None
 
 
-def _label(pg: PlacementGroup) -> str:
+def owner_label(pg: PlacementGroup) -> str:
+    """Who a group is for, in a few words: ``trial <id>``, ``Train run <name>``,
+    ``pending trial of <experiment>``, or its creator job."""
     if pg.owner_kind == "trial":
         return f"trial {pg.owner}"
     if pg.owner_kind == "train_run":
-        return f"Train run {pg.owner}"
+        return f"Train run {pg.owner or '?'}"
     if pg.owner_kind == "pending_trial":
-        return f"a pending trial of {pg.experiment} (group {pg.pg_id[:8]})"
-    return f"group {pg.pg_id[:8]}" + (f" ({pg.owner})" if pg.owner else "")
+        return f"pending trial of {pg.experiment or '?'}"
+    return pg.owner or "other"
 
 
 def contention_reason(pg: PlacementGroup, nodes: list[Node], groups: list[PlacementGroup]) -> str:
@@ -74,7 +76,7 @@ def contention_reason(pg: PlacementGroup, nodes: list[Node], groups: list[Placem
         if free >= v and pg.strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
         holders = sorted(
-            {_label(g) for g in groups if g.placed and g.pg_id != pg.pg_id
+            {owner_label(g) for g in groups if g.placed and g.pg_id != pg.pg_id
              and any(b.resources.get(r, 0) > 0 for b in g.bundles)}
         )  # fmt: skip
         who = f"held by {', '.join(holders)}" if holders else "in use outside placement groups"
@@ -100,7 +102,7 @@ def placement_findings(
     for pg in groups:
         evidence = {"pg_id": pg.pg_id, "owner_kind": pg.owner_kind, "owner": pg.owner,
                     "experiment": pg.experiment, "age_s": pg.age_s}  # fmt: skip
-        subject = _label(pg)
+        subject = f"{owner_label(pg)} (group {pg.pg_id[:8]})"
         if pg.leaked:
             holds = "holds" if pg.placed else "waits for"
             message = f"its creator is gone but it still {holds} {len(pg.bundles)} bundle(s)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from raytop.diagnose.placement import owner_label
 from raytop.model import Bundle, PlacementGroup
 from raytop.model.format import fmt_duration, fmt_value
 from raytop.tui.format import fmt_bytes
@@ -31,18 +32,6 @@ _DROP_ORDER = ("strategy", "attempts", "age")
 _GROW: dict[str, int | None] = {"owner": 22, "bundles": None}
 
 STATES = ("pending", "infeasible", "rescheduling", "prepared", "created")
-
-
-def owner_label(pg: PlacementGroup) -> str:
-    """``trial <id>``, ``run <name>``, ``pending trial of <experiment>``, ``other …``."""
-    owner = pg.owner or "?"
-    if pg.owner_kind == "trial":
-        return f"trial {owner}"
-    if pg.owner_kind == "train_run":
-        return f"run {owner}"
-    if pg.owner_kind == "pending_trial":
-        return f"pending trial of {pg.experiment or '?'}"
-    return f"other {pg.owner}" if pg.owner else "other"
 
 
 def state_label(pg: PlacementGroup) -> str:

@@ -4,8 +4,10 @@ cluster code and stopped at the end."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +80,33 @@ def example_copy(tmp_path: Path):
         return spec
 
     return copy
+
+
+def launch_run(spec: Path, address: str, *extra: str, **popen) -> subprocess.Popen:
+    """``raytop run SPEC --no-tui`` in the background (its driver is detached)."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui", "--address", address,
+         *extra],
+        **popen,
+    )  # fmt: skip
+
+
+def status_json(address: str, experiment: Path, *extra: str) -> dict:
+    """``raytop status --json --experiment EXPERIMENT``, parsed."""
+    result = run_raytop("status", "--json", "--address", address, "--experiment",
+                        str(experiment), *extra)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def experiment_status(address: str, experiment: Path) -> dict:
+    """The one experiment of ``raytop status --json --experiment``."""
+    return status_json(address, experiment)["experiments"][0]
+
+
+def kill_driver(experiment: Path) -> None:
+    """SIGKILL a launched run's detached driver (its trials and Train workers die with it)."""
+    info = json.loads((experiment / ".raytop" / "driver.json").read_text())
+    os.killpg(info["pid"], signal.SIGKILL)

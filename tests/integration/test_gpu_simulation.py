@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.conftest import run_raytop
+from tests.conftest import launch_run, run_raytop
 
 pytestmark = pytest.mark.ray
 
@@ -26,11 +25,9 @@ GPU_EDIT = {
 def test_gpu_train_run_places_one_logical_gpu_per_rank(ray_cluster, example_copy):
     spec = example_copy("stall.toml", "stall_loop.py", edit=GPU_EDIT)
     experiment = spec.parent / "results" / "stall"
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui",
-         "--address", ray_cluster.address],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    watcher = launch_run(
+        spec, ray_cluster.address, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     gpu_groups = []
     deadline = time.monotonic() + 180
     while watcher.poll() is None and time.monotonic() < deadline:

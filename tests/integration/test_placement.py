@@ -3,37 +3,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_raytop
+from tests.conftest import kill_driver, launch_run, run_raytop, status_json
 
 pytestmark = pytest.mark.ray
-
-
-def launch(spec: Path, address: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui", "--address", address,
-         *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def kill_driver(experiment: Path) -> None:
-    info = json.loads((experiment / ".raytop" / "driver.json").read_text())
-    os.killpg(info["pid"], signal.SIGKILL)
-
-
-def status(address: str, experiment: Path) -> dict:
-    result = run_raytop("status", "--json", "--address", address, "--experiment", str(experiment))
-    return json.loads(result.stdout)
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -52,11 +28,11 @@ def test_gpu_trial_on_a_cpu_only_cluster_is_explained_as_infeasible(two_cpu_clus
     experiment = spec.parent / "results" / "scalar"
     refused = run_raytop("run", str(spec), "--no-tui", "--address", two_cpu_cluster.address)
     assert refused.returncode == 12 and "no node has GPU" in refused.stderr
-    watcher = launch(spec, two_cpu_cluster.address, "--force")
+    watcher = launch_run(spec, two_cpu_cluster.address, "--force")
     try:
 
         def explained():
-            snap = status(two_cpu_cluster.address, experiment) if experiment.is_dir() else None
+            snap = status_json(two_cpu_cluster.address, experiment) if experiment.is_dir() else None
             groups = [g for g in (snap or {}).get("placement_groups", [])
                       if g["experiment"] == "scalar" and g["state"] != "CREATED"]  # fmt: skip
             return (snap, groups[0], time.time()) if groups and groups[0]["why_pending"] else None
@@ -88,22 +64,22 @@ def test_a_contended_trial_names_the_trial_holding_the_cpus(
         holder_spec.read_text().replace("CPU = 2", "CPU = 1").replace('"holder"', '"waiter"')
     )
     holder, waiter = tmp_path / "results" / "holder", tmp_path / "results" / "waiter"
-    first = launch(holder_spec, two_cpu_cluster.address)
+    first = launch_run(holder_spec, two_cpu_cluster.address)
     second = None
     try:
 
         def holder_running():
-            snap = status(two_cpu_cluster.address, holder) if holder.is_dir() else None
+            snap = status_json(two_cpu_cluster.address, holder) if holder.is_dir() else None
             trials = snap["experiments"][0]["trials"] if snap else []
             return trials[0]["trial_id"] if trials and trials[0]["status"] == "RUNNING" else None
 
         holder_trial = wait_for(holder_running, 90, "the holder trial to run")
-        second = launch(waiter_spec, two_cpu_cluster.address)
+        second = launch_run(waiter_spec, two_cpu_cluster.address)
 
         def waiting_reason():
             if not waiter.is_dir():
                 return None
-            trials = status(two_cpu_cluster.address, waiter)["experiments"][0]["trials"]
+            trials = status_json(two_cpu_cluster.address, waiter)["experiments"][0]["trials"]
             return trials[0]["pending_reason"] if trials and trials[0]["pending_reason"] else None
 
         reason = wait_for(waiting_reason, 90, "the waiter's pending reason")

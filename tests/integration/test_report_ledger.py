@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -17,25 +16,12 @@ import pytest
 
 from raytop.diagnose import Thresholds
 from raytop.sources.collect import SnapshotCollector
-from tests.conftest import run_raytop
+from tests.conftest import kill_driver, launch_run, run_raytop
 
 pytestmark = pytest.mark.ray
 
 STALL_AFTER_S = 5
 ALARMS = {"barrier_stall", "report_mispaired", "rank_dead", "rank_silent"}
-
-
-def launch(spec: Path, address: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui", "--address", address],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def stop_driver(spec: Path) -> None:
-    """Kill the detached driver (and with it the trial and its Train workers)."""
-    info = json.loads((spec.parent / "results" / "stall" / ".raytop" / "driver.json").read_text())
-    os.killpg(info["pid"], signal.SIGKILL)
 
 
 def wait_for_check(address: str, experiment: Path, code: int, timeout: float):
@@ -55,7 +41,7 @@ def test_a_skipped_report_is_named_within_seconds(ray_cluster, example_copy, ski
         "stall.toml", "stall_loop.py", edit={"skip_rank = 1": f"skip_rank = {skip_rank}"}
     )
     waiting_rank = 1 - skip_rank
-    watcher = launch(spec, ray_cluster.address)
+    watcher = launch_run(spec, ray_cluster.address)
     experiment = spec.parent / "results" / "stall"
     try:
         while not experiment.is_dir():
@@ -84,7 +70,7 @@ def test_a_skipped_report_is_named_within_seconds(ray_cluster, example_copy, ski
         stack = workers[waiting_rank]["stack"]
         assert "stall_loop.py" in stack and "in report" in stack
     finally:
-        stop_driver(spec)
+        kill_driver(spec.parent / "results" / "stall")
         watcher.wait(timeout=30)
 
 
@@ -96,7 +82,7 @@ def test_ledger_killed_mid_run_comes_back_and_counts_continue(ray_cluster, examp
               "epoch_s = 0.5": "epoch_s = 0.25"},
     )  # fmt: skip
     experiment = spec.parent / "results" / "stall"
-    watcher = launch(spec, ray_cluster.address)
+    watcher = launch_run(spec, ray_cluster.address)
     collector = None
     alarms: list[str] = []
 

@@ -4,17 +4,12 @@ checkpoint, and not one file of the experiment folder is deleted. Plus the guard
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_raytop
+from tests.conftest import experiment_status, kill_driver, launch_run, run_raytop
 
 pytestmark = pytest.mark.ray
 
@@ -30,32 +25,22 @@ def files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
 
 
-def status(address: str, experiment: Path) -> dict:
-    result = run_raytop("status", "--json", "--address", address, "--experiment", str(experiment))
-    return json.loads(result.stdout)["experiments"][0]
-
-
 def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster, example_copy):
     spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py", edit=EDIT)
     experiment = spec.parent / "results" / "torch_sweep"
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui",
-         "--address", ray_cluster.address],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    watcher = launch_run(spec, ray_cluster.address)
     deadline = time.monotonic() + 240
     while True:
         assert time.monotonic() < deadline, "the sweep never got going"
-        exp = status(ray_cluster.address, experiment) if experiment.is_dir() else None
+        exp = experiment_status(ray_cluster.address, experiment) if experiment.is_dir() else None
         if exp and len(exp["trials"]) == 2 and all(t["iterations"] >= 3 for t in exp["trials"]):
             break
         time.sleep(1)
-    driver = json.loads((experiment / ".raytop" / "driver.json").read_text())
-    os.killpg(driver["pid"], signal.SIGKILL)
+    kill_driver(experiment)
     watcher.wait(timeout=60)
     time.sleep(5)
     before = files(experiment)
-    crashed = status(ray_cluster.address, experiment)
+    crashed = experiment_status(ray_cluster.address, experiment)
     assert crashed["status"] == "INTERRUPTED"
     progress = {t["trial_id"]: t["metrics"]["epoch"] for t in crashed["trials"]}
 
@@ -64,7 +49,7 @@ def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert resumed.stdout.count("resume from checkpoint_") == 2
 
-    done = status(ray_cluster.address, experiment)
+    done = experiment_status(ray_cluster.address, experiment)
     assert done["status"] == "FINISHED"
     for trial in done["trials"]:
         assert trial["status"] == "TERMINATED"

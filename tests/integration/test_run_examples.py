@@ -4,19 +4,12 @@ cluster, and ``raytop status --json`` then shows every trial TERMINATED with met
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_raytop
+from tests.conftest import run_raytop, status_json
 
 pytestmark = pytest.mark.ray
-
-
-def status_json(experiment: Path, address: str) -> dict:
-    result = run_raytop("status", "--json", "--experiment", str(experiment), "--address", address)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
@@ -25,7 +18,7 @@ def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "scalar FINISHED | trials: 4 TERMINATED" in result.stdout
 
-    snapshot = status_json(spec.parent / "results" / "scalar", ray_cluster.address)
+    snapshot = status_json(ray_cluster.address, spec.parent / "results" / "scalar")
     assert snapshot["cluster"]["connected"] is True
     (experiment,) = snapshot["experiments"]
     assert experiment["status"] == "FINISHED"
@@ -46,7 +39,7 @@ def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
 
     assert "barrier_stall" not in result.stdout and "report_mispaired" not in result.stdout
     experiment_path = spec.parent / "results" / "torch_sweep"
-    snapshot = status_json(experiment_path, ray_cluster.address)
+    snapshot = status_json(ray_cluster.address, experiment_path)
     assert snapshot["findings"] == []  # no false alarm from a healthy run
     (experiment,) = snapshot["experiments"]
     assert experiment["status"] == "FINISHED"

@@ -298,7 +298,7 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
     from raytop.diagnose.resume import preview
     from raytop.launch.spec import SpecError, load_spec
     from raytop.rundir import RAYTOP_DIR_NAME, driver_alive, is_uri
-    from raytop.sources.checkpoints import latest_checkpoints
+    from raytop.sources.checkpoints import CheckpointSnapshots
     from raytop.sources.tune_dir import ExperimentReader
 
     if is_uri(experiment_path):
@@ -319,9 +319,10 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
     except SpecError as exc:
         fail(f"the spec this experiment was launched with: {exc}")
     experiment = ExperimentReader(str(folder), raytop_dir).read()
-    rows, warnings = preview(
-        experiment, latest_checkpoints(experiment), errored, run_spec.tune.max_concurrent_trials
-    )
+    snapshots = CheckpointSnapshots()
+    checkpoints = snapshots.latest(experiment)
+    rows, warnings = preview(experiment, checkpoints, errored, run_spec.tune.max_concurrent_trials)
+    warnings = [*experiment.warnings, *snapshots.warnings, *warnings]
     click.echo(f"resume {folder} (was {experiment.status}); errored trials: {errored}")
     click.echo(f"  {'trial':<14} {'status':<11} {'latest checkpoint':<44} action")
     for row in rows:

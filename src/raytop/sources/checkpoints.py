@@ -1,7 +1,7 @@
 """The latest committed checkpoint of each torch trial's Train run, from its snapshot.
 
-Train V2 writes ``checkpoint_manager_snapshot.json`` non-atomically (RAY_NOTES b): a read
-that fails to parse is retried, then treated as unknown.
+Train V2 rewrites ``checkpoint_manager_snapshot.json`` non-atomically (RAY_NOTES b): a read
+that fails to parse is retried, then the last good copy is used with a one-line warning.
 """
 
 from __future__ import annotations
@@ -9,33 +9,51 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from raytop.diagnose.resume import Checkpoint
 from raytop.model import Experiment
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
+PARSE_RETRIES = 3
 
 
-def read_snapshot(run_dir: Path, retries: int = 3) -> dict | None:
-    for _ in range(retries):
-        try:
-            return json.loads((run_dir / SNAPSHOT_FILE).read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            time.sleep(0.05)
-    return None
+class CheckpointSnapshots:
+    """Reads Train run snapshots, remembering the last good copy of each."""
 
+    def __init__(self) -> None:
+        self._last_good: dict[Path, dict[str, Any]] = {}
+        self.warnings: list[str] = []
 
-def latest_checkpoints(experiment: Experiment) -> dict[str, Checkpoint]:
-    found = {}
-    runs = Path(experiment.path) / TRAIN_RUNS_DIR
-    for trial in experiment.trials:
-        snapshot = read_snapshot(runs / train_run_name(experiment.name, trial.trial_id))
-        latest = (snapshot or {}).get("latest_checkpoint_result")
-        if latest and latest.get("checkpoint_dir_name"):
-            epoch = (latest.get("metrics") or {}).get("epoch")
-            epoch = epoch if isinstance(epoch, int) else None
-            found[trial.trial_id] = Checkpoint(latest["checkpoint_dir_name"], epoch)
-    return found
+    def read(self, run_dir: Path) -> dict[str, Any] | None:
+        path = run_dir / SNAPSHOT_FILE
+        for attempt in range(PARSE_RETRIES):
+            try:
+                data = json.loads(path.read_text())
+            except FileNotFoundError:
+                return self._last_good.get(run_dir)
+            except (OSError, ValueError):
+                if attempt + 1 < PARSE_RETRIES:
+                    time.sleep(0.05)
+                continue
+            self._last_good[run_dir] = data
+            return data
+        self.warnings.append(
+            f"{run_dir.name}/{SNAPSHOT_FILE} is unreadable (partly written?); "
+            + ("using the last good copy" if run_dir in self._last_good else "no good copy yet")
+        )
+        return self._last_good.get(run_dir)
+
+    def latest(self, experiment: Experiment) -> dict[str, Checkpoint]:
+        """Trial id → its Train run's latest committed checkpoint."""
+        found = {}
+        runs = Path(experiment.path) / TRAIN_RUNS_DIR
+        for trial in experiment.trials:
+            snapshot = self.read(runs / train_run_name(experiment.name, trial.trial_id))
+            latest = (snapshot or {}).get("latest_checkpoint_result")
+            if latest and latest.get("checkpoint_dir_name"):
+                epoch = (latest.get("metrics") or {}).get("epoch")
+                epoch = epoch if isinstance(epoch, int) else None
+                found[trial.trial_id] = Checkpoint(latest["checkpoint_dir_name"], epoch)
+        return found

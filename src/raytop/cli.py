@@ -533,9 +533,14 @@ def status(
     "--waiting-after", type=click.FloatRange(min=0), default=300.0, show_default=True,
     metavar="SECONDS", help="A placeable group pending this long is reported (code 13).",
 )  # fmt: skip
+@click.option(
+    "--teardown", is_flag=True,
+    help="Instead: is everything a resume needs on storage? (0 safe, 14 not yet)",
+)  # fmt: skip
 def check(
-    experiments: tuple[str, ...], address: str | None, stall_after: float, waiting_after: float
-) -> None:
+    experiments: tuple[str, ...], address: str | None, stall_after: float, waiting_after: float,
+    teardown: bool,
+) -> None:  # fmt: skip
     """Exit with a code that says whether training is healthy (one line per finding).
 
     Usable as a Kubernetes liveness or readiness command."""
@@ -544,6 +549,8 @@ def check(
     from raytop.launch.cluster import resolve
     from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
 
+    if teardown:
+        sys.exit(_check_teardown(experiments))
     try:
         target = resolve(address)
     except RayUnsupported as exc:
@@ -588,6 +595,32 @@ def status_text(snapshot: Snapshot) -> str:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
     return "\n".join(lines)
+
+
+def _check_teardown(experiments: tuple[str, ...]) -> int:
+    """``check --teardown``: storage only, no cluster needed (it may already be gone)."""
+    from raytop.diagnose.check import TEARDOWN_UNSAFE
+    from raytop.diagnose.teardown import teardown_problems
+    from raytop.rundir import is_uri
+    from raytop.sources.checkpoints import teardown_facts
+    from raytop.sources.collect import default_experiments
+    from raytop.sources.tune_dir import ExperimentReader
+
+    chosen = _experiment_paths(experiments) or default_experiments()
+    if not chosen:
+        fail("no experiment to check: name one with --experiment PATH")
+    problems = []
+    for path, raytop_dir in chosen:
+        if is_uri(path):
+            problems.append(f"{path}: remote storage is not checked yet; verify it by hand")
+            continue
+        experiment = ExperimentReader(path, raytop_dir).read()
+        problems += teardown_problems(teardown_facts(experiment))
+    for line in problems:
+        click.echo(f"teardown_unsafe {line}")
+    if not problems:
+        click.echo(f"safe to tear down: {len(chosen)} experiment(s) complete on storage")
+    return TEARDOWN_UNSAFE if problems else 0
 
 
 @main.command(epilog="\b\n" + PLAN_EXIT_CODES)

@@ -36,6 +36,8 @@ def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster
         if exp and len(exp["trials"]) == 2 and all(t["iterations"] >= 3 for t in exp["trials"]):
             break
         time.sleep(1)
+    running = run_raytop("check", "--teardown", "--experiment", str(experiment))
+    assert running.returncode == 14 and "the Tune driver is running" in running.stdout
     kill_driver(experiment)
     watcher.wait(timeout=60)
     time.sleep(5)
@@ -56,6 +58,8 @@ def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster
         assert trial["metrics"]["epoch"] == 9
         # the Train run resumed from its checkpoint: the epoch counter did not go back to 0
         assert 0 < trial["metrics"]["start_epoch"] <= progress[trial["trial_id"]] + 1
+    safe = run_raytop("check", "--teardown", "--experiment", str(experiment))
+    assert safe.returncode == 0, safe.stdout
     missing = before - files(experiment)
     assert not missing, f"files deleted by the resume: {sorted(missing)[:5]}"
 

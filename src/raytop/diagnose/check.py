@@ -14,6 +14,7 @@ BARRIER_STALL = 10
 RANK_DEAD_OR_SILENT = 11
 PLACEMENT_INFEASIBLE = 12
 PLACEMENT_WAITING = 13
+TEARDOWN_UNSAFE = 14
 CLUSTER_UNREACHABLE = 20
 
 CODE_OF_KIND = {
@@ -51,6 +52,8 @@ EXIT_CODES_HELP = """Exit codes:
       than usual)
   12  a placement group (a trial or a Train worker group) can never be placed
   13  a placement group has waited longer than --waiting-after for resources
+  14  --teardown: something a resume needs is not on storage yet (driver still running,
+      experiment state missing, a checkpoint uncommitted or missing)
   20  the Ray cluster is unreachable
   2   bad usage
 With several findings, the most severe code wins: 20, 10, 12, 11, then 13."""

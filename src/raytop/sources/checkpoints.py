@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from raytop.diagnose.resume import Checkpoint
+from raytop.diagnose.teardown import ExperimentFacts, RunFacts
 from raytop.model import Experiment
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 
@@ -57,3 +58,33 @@ class CheckpointSnapshots:
                 epoch = epoch if isinstance(epoch, int) else None
                 found[trial.trial_id] = Checkpoint(latest["checkpoint_dir_name"], epoch)
         return found
+
+
+def teardown_facts(experiment: Experiment) -> ExperimentFacts:
+    """What is on storage for ``experiment`` (a local folder), for the teardown check."""
+    folder = Path(experiment.path)
+    snapshots = CheckpointSnapshots()
+    runs = []
+    for trial in experiment.trials:
+        run_dir = folder / TRAIN_RUNS_DIR / train_run_name(experiment.name, trial.trial_id)
+        if not run_dir.is_dir():
+            continue  # a function trial, or a torch trial that never started its run
+        snapshot = snapshots.read(run_dir) or {}
+        listed = {r.get("checkpoint_dir_name") for r in snapshot.get("checkpoint_results", [])}
+        latest = (snapshot.get("latest_checkpoint_result") or {}).get("checkpoint_dir_name")
+        on_disk = sorted(d.name for d in run_dir.iterdir() if d.is_dir())
+        runs.append(
+            RunFacts(
+                trial_id=trial.trial_id,
+                latest=latest,
+                latest_present=bool(latest) and (run_dir / latest).is_dir(),
+                uncommitted=tuple(d for d in on_disk if d not in listed),
+            )
+        )
+    return ExperimentFacts(
+        name=experiment.name,
+        driver_alive=experiment.driver_alive,
+        state_on_storage=any(folder.glob("experiment_state-*.json")),
+        runs=tuple(runs),
+        stale_runs=tuple(w.split("/")[0] for w in snapshots.warnings),
+    )

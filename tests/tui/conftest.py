@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.ledger import Thresholds, run_findings
 from raytop.model import (
     Bundle,
+    CheckpointRecord,
     Cluster,
     Experiment,
     ExperimentStatus,
@@ -217,6 +219,56 @@ def stalled(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
     experiment = replace(sweep.experiments[0], runs=(stall_run,))
     findings = (*run_findings(stall_run, Thresholds()), *sweep.findings)
     return replace(sweep, experiments=(experiment,), findings=findings)
+
+
+CKPT_COLLIDED = "checkpoint_2025-12-31_12-58-41.093114"
+CKPT_UPLOADED = "checkpoint_2025-12-31_12-59-52.771405"
+CKPT_UPLOADING = "checkpoint_2025-12-31_13-00-02.518209"
+RUN_PATH = "/home/ray/ray_results/torch_sweep/TorchTrainer_7d2a1_00000"
+
+
+def _checkpoints(taken_at: float) -> tuple[CheckpointRecord, ...]:
+    """Oldest first: both ranks wrote model.pt into report 3's checkpoint (committed),
+    report 4's is on storage, report 5's is still uploading with the user's function."""
+    return (
+        CheckpointRecord(CKPT_COLLIDED, "committed", report_index=3, ranks=(0, 1), files=2,
+                         bytes=2 * 48 * 2**20 + 4_096, mode="SYNC", upload_s=3.42,
+                         collisions={"model.pt": (0, 1)}),
+        CheckpointRecord(CKPT_UPLOADED, "uploaded", report_index=4, ranks=(0,), files=2,
+                         bytes=48 * 2**20 + 2_048, mode="SYNC", upload_s=2.96),
+        CheckpointRecord(CKPT_UPLOADING, "uploading", report_index=5, ranks=(0, 1), files=4,
+                         bytes=1_288_490_189, mode="ASYNC", custom_upload=True,
+                         upload_s=74.2, uploading_since=taken_at - 74.2),
+    )  # fmt: skip
+
+
+def with_checkpoints(
+    snapshot: Snapshot, run: TrainRun, *checkpoints: CheckpointRecord, dt: float = 0.0
+) -> Snapshot:
+    """``snapshot`` whose first experiment's run is ``run`` with these ``checkpoints``;
+    its checkpoint findings re-diagnosed by the real rules, the other findings kept."""
+    run = replace(run, checkpoints=checkpoints)
+    experiment = replace(snapshot.experiments[0], runs=(run,))
+    kept = tuple(f for f in snapshot.findings if not f.kind.startswith("checkpoint_"))
+    found = checkpoint_findings(run, Thresholds().checkpoint_slow_after_s)
+    return replace(
+        snapshot,
+        taken_at=snapshot.taken_at + dt,
+        experiments=(experiment,),
+        findings=(*kept, *found),
+    )
+
+
+@pytest.fixture
+def checkpoint_run(stall_run: TrainRun) -> TrainRun:
+    return replace(stall_run, run_path=RUN_PATH)
+
+
+@pytest.fixture
+def checkpointed(stalled: Snapshot, checkpoint_run: TrainRun) -> Snapshot:
+    """``stalled`` whose run has 3 checkpoints (a collision, an uploaded one, one still
+    uploading ASYNC with a custom upload function) and the ``checkpoint_collision``."""
+    return with_checkpoints(stalled, checkpoint_run, *_checkpoints(stalled.taken_at))
 
 
 RANK0_STACK = """\

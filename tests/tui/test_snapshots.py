@@ -57,6 +57,19 @@ def test_run_stall_120x36(snap_compare, make_app, stalled) -> None:
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
 
 
+def test_run_checkpoints_80x24(snap_compare, make_app, checkpointed) -> None:
+    """The ranks, then the checkpoints newest first: a collision, one still uploading."""
+    app = make_app()
+    run_before = feed(SnapshotReady(checkpointed), keys=("enter",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_run_checkpoints_120x36(snap_compare, make_app, checkpointed) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(checkpointed), keys=("enter",))
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
 def test_stacks_120x36(snap_compare, make_app, stalled, with_stacks) -> None:
     app = make_app(collector=StackCollector(stalled, stacks=with_stacks))
 

@@ -1,6 +1,7 @@
 """check --teardown over experiment folders laid out as Tune and Train write them."""
 
 import json
+import os
 
 from raytop.diagnose.teardown import teardown_problems
 from raytop.model import Experiment, ExperimentStatus, Trial
@@ -47,3 +48,10 @@ def test_a_running_driver_is_not_safe(tmp_path):
                          driver_alive=True)  # fmt: skip
     (problem,) = teardown_problems(teardown_facts(running))
     assert "the Tune driver is running" in problem
+
+
+def test_folders_cut_off_by_an_earlier_crash_do_not_block(tmp_path):
+    exp = layout(tmp_path, ["checkpoint_b"], ["checkpoint_a", "checkpoint_b"])
+    run_dir = tmp_path / "train_runs" / "exp-t1"
+    os.utime(run_dir / "checkpoint_a", (1_000_000, 1_000_000))  # older than the committed b
+    assert teardown_problems(teardown_facts(exp)) == []

@@ -25,14 +25,17 @@ CODE_OF_KIND = {
     "rank_silent": RANK_DEAD_OR_SILENT,
     "placement_infeasible": PLACEMENT_INFEASIBLE,
     "placement_waiting": PLACEMENT_WAITING,
+    "checkpoint_failed": TEARDOWN_UNSAFE,
+    "checkpoint_collision": TEARDOWN_UNSAFE,
+    "checkpoint_missing": TEARDOWN_UNSAFE,
 }
 
 # Most severe first: without the cluster nothing else can be known; a stall blocks every
 # rank forever; an infeasible group waits forever; a dead or silent rank may still be
 # retried by Train; a feasible group may still get its resources.
 SEVERITY_ORDER = (
-    CLUSTER_UNREACHABLE, BARRIER_STALL, PLACEMENT_INFEASIBLE, RANK_DEAD_OR_SILENT,
-    PLACEMENT_WAITING,
+    CLUSTER_UNREACHABLE, BARRIER_STALL, PLACEMENT_INFEASIBLE, TEARDOWN_UNSAFE,
+    RANK_DEAD_OR_SILENT, PLACEMENT_WAITING,
 )  # fmt: skip
 
 
@@ -52,8 +55,10 @@ EXIT_CODES_HELP = """Exit codes:
       than usual)
   12  a placement group (a trial or a Train worker group) can never be placed
   13  a placement group has waited longer than --waiting-after for resources
-  14  --teardown: something a resume needs is not on storage yet (driver still running,
-      experiment state missing, a checkpoint uncommitted or missing)
+  14  a checkpoint upload failed, two ranks wrote the same file into one checkpoint, or a
+      committed checkpoint is gone; with --teardown: something a resume needs is not on
+      storage yet (driver still running, experiment state missing, a checkpoint
+      uncommitted or missing)
   20  the Ray cluster is unreachable
   2   bad usage
-With several findings, the most severe code wins: 20, 10, 12, 11, then 13."""
+With several findings, the most severe code wins: 20, 10, 12, 14, 11, then 13."""

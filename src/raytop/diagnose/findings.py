@@ -3,6 +3,7 @@ trials, a driver that exited with work unfinished."""
 
 from __future__ import annotations
 
+from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.ledger import Thresholds, run_findings
 from raytop.diagnose.placement import placement_findings
 from raytop.model import (
@@ -131,6 +132,8 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
         snapshot.placement_groups, snapshot.cluster.nodes, thresholds.waiting_after_s
     )
     findings += ledger_findings(snapshot.ledger, bool(runs))
+    for run in runs:
+        findings += checkpoint_findings(run, thresholds.checkpoint_slow_after_s)
     if snapshot.ledger is not None and snapshot.ledger.available:
         ended = {
             t.trial_id for e in snapshot.experiments for t in e.trials if t.ended

@@ -21,6 +21,7 @@ class Thresholds:
     silent_factor: float = 10.0  # no report for this many times its usual interval…
     silent_min_s: float = 60.0  # …and at least this long
     waiting_after_s: float = 300.0  # a feasible placement group pending this long
+    checkpoint_slow_after_s: float = 300.0  # a checkpoint still uploading this long
 
 
 def behind_by(run: TrainRun) -> dict[int, int]:

@@ -7,6 +7,7 @@ Everything the sources collect becomes these objects; the TUI, ``status --json``
 from raytop.model.snapshot import (
     TERMINAL_TRIAL_STATUSES,
     Bundle,
+    CheckpointRecord,
     Cluster,
     Experiment,
     ExperimentStatus,
@@ -24,6 +25,7 @@ from raytop.model.snapshot import (
 __all__ = [
     "TERMINAL_TRIAL_STATUSES",
     "Bundle",
+    "CheckpointRecord",
     "Cluster",
     "Experiment",
     "ExperimentStatus",

@@ -122,6 +122,28 @@ class Worker:
 
 
 @dataclass(frozen=True)
+class CheckpointRecord:
+    """One checkpoint of a Train run: who attached files, how it travelled, where it is.
+
+    ``state``: uploading, uploaded (on storage, not yet in the run's snapshot), committed,
+    validating, validated, validation_failed, validation_timed_out, failed, missing
+    (listed in the snapshot but gone from storage)."""
+
+    dir_name: str
+    state: str
+    report_index: int | None = None  # the report (per attempt) it was attached to
+    ranks: tuple[int, ...] = ()  # ranks that attached files
+    files: int = 0
+    bytes: int = 0
+    mode: str | None = None  # SYNC | ASYNC (custom_upload: the user's upload function)
+    custom_upload: bool = False
+    upload_s: float | None = None  # longest rank's upload so far
+    uploading_since: float | None = None
+    error: str | None = None
+    collisions: dict[str, tuple[int, ...]] = field(default_factory=dict)  # path → ranks
+
+
+@dataclass(frozen=True)
 class TrainRun:
     """One attempt of a Ray Train run (a worker group): a ledger page.
 
@@ -135,6 +157,8 @@ class TrainRun:
     trial_id: str | None = None
     workers: tuple[Worker, ...] = ()
     placement_group_id: str | None = None  # the worker group's placement group
+    run_path: str | None = None  # the run's folder on storage
+    checkpoints: tuple[CheckpointRecord, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -276,4 +300,12 @@ def _run_from_json(data: dict[str, Any]) -> TrainRun:
     workers = tuple(
         Worker(**{**w, "gpu_ids": tuple(w.get("gpu_ids", ()))}) for w in data.get("workers", ())
     )
-    return TrainRun(**{**data, "workers": workers})
+    checkpoints = tuple(
+        CheckpointRecord(**{
+            **c,
+            "ranks": tuple(c.get("ranks", ())),
+            "collisions": {k: tuple(v) for k, v in c.get("collisions", {}).items()},
+        })
+        for c in data.get("checkpoints", ())
+    )  # fmt: skip
+    return TrainRun(**{**data, "workers": workers, "checkpoints": checkpoints})

@@ -32,6 +32,7 @@ from raytop.sources.ray_adapter import (
     kv_get_in_cluster,
     train_worker_callback_bases,
     train_worker_identity,
+    upload_call_details,
 )
 
 WorkerCallback, TrainContextCallback = train_worker_callback_bases()
@@ -39,6 +40,8 @@ WorkerCallback, TrainContextCallback = train_worker_callback_bases()
 FLUSH_INTERVAL_S = 0.1
 HEARTBEAT_S = 1.0
 MAX_STACK_CHARS = 20_000
+MAX_CHECKPOINTS = 16  # upload records kept (and sent) per rank
+MAX_FILES = 200  # files listed per checkpoint (enough to spot a collision)
 
 
 class _RankState:
@@ -56,6 +59,7 @@ class _RankState:
         self.train_thread: int | None = None
         self.done = False
         self.dropped = 0
+        self.checkpoints: deque[dict[str, Any]] = deque(maxlen=MAX_CHECKPOINTS)
         self._stack: tuple[str, str] | None = None  # (request id, stack text)
         self._answered: str | None = None
         self._ledger: Any = None
@@ -76,6 +80,25 @@ class _RankState:
     def exit(self) -> None:
         self.exited += 1
         self.last_exit_at = time.time()
+
+    def upload_started(self) -> dict[str, Any] | None:
+        """Record one checkpoint upload (SYNC: in the training thread; ASYNC: in Train's
+        upload thread), with the files this rank put in it."""
+        details = upload_call_details()
+        if details is None:
+            return None
+        record = {
+            "dir_name": details["dir_name"],
+            "report": self.entered,
+            "mode": "SYNC" if threading.get_ident() == self.train_thread else "ASYNC",
+            "custom_upload": details["custom_upload"],
+            "files": _list_files(details["local_path"]),
+            "start": time.time(),
+            "end": None,
+            "error": None,
+        }
+        self.checkpoints.append(record)
+        return record
 
     # -- flush thread --------------------------------------------------------------
 
@@ -101,7 +124,14 @@ class _RankState:
                 if now - last_command_check >= HEARTBEAT_S:
                     last_command_check = now
                     self._answer_commands()
-                key = (self.entered, self.exited, self.done, self._stack and self._stack[0])
+                uploads = tuple((c["dir_name"], c["end"], c["error"]) for c in self.checkpoints)
+                key = (
+                    self.entered,
+                    self.exited,
+                    self.done,
+                    self._stack and self._stack[0],
+                    uploads,
+                )
                 if key != last_key or now - last_sent >= HEARTBEAT_S or woken:
                     self._send(self._message(process))
                     last_key, last_sent = key, now
@@ -136,6 +166,8 @@ class _RankState:
             "cpu_percent": process.cpu_percent(None),
             "rss_bytes": process.memory_info().rss,
             "gpu_memory_bytes": _cuda_memory(),
+            "run_path": ident.get("run_path"),
+            "checkpoints": [dict(c) for c in self.checkpoints],
         }
         if self._stack is not None:
             message["stack_request"], message["stack"] = self._stack
@@ -188,6 +220,23 @@ class _RankState:
         return "\n".join(parts)[-MAX_STACK_CHARS:]
 
 
+def _list_files(path: str | None) -> dict[str, int]:
+    """Relative path → size of a local checkpoint folder (bounded)."""
+    files: dict[str, int] = {}
+    if not path or not os.path.isdir(path):
+        return files
+    for root, _, names in os.walk(path):
+        for name in names:
+            full = os.path.join(root, name)
+            try:
+                files[os.path.relpath(full, path)] = os.path.getsize(full)
+            except OSError:
+                continue
+            if len(files) >= MAX_FILES:
+                return files
+    return files
+
+
 def _cuda_memory() -> int | None:
     torch = sys.modules.get("torch")
     try:
@@ -220,6 +269,24 @@ class ReportProbe(WorkerCallback, TrainContextCallback):
         if _STATE is not None:
             with suppress(Exception):
                 _STATE.finish()
+
+    @contextmanager
+    def on_checkpoint_transfer(self):
+        state, record = _STATE, None
+        if state is not None:
+            try:
+                record = state.upload_started()
+            except Exception:
+                record = None
+        try:
+            yield
+        except BaseException as exc:
+            if record is not None:
+                record["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            raise
+        finally:
+            if record is not None:
+                record["end"] = time.time()
 
     @contextmanager
     def on_report(self):

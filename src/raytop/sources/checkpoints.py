@@ -72,13 +72,20 @@ def teardown_facts(experiment: Experiment) -> ExperimentFacts:
         snapshot = snapshots.read(run_dir) or {}
         listed = {r.get("checkpoint_dir_name") for r in snapshot.get("checkpoint_results", [])}
         latest = (snapshot.get("latest_checkpoint_result") or {}).get("checkpoint_dir_name")
-        on_disk = sorted(d.name for d in run_dir.iterdir() if d.is_dir())
+        present = bool(latest) and (run_dir / latest).is_dir()
+        # Uncommitted folders older than the latest committed one were cut off by an earlier
+        # crash and stay harmless; newer ones may still be uploading.
+        since = (run_dir / latest).stat().st_mtime if present else 0.0
+        uncommitted = sorted(
+            d.name for d in run_dir.iterdir()
+            if d.is_dir() and d.name not in listed and d.stat().st_mtime >= since
+        )  # fmt: skip
         runs.append(
             RunFacts(
                 trial_id=trial.trial_id,
                 latest=latest,
-                latest_present=bool(latest) and (run_dir / latest).is_dir(),
-                uncommitted=tuple(d for d in on_disk if d not in listed),
+                latest_present=present,
+                uncommitted=tuple(uncommitted),
             )
         )
     return ExperimentFacts(

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from raytop.diagnose import Thresholds, diagnose
+from raytop.diagnose.checkpoints import pipeline
 from raytop.home import registered_experiments
 from raytop.model import (
     Cluster,
@@ -19,8 +20,9 @@ from raytop.model import (
     TrainRun,
     Trial,
 )
-from raytop.rundir import driver_alive
+from raytop.rundir import driver_alive, is_uri, local_path
 from raytop.sources import ray_adapter
+from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.tune_dir import ExperimentReader
@@ -58,6 +60,7 @@ class SnapshotCollector:
         kv = ray_adapter.GcsKv(address) if address else None
         self._ledger = LedgerReader(kv) if kv else None
         self._placement = PlacementReader(self._reader, kv) if kv else None
+        self._snapshots = CheckpointSnapshots()
         self._lock = threading.Lock()
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
@@ -88,9 +91,24 @@ class SnapshotCollector:
         if self._ledger is None or not cluster.connected:
             return (), None
         try:
-            return self._ledger.read()
+            runs, status = self._ledger.read()
         except ray_adapter.ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
+        return tuple(self._with_checkpoints(r) for r in runs), status
+
+    def _with_checkpoints(self, run: TrainRun) -> TrainRun:
+        """The run's checkpoint pipeline: the probes' uploads + its snapshot on storage."""
+        snapshot, on_storage = None, None
+        if run.run_path and not is_uri(run.run_path):
+            folder = Path(local_path(run.run_path))
+            snapshot = self._snapshots.read(folder)
+            try:
+                on_storage = {d.name for d in folder.iterdir() if d.is_dir()}
+            except OSError:
+                on_storage = None
+        uploads = self._ledger.uploads(run.run_id, run.attempt_id)
+        checkpoints = pipeline(uploads, snapshot, on_storage, time.time())
+        return dataclasses.replace(run, checkpoints=checkpoints)
 
     def _groups(self, cluster, experiments, runs) -> tuple[PlacementGroup, ...]:
         if self._placement is None or not cluster.connected:

@@ -122,9 +122,15 @@ class LedgerReader:
                     attempt_index=len(attempts),
                     workers=tuple(workers),
                     placement_group_id=page.get("placement_group_id"),
+                    run_path=next((r.get("run_path") for r in page["ranks"].values()), None),
                 )
             )
         return tuple(sorted(runs, key=lambda r: r.run_name))
+
+    def uploads(self, run_id: str, attempt_id: str) -> dict[int, list[dict[str, Any]]]:
+        """The probes' checkpoint upload records of one attempt, per rank."""
+        page = self._pages.get(f"{run_id}.{attempt_id}") or {"ranks": {}}
+        return {int(r): rec.get("checkpoints", []) for r, rec in page["ranks"].items()}
 
     def request_stacks(self, run_id: str | None = None) -> str:
         """Ask every rank (of ``run_id``, or of every run) for its stack; the answers

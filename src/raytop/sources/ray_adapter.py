@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 from typing import Any
 
 VERIFIED_RAY_LINE = "2.58."
@@ -253,6 +254,7 @@ def train_worker_identity() -> dict[str, Any]:
         "node_id": runtime.get_node_id(),
         "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
         "placement_group_id": runtime.get_placement_group_id(),
+        "run_path": str(ctx.storage_context.experiment_fs_path),
     }
 
 
@@ -312,3 +314,23 @@ def placement_groups_from(state: Any) -> list[dict[str, Any]]:
             }
         )
     return groups
+
+
+def upload_call_details(max_depth: int = 12) -> dict[str, Any] | None:
+    """Inside ``on_checkpoint_transfer``: the checkpoint being uploaded, read from the
+    caller's frame (Train's ``TrainContext._upload_checkpoint``; verified on 2.58): its
+    destination folder name, its local files, whether a custom upload function is used."""
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        frame = frame.f_back
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "_upload_checkpoint" and "checkpoint_dir_name" in frame.f_locals:
+            local = frame.f_locals
+            checkpoint = local.get("checkpoint")
+            return {
+                "dir_name": local["checkpoint_dir_name"],
+                "local_path": getattr(checkpoint, "path", None),
+                "custom_upload": local.get("checkpoint_upload_fn") is not None,
+            }
+    return None

@@ -19,3 +19,10 @@ def fmt_bytes(n: float | None) -> str:
         if value < 1023.5:  # "1024M" would not fit: it becomes "1.0G"
             return f"{value:.0f}{unit}"
     return f"{value:.0f}{_UNITS[-1]}"
+
+
+def fmt_seconds(s: float | None) -> str:
+    """``12.34`` → ``12.3s`` (whole seconds from 1000 on); ``None`` → ``-``."""
+    if s is None:
+        return "-"
+    return f"{s:.1f}s" if s < 999.95 else f"{s:.0f}s"

@@ -22,6 +22,7 @@ from raytop.tui.messages import StacksFailed, StacksReady
 from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.stacks import StacksScreen
 from raytop.tui.state import ViewState
+from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
 from raytop.tui.widgets.stall_banner import (
     RUN_KINDS,
     STALL,
@@ -40,18 +41,21 @@ def find_run(snapshot: Snapshot | None, run_id: str) -> TrainRun | None:
     return next((r for r in snapshot.all_runs() if r.run_id == run_id), None)
 
 
-def run_findings(snapshot: Snapshot | None, run: TrainRun) -> list[Finding]:
-    """The ledger findings about this attempt of ``run`` (stall first)."""
+def run_findings(
+    snapshot: Snapshot | None, run: TrainRun, kinds: tuple[str, ...] = RUN_KINDS
+) -> list[Finding]:
+    """The findings of ``kinds`` about this attempt of ``run``, in the order of ``kinds``
+    (by default the ledger's, stall first)."""
     if snapshot is None:
         return []
     found = [
         f
         for f in snapshot.findings
-        if f.kind in RUN_KINDS
+        if f.kind in kinds
         and f.evidence.get("run_id") == run.run_id
         and f.evidence.get("attempt_id", run.attempt_id) == run.attempt_id
     ]
-    return sorted(found, key=lambda f: RUN_KINDS.index(f.kind))
+    return sorted(found, key=lambda f: kinds.index(f.kind))
 
 
 def describe_run(run: TrainRun) -> Content:
@@ -119,8 +123,9 @@ class RunScreen(SnapshotScreen):
             yield Static(id="run-age")
         yield Static(id="run-notes")
         yield StallBanner()
-        yield RunFindings()
+        yield RunFindings(id="run-findings")
         yield WorkerTable()
+        yield CheckpointPanel()
         yield Footer()
 
     def action_back(self) -> None:
@@ -143,19 +148,23 @@ class RunScreen(SnapshotScreen):
         if self._run is None:
             title.update(Content.styled(f"run {self.run_id}: not in the snapshot", "$text-muted"))
             self.query_one(StallBanner).show(None)
-            self.query_one(RunFindings).show(())
+            self.query_one("#run-findings", RunFindings).show(())
             self.query_one(WorkerTable).show_run(None)
+            self.query_one(CheckpointPanel).show(None, (), self._clock())
             return
         title.update(describe_run(self._run))
         findings = run_findings(body, self._run) if not self._gone else []
         stall = findings[0] if findings and findings[0].kind == STALL else None
         self.query_one(StallBanner).show(stall)
-        self.query_one(RunFindings).show([f for f in findings if f is not stall])
+        self.query_one("#run-findings", RunFindings).show([f for f in findings if f is not stall])
         self.query_one(WorkerTable).show_run(self._run, missing_ranks(stall))
+        checkpoints = run_findings(body, self._run, CHECKPOINT_KINDS) if not self._gone else []
+        self.query_one(CheckpointPanel).show(self._run, checkpoints, self._clock())
 
     def _show_age(self) -> None:
         self.query_one("#run-age", Static).update(Content(self._age_text()))
         self._show_notes()
+        self.query_one(CheckpointPanel).tick(self._clock())
 
     def _show_notes(self) -> None:
         notes = []

@@ -67,6 +67,11 @@ class KeyedTable(DataTable[object]):
         super().__init__(id=id, cursor_type="row")
         self._layout: tuple[ColumnSpec, ...] | None = None
 
+    @property
+    def columns_shown(self) -> tuple[str, ...]:
+        """The keys of the columns on screen (after ``fit_columns`` dropped some)."""
+        return tuple(column.key for column in self._layout or ())
+
     def cursor_key(self) -> str | None:
         """The key of the row under the cursor, if any."""
         if self.row_count == 0:
@@ -92,7 +97,10 @@ class KeyedTable(DataTable[object]):
             present = {key.value for key in self.rows}
             stale = present - wanted.keys()
             order = [row.key.value for row in self.ordered_rows if row.key.value in wanted]
-            moved = order != [key for key in wanted if key in present]
+            kept = [key for key in wanted if key in present]
+            # New rows can only be appended: one that goes before a kept row (e.g. newest
+            # first) is a move too.
+            moved = order != kept or list(wanted)[: len(kept)] != kept
             # Mostly new rows: one rebuild beats N removals; rows that changed places
             # (there is no public way to move a row) come back in their new order.
             if moved or len(stale) > len(wanted):

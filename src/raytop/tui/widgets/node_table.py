@@ -84,10 +84,6 @@ class NodeTable(KeyedTable):
         self.cursor_type = "none"
         self._cluster_nodes: tuple[Node, ...] = ()
 
-    @property
-    def columns_shown(self) -> tuple[str, ...]:
-        return tuple(column.key for column in self._layout or ())
-
     def show_nodes(self, nodes: tuple[Node, ...]) -> None:
         self._cluster_nodes = nodes
         ordered = sorted(nodes, key=lambda n: (not n.alive, not n.is_head))

@@ -89,10 +89,6 @@ class PlacementTable(KeyedTable):
         self._groups: tuple[PlacementGroup, ...] = ()
 
     @property
-    def columns_shown(self) -> tuple[str, ...]:
-        return tuple(column.key for column in self._layout or ())
-
-    @property
     def selected_group_id(self) -> str | None:
         return self.cursor_key()
 

@@ -55,10 +55,6 @@ class WorkerTable(KeyedTable):
         self._stalled: frozenset[int] = frozenset()
 
     @property
-    def columns_shown(self) -> tuple[str, ...]:
-        return tuple(column.key for column in self._layout or ())
-
-    @property
     def selected_rank(self) -> int | None:
         if self.row_count == 0:
             return None

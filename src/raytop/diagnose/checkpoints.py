@@ -1,0 +1,123 @@
+"""The checkpoint pipeline of a Train run: each checkpoint's journey, and what went wrong.
+
+Per checkpoint folder: which ranks attached files (and the same relative path from two
+ranks: a collision, one overwrote the other), how it was uploaded (SYNC / ASYNC / the user's
+function), whether it is still uploading, on storage, committed to the run's snapshot,
+validated, or failed (RAY_NOTES g).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raytop.model import CheckpointRecord, Finding, Severity, TrainRun
+
+
+def pipeline(
+    uploads: dict[int, list[dict[str, Any]]],
+    snapshot: dict[str, Any] | None,
+    on_storage: set[str] | None,
+    now: float,
+) -> tuple[CheckpointRecord, ...]:
+    """``uploads``: per rank, the probe's upload records; ``snapshot``: the run's
+    checkpoint_manager_snapshot.json; ``on_storage``: the checkpoint folders in the run's
+    storage folder (None: unknown, e.g. remote storage). Oldest checkpoint first."""
+    by_dir: dict[str, dict[int, dict[str, Any]]] = {}
+    for rank, records in uploads.items():
+        for record in records:
+            by_dir.setdefault(record["dir_name"], {})[rank] = record  # last attempt wins
+    snapshot = snapshot or {}
+    committed = [r.get("checkpoint_dir_name") for r in snapshot.get("checkpoint_results", [])]
+    validated = set(snapshot.get("validated_checkpoint_dir_names", []))
+    failed_validation = set(snapshot.get("failed_validation_checkpoint_dir_names", []))
+    timed_out = set(snapshot.get("timed_out_validation_checkpoint_dir_names", []))
+    pending_validation = {
+        s.get("checkpoint_dir_name") for s in snapshot.get("pending_validation_specs", [])
+        if isinstance(s, dict)
+    }  # fmt: skip
+    records = []
+
+    def started(dir_name: str) -> tuple[float, int, str]:
+        """When its upload began; else its place in the snapshot (commit order)."""
+        begun = min((r["start"] for r in by_dir.get(dir_name, {}).values()), default=0.0)
+        order = committed.index(dir_name) if dir_name in committed else len(committed)
+        return begun, order, dir_name
+
+    for dir_name in sorted(set(by_dir) | {c for c in committed if c}, key=started):
+        ranks = by_dir.get(dir_name, {})
+        owners: dict[str, list[int]] = {}
+        size = 0
+        for rank, record in sorted(ranks.items()):
+            for path, nbytes in record.get("files", {}).items():
+                owners.setdefault(path, []).append(rank)
+                size += nbytes
+        errors = [r["error"] for r in ranks.values() if r.get("error")]
+        in_flight = [r for r in ranks.values() if r.get("end") is None]
+        durations = [(r["end"] or now) - r["start"] for r in ranks.values()]
+        if errors:
+            state = "failed"
+        elif in_flight:
+            state = "uploading"
+        elif dir_name in failed_validation:
+            state = "validation_failed"
+        elif dir_name in timed_out:
+            state = "validation_timed_out"
+        elif dir_name in validated:
+            state = "validated"
+        elif dir_name in pending_validation:
+            state = "validating"
+        elif dir_name in committed and on_storage is not None and dir_name not in on_storage:
+            state = "missing"
+        elif dir_name in committed:
+            state = "committed"
+        else:
+            state = "uploaded"
+        first = next(iter(ranks.values()), {})
+        records.append(
+            CheckpointRecord(
+                dir_name=dir_name,
+                state=state,
+                report_index=first.get("report"),
+                ranks=tuple(sorted(r for r, rec in ranks.items() if rec.get("files"))),
+                files=len(owners),
+                bytes=size,
+                mode=first.get("mode"),
+                custom_upload=bool(first.get("custom_upload")),
+                upload_s=max(durations) if durations else None,
+                uploading_since=min((r["start"] for r in in_flight), default=None),
+                error=errors[0] if errors else None,
+                collisions={p: tuple(r) for p, r in sorted(owners.items()) if len(r) > 1},
+            )
+        )
+    return tuple(records)
+
+
+def checkpoint_findings(run: TrainRun, slow_after_s: float) -> list[Finding]:
+    findings = []
+    subject = f"run {run.run_name}"
+    for c in run.checkpoints:
+        evidence = {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name}
+        for path, ranks in c.collisions.items():
+            findings.append(Finding(
+                "checkpoint_collision", Severity.ERROR, subject,
+                f"ranks {', '.join(map(str, ranks))} all wrote {path} into {c.dir_name}: "
+                "one overwrote the others (give each rank its own file name)",
+                {**evidence, "path": path, "ranks": list(ranks)},
+            ))  # fmt: skip
+        if c.state == "failed":
+            message = f"upload of {c.dir_name} failed: {c.error}"
+            findings.append(Finding("checkpoint_failed", Severity.ERROR, subject, message,
+                                    evidence))  # fmt: skip
+        elif c.state == "uploading" and (c.upload_s or 0) > slow_after_s:
+            findings.append(Finding(
+                "checkpoint_slow", Severity.WARNING, subject,
+                f"{c.dir_name} has been uploading for {c.upload_s:.0f}s ({c.mode}"
+                f"{', custom upload function' if c.custom_upload else ''})",
+                {**evidence, "upload_s": c.upload_s},
+            ))  # fmt: skip
+        elif c.state == "missing":
+            message = (f"{c.dir_name} is listed in the run's snapshot but gone from storage: "
+                       "a resume from it would fail")  # fmt: skip
+            findings.append(Finding("checkpoint_missing", Severity.ERROR, subject, message,
+                                    evidence))  # fmt: skip
+    return findings

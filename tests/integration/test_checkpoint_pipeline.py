@@ -1,0 +1,119 @@
+"""The checkpoint pipeline on a real cluster: two ranks writing the same file into one
+checkpoint is named as a collision, and a slow ASYNC upload is shown in flight, then
+committed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import kill_driver, launch_run, run_raytop, status_json
+
+pytestmark = pytest.mark.ray
+
+LOOP = """
+import os
+import shutil
+import tempfile
+import time
+
+import ray.train
+from ray.train import Checkpoint, CheckpointUploadMode
+
+
+def slow_upload(checkpoint, dir_name):
+    time.sleep(UPLOAD_S)
+    target = os.path.join(ray.train.get_context().get_storage().experiment_fs_path, dir_name)
+    shutil.copytree(checkpoint.path, target, dirs_exist_ok=True)
+    return Checkpoint(target)
+
+
+def train_loop(config):
+    global UPLOAD_S
+    UPLOAD_S = config["upload_s"]
+    rank = ray.train.get_context().get_world_rank()
+    for epoch in range(config["epochs"]):
+        time.sleep(0.3)
+        if config["mode"] == "collide":  # every rank writes model.pt: one overwrites the other
+            folder = tempfile.mkdtemp()
+            with open(os.path.join(folder, "model.pt"), "wb") as f:
+                f.write(b"x" * (100 + rank))
+            ray.train.report({"epoch": epoch}, checkpoint=Checkpoint.from_directory(folder))
+        elif rank == 0:  # async: only rank 0 saves, through a slow custom upload
+            folder = tempfile.mkdtemp()
+            with open(os.path.join(folder, "state.pt"), "wb") as f:
+                f.write(b"y" * 1000)
+            ray.train.report({"epoch": epoch}, checkpoint=Checkpoint.from_directory(folder),
+                             checkpoint_upload_mode=CheckpointUploadMode.ASYNC,
+                             checkpoint_upload_fn=slow_upload)
+        else:
+            ray.train.report({"epoch": epoch}, checkpoint=None)
+"""
+
+SPEC = """
+[experiment]
+name = "ckpt"
+[trainable]
+kind = "torch"
+entrypoint = "ckpt_loop:train_loop"
+[param_space]
+mode = "{mode}"
+epochs = {epochs}
+upload_s = {upload_s}
+[tune]
+metric = "epoch"
+mode = "max"
+[scaling]
+num_workers = 2
+"""
+
+
+def write_run(tmp_path, mode: str, epochs: int, upload_s: float):
+    (tmp_path / "ckpt_loop.py").write_text(LOOP)
+    spec = tmp_path / "ckpt.toml"
+    spec.write_text(SPEC.format(mode=mode, epochs=epochs, upload_s=upload_s))
+    return spec, tmp_path / "results" / "ckpt"
+
+
+def checkpoints_of(address, experiment):
+    snapshot = status_json(address, experiment)
+    runs = snapshot["experiments"][0]["runs"]
+    return snapshot, (runs[0]["checkpoints"] if runs else [])
+
+
+def test_two_ranks_writing_model_pt_is_a_collision_naming_both(ray_cluster, tmp_path):
+    spec, experiment = write_run(tmp_path, "collide", epochs=2, upload_s=0)
+    result = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address)
+    assert result.returncode == 1  # an error finding remains: the collision
+    snapshot, checkpoints = checkpoints_of(ray_cluster.address, experiment)
+    assert [c["state"] for c in checkpoints] == ["committed", "committed"]
+    assert all(c["collisions"] == {"model.pt": [0, 1]} for c in checkpoints)
+    collisions = [f for f in snapshot["findings"] if f["kind"] == "checkpoint_collision"]
+    assert len(collisions) == 2
+    assert collisions[0]["evidence"]["ranks"] == [0, 1]
+    assert "ranks 0, 1 all wrote model.pt" in collisions[0]["message"]
+    check = run_raytop("check", "--address", ray_cluster.address, "--experiment", str(experiment))
+    assert check.returncode == 14
+
+
+def test_a_slow_async_upload_is_shown_in_flight_then_committed(ray_cluster, tmp_path):
+    spec, experiment = write_run(tmp_path, "async", epochs=2, upload_s=6)
+    watcher = launch_run(spec, ray_cluster.address)
+    seen: dict[str, set[str]] = {}
+    try:
+        deadline = time.monotonic() + 240
+        while watcher.poll() is None and time.monotonic() < deadline:
+            if experiment.is_dir():
+                for c in checkpoints_of(ray_cluster.address, experiment)[1]:
+                    seen.setdefault(c["dir_name"], set()).add(c["state"])
+                    if c["state"] == "uploading":
+                        assert (c["mode"], c["custom_upload"], c["ranks"]) == ("ASYNC", True, [0])
+            time.sleep(0.5)
+        assert watcher.returncode == 0
+    finally:
+        if watcher.poll() is None:
+            kill_driver(experiment)
+    _, final = checkpoints_of(ray_cluster.address, experiment)
+    assert len(final) == 2 and all(c["state"] == "committed" for c in final)
+    assert all("uploading" in seen.get(c["dir_name"], set()) for c in final), seen

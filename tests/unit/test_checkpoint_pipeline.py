@@ -1,0 +1,56 @@
+"""Each checkpoint's journey from the probes' upload records and the run's snapshot."""
+
+from raytop.diagnose.check import exit_code
+from raytop.diagnose.checkpoints import checkpoint_findings, pipeline
+from raytop.model import TrainRun
+
+
+def upload(dir_name, start, end=None, files=None, error=None, mode="SYNC", report=1):
+    return {"dir_name": dir_name, "start": start, "end": end, "files": files or {},
+            "error": error, "mode": mode, "report": report, "custom_upload": False}  # fmt: skip
+
+
+def snapshot(*committed: str, **lists) -> dict:
+    return {"checkpoint_results": [{"checkpoint_dir_name": c} for c in committed], **lists}
+
+
+def test_states_along_the_journey():
+    uploads = {
+        0: [upload("c1", 1.0, 2.0, {"state.pt": 100}), upload("c2", 5.0, 6.0, {"s.pt": 10}),
+            upload("c3", 9.0, None, {"s.pt": 10}, mode="ASYNC")],
+        1: [upload("c1", 1.0, 1.5), upload("c2", 5.0, 5.5), upload("c3", 9.0, 9.1)],
+    }  # fmt: skip
+    records = pipeline(uploads, snapshot("c1"), {"c1", "c2", "c3"}, now=20.0)
+    assert [(r.dir_name, r.state) for r in records] == [
+        ("c1", "committed"), ("c2", "uploaded"), ("c3", "uploading")
+    ]  # fmt: skip
+    c1, _, c3 = records
+    assert (c1.ranks, c1.files, c1.bytes, c1.upload_s) == ((0,), 1, 100, 1.0)
+    assert (c3.mode, c3.uploading_since, c3.upload_s) == ("ASYNC", 9.0, 11.0)
+
+
+def test_validation_failure_and_missing_states():
+    records = pipeline({}, snapshot("a", "b", "c", validated_checkpoint_dir_names=["a"],
+                                    failed_validation_checkpoint_dir_names=["b"]),
+                       {"a", "b"}, now=0.0)  # fmt: skip
+    assert [r.state for r in records] == ["validated", "validation_failed", "missing"]
+
+
+def test_two_ranks_writing_the_same_file_is_a_collision_naming_both():
+    uploads = {0: [upload("c1", 1.0, 2.0, {"model.pt": 5, "opt.pt": 5})],
+               1: [upload("c1", 1.0, 2.0, {"model.pt": 5})]}  # fmt: skip
+    (record,) = pipeline(uploads, snapshot("c1"), {"c1"}, now=3.0)
+    assert record.collisions == {"model.pt": (0, 1)}
+    run = TrainRun("r", "exp-t1", "a", 2, checkpoints=(record,))
+    (finding,) = checkpoint_findings(run, slow_after_s=300)
+    assert finding.kind == "checkpoint_collision"
+    assert finding.message.startswith("ranks 0, 1 all wrote model.pt into c1")
+    assert exit_code([finding]) == 14
+
+
+def test_failed_and_slow_uploads():
+    uploads = {0: [upload("c1", 1.0, 2.0, error="OSError: disk full"), upload("c2", 10.0)]}
+    run = TrainRun("r", "exp-t1", "a", 1,
+                   checkpoints=pipeline(uploads, snapshot(), set(), now=400.0))  # fmt: skip
+    kinds = [f.kind for f in checkpoint_findings(run, slow_after_s=300)]
+    assert kinds == ["checkpoint_failed", "checkpoint_slow"]

@@ -44,7 +44,3 @@ def varying_keys(configs: list[dict[str, Any]]) -> frozenset[str]:
     """The config keys whose values differ between trials."""
     keys = {k for c in configs for k in c}
     return frozenset(k for k in keys if len({repr(c.get(k)) for c in configs}) > 1)
-
-
-def fmt_resources(resources: dict[str, float]) -> str:
-    return ", ".join(f"{k}: {fmt_value(v)}" for k, v in sorted(resources.items()))

@@ -69,9 +69,6 @@ class Ledger:
             self.published.pop(evicted, None)
             kv_del_in_cluster(PAGE_PREFIX + evicted)
 
-    def stats(self) -> dict[str, Any]:
-        return {"started_at": self.started_at, "pages": len(self.pages), "version": self.version}
-
     async def _publish_loop(self) -> None:
         last_index = 0.0
         while True:

@@ -348,11 +348,8 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
 def stop(experiment_path: str | None, trial_id: str | None, yes: bool, read_only: bool) -> None:
     """Stop gracefully: the whole experiment (its driver saves state and exits; it can be
     resumed) or one trial. Nothing is deleted."""
-    import os
-    import signal
-
-    from raytop.home import registered_experiments, write_json_atomic
-    from raytop.probe.trial_probe import STOP_REQUESTS
+    from raytop.home import registered_experiments
+    from raytop.launch.control import ControlError, stop_experiment, stop_trial
     from raytop.rundir import RAYTOP_DIR_NAME, driver_alive
 
     _refuse_if_read_only(read_only, "stop")
@@ -364,8 +361,7 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, read_only
         if len(running) != 1:
             fail(f"{len(running)} experiments are running: name the one to stop")
         raytop_dir = running[0]
-    pid, alive = driver_alive(raytop_dir)
-    if not alive:
+    if not driver_alive(raytop_dir)[1]:
         fail(f"{raytop_dir.parent}: its driver is not running here; nothing to stop")
     what = f"trial {trial_id} of {raytop_dir.parent.name}" if trial_id else raytop_dir.parent.name
     if not yes:
@@ -374,19 +370,16 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, read_only
         if not click.confirm(f"stop {what}?", default=False):
             info("nothing was changed")
             return
-    if trial_id:
-        requests = raytop_dir / STOP_REQUESTS
-        stopping = set(json.loads(requests.read_text())) if requests.exists() else set()
-        write_json_atomic(requests, sorted(stopping | {trial_id}))
-        info(f"trial {trial_id} stops at its next result (its checkpoints are kept)")
-        return
-    os.kill(pid, signal.SIGINT)  # Tune saves the experiment state and returns from fit()
-    deadline = time.monotonic() + 120
-    while driver_alive(raytop_dir)[1] and time.monotonic() < deadline:
-        info("waiting for the driver to save its state and exit…")
-        time.sleep(2)
-    if driver_alive(raytop_dir)[1]:
-        fail(f"the driver (pid {pid}) is still saving after 120 s; it keeps going", 1)
+    try:
+        if trial_id:
+            stop_trial(raytop_dir, trial_id)
+            info(f"trial {trial_id} stops at its next result (its checkpoints are kept)")
+            return
+        stopped = stop_experiment(raytop_dir, progress=info)
+    except ControlError as exc:
+        fail(str(exc))
+    if not stopped:
+        fail("the driver is still saving after 120 s; it keeps going", 1)
     info(f"stopped {what}; resume it with `raytop resume {raytop_dir.parent}`")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from ray.tune import Callback, Stopper
 
 from raytop.home import write_json_atomic
+from raytop.rundir import STOP_REQUESTS
 
 # Tune's bookkeeping keys: not metrics the user reported.
 _TUNE_KEYS = {
@@ -107,9 +108,6 @@ class TrialProbe(Callback):
     def on_experiment_end(self, trials, **info):
         self._touch(trials)
         self._flush(force=True)
-
-
-STOP_REQUESTS = "stop_trials.json"
 
 
 class TrialStopper(Stopper):

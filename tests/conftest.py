@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,15 @@ def kill_driver(experiment: Path) -> None:
     """SIGKILL a launched run's detached driver (its trials and Train workers die with it)."""
     info = json.loads((experiment / ".raytop" / "driver.json").read_text())
     os.killpg(info["pid"], signal.SIGKILL)
+
+
+def wait_for(predicate, timeout: float, what: str):
+    """Poll ``predicate`` every 0.5 s until it returns something truthy; fail after
+    ``timeout`` seconds naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")

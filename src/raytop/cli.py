@@ -82,13 +82,17 @@ def _experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | 
     return chosen
 
 
-def _open_tui(collector, refresh_s: float) -> None:
+def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail("no terminal for the TUI: use `raytop status`, or `kubectl exec -it` / `ssh -t`")
+    from raytop.launch.control import ExperimentControls
     from raytop.tui.app import RaytopApp
 
+    app = RaytopApp(
+        collector, refresh_s=refresh_s, read_only=read_only, controls=ExperimentControls()
+    )
     with _native_stderr_to_log():
-        RaytopApp(collector, refresh_s=refresh_s).run()
+        app.run()
 
 
 @contextlib.contextmanager
@@ -133,22 +137,6 @@ stall_option = click.option(
 )  # fmt: skip
 
 
-@click.group(invoke_without_command=True, epilog=EXIT_CODES)
-@address_option
-@refresh_option
-@stall_option
-@click.version_option(package_name="raytop")
-@click.pass_context
-def main(ctx: click.Context, address: str | None, refresh_s: float, stall_after: float) -> None:
-    """top for Ray Train and Ray Tune runs. Without a command: attach the TUI to the
-    experiments raytop launched (quitting it leaves them running)."""
-    from raytop.diagnose import Thresholds
-
-    if ctx.invoked_subcommand:
-        return
-    _open_tui(_collector(_resolve_target(address), None, Thresholds(stall_after)), refresh_s)
-
-
 read_only_option = click.option(
     "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",
     help="Refuse anything that changes a run (also RAYTOP_READ_ONLY=1).",
@@ -156,6 +144,27 @@ read_only_option = click.option(
 no_tui_option = click.option(
     "--no-tui", is_flag=True, help="Print one line per change; exit when it ends."
 )
+
+
+@click.group(invoke_without_command=True, epilog=EXIT_CODES)
+@address_option
+@refresh_option
+@stall_option
+@read_only_option
+@click.version_option(package_name="raytop")
+@click.pass_context
+def main(
+    ctx: click.Context, address: str | None, refresh_s: float, stall_after: float,
+    read_only: bool,
+) -> None:  # fmt: skip
+    """top for Ray Train and Ray Tune runs. Without a command: attach the TUI to the
+    experiments raytop launched (quitting it leaves them running)."""
+    from raytop.diagnose import Thresholds
+
+    if ctx.invoked_subcommand:
+        return
+    collector = _collector(_resolve_target(address), None, Thresholds(stall_after))
+    _open_tui(collector, refresh_s, read_only)
 
 
 def _refuse_if_read_only(read_only: bool, what: str) -> None:

@@ -7,19 +7,9 @@ import time
 
 import pytest
 
-from tests.conftest import kill_driver, launch_run, run_raytop, status_json
+from tests.conftest import kill_driver, launch_run, run_raytop, status_json, wait_for
 
 pytestmark = pytest.mark.ray
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_gpu_trial_on_a_cpu_only_cluster_is_explained_as_infeasible(two_cpu_cluster, example_copy):

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from raytop.home import write_json_atomic
-from raytop.rundir import STOP_REQUESTS, driver_alive
+from raytop.model import Experiment
+from raytop.rundir import STOP_REQUESTS, driver_alive, raytop_dir_for
 
 
 class ControlError(RuntimeError):
@@ -48,3 +49,14 @@ def stop_experiment(
         progress("waiting for the driver to save its state and exit…")
         time.sleep(2)
     return True
+
+
+class ExperimentControls:
+    """What the TUI is given to act with (``raytop.tui.controls``): stops keyed by the
+    experiment on screen. Experiment stop does not wait: the TUI shows the driver go."""
+
+    def stop_experiment(self, experiment: Experiment) -> None:
+        stop_experiment(raytop_dir_for(experiment.path, experiment.name), wait_s=0)
+
+    def stop_trial(self, experiment: Experiment, trial_id: str) -> None:
+        stop_trial(raytop_dir_for(experiment.path, experiment.name), trial_id)

@@ -2,7 +2,8 @@
 
 Threading contract: the poller thread only calls ``collector.collect()`` and
 ``post_message``; everything that touches widgets happens on the UI thread in the
-message handlers. Quitting only closes the UI; the Ray run is not touched.
+message handlers. Quitting only closes the UI; the Ray run is not touched. The only
+changes raytop makes are the confirmed stops, through the injected ``controls``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from textual.binding import Binding
 
 from raytop.model import Snapshot
 from raytop.sources.base import Collector
+from raytop.tui.controls import StopControls
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.help import HelpScreen
@@ -56,11 +58,14 @@ class RaytopApp(App[None]):
         autostart: bool = True,
         read_only: bool = False,
         theme: str = DEFAULT_THEME,
+        controls: StopControls | None = None,
     ) -> None:
         super().__init__()
         self.collector = collector
         self.refresh_s = refresh_s
         self.read_only = read_only
+        # Stops (see ``controls.StopControls``); None, or read-only: the keys say so.
+        self.controls = controls
         # Wall clock for "updated Ns ago"; tests replace it to freeze the display.
         self.clock = time.time
         self.state = ViewState()
@@ -76,7 +81,9 @@ class RaytopApp(App[None]):
         return self.state.latest
 
     def get_default_screen(self) -> OverviewScreen:
-        return OverviewScreen(clock=lambda: self.clock(), read_only=self.read_only)
+        return OverviewScreen(
+            clock=lambda: self.clock(), read_only=self.read_only, controls=self.controls
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return variable_defaults(self.current_theme)
@@ -147,8 +154,14 @@ class RaytopApp(App[None]):
 
     def action_help(self) -> None:
         keys: dict[str, str] = {}
+        help_only = getattr(self.screen, "HELP_ONLY", frozenset())  # not in the footer
         for active in self.screen.active_bindings.values():
             binding = active.binding
-            if binding.show and binding.description and binding.description not in keys:
+            listed = binding.show or binding.id in help_only
+            if listed and binding.description and binding.description not in keys:
                 keys[binding.description] = self.get_key_display(binding)
-        self.push_screen(HelpScreen([(k, d) for d, k in keys.items()], read_only=self.read_only))
+        can_stop = self.controls is not None and not self.read_only
+        help_screen = HelpScreen(
+            [(k, d) for d, k in keys.items()], read_only=self.read_only, can_stop=can_stop
+        )
+        self.push_screen(help_screen)

@@ -1,8 +1,9 @@
-"""Messages from the polling thread to the UI thread.
+"""Messages from background threads to the UI thread.
 
 ``post_message`` is the only thread-safe way into the UI, so the poller says everything
-it has to say with these two messages. Both coalesce (``can_replace``): when the UI falls
-behind, only the newest news is worth rendering.
+it has to say with ``SnapshotReady`` and ``SourceFailed``. Both coalesce
+(``can_replace``): when the UI falls behind, only the newest news is worth rendering.
+The stacks fetch and the stop controls report back with their own messages.
 """
 
 from __future__ import annotations
@@ -50,4 +51,21 @@ class StacksFailed(Message):
     """``request_stacks(run_id)`` raised."""
 
     run_id: str
+    error: str
+
+
+@dataclass
+class StopDone(Message):
+    """A stop control returned: the stop of ``target`` ("experiment torch_sweep",
+    "trial …") is asked for; ``message`` says what happens next, for the user."""
+
+    target: str
+    message: str
+
+
+@dataclass
+class StopFailed(Message):
+    """A stop control raised; ``error`` is its one-line message."""
+
+    target: str
     error: str

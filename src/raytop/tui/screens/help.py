@@ -15,6 +15,11 @@ _ABOUT = (
     "raytop only watches. Quitting closes this window: the Ray run keeps going.\n"
     "Run `raytop` again to re-attach."
 )
+_ABOUT_STOPS = (
+    "raytop changes the run only when you confirm a stop (x, t): a graceful stop that\n"
+    "deletes nothing. Quitting closes this window: the Ray run keeps going.\n"
+    "Run `raytop` again to re-attach."
+)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -22,10 +27,13 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark", "dismiss", "Close", id="raytop.close-help"),
     ]
 
-    def __init__(self, keys: Sequence[tuple[str, str]], *, read_only: bool) -> None:
+    def __init__(
+        self, keys: Sequence[tuple[str, str]], *, read_only: bool, can_stop: bool = False
+    ) -> None:
         super().__init__()
         self._keys = keys
         self._read_only = read_only
+        self._can_stop = can_stop
 
     def compose(self) -> ComposeResult:
         width = max((len(key) for key, _ in self._keys), default=0)
@@ -33,7 +41,7 @@ class HelpScreen(ModalScreen[None]):
             Content.assemble(Content.styled(f"{key:>{width}}", "bold $accent"), "  ", text)
             for key, text in self._keys
         ]
-        about = _ABOUT
+        about = _ABOUT_STOPS if self._can_stop else _ABOUT
         if self._read_only:
             about += "\nRead-only mode: raytop will not change the run."
         with Vertical(id="help-dialog") as dialog:

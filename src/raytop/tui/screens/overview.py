@@ -3,19 +3,28 @@
 Enter (or ``w``) on a trial opens the Run screen of its Train run: the ranks at the
 ``ray.train.report`` barrier, from the report ledger. ``p`` opens the Placement screen:
 nodes, GPUs and placement groups, and why a group waits.
+
+``x`` stops the shown experiment and ``t`` the highlighted trial, gracefully, after a
+confirmation, through the injected ``StopControls`` (run in a daemon thread: they block).
+Read-only, or without controls, the keys only say why they do nothing.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
-from raytop.model import Experiment, TrainRun
+from raytop.model import Experiment, TrainRun, Trial
+from raytop.tui.controls import StopControls
+from raytop.tui.messages import StopDone, StopFailed
 from raytop.tui.screens.base import SnapshotScreen
+from raytop.tui.screens.confirm import ConfirmModal
 from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
@@ -26,6 +35,14 @@ from raytop.tui.widgets.stall_banner import StallLine
 from raytop.tui.widgets.trial_table import TrialTable
 
 NO_LEDGER = "no report ledger for this trial yet (is the ReportProbe installed?)"
+STOP_IDS = frozenset({"raytop.stop-experiment", "raytop.stop-trial"})
+READ_ONLY = "read-only: stopping is disabled"
+NO_CONTROLS = "no controls in this session: stopping is disabled"
+
+
+def _one_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 class OverviewScreen(SnapshotScreen):
@@ -47,11 +64,49 @@ class OverviewScreen(SnapshotScreen):
             id="raytop.placement",
             tooltip="Nodes, GPUs and placement groups: why a trial or worker group waits.",
         ),
+        # Kept out of the footer (it stays as it was); the help screen lists them.
+        Binding(
+            "x",
+            "stop_experiment",
+            "Stop experiment",
+            id="raytop.stop-experiment",
+            show=False,
+            tooltip="Ask the driver to save the state and exit (resumable), after a yes.",
+        ),
+        Binding(
+            "t",
+            "stop_trial",
+            "Stop trial",
+            id="raytop.stop-trial",
+            show=False,
+            tooltip="Stop the highlighted trial at its next result, after a yes.",
+        ),
     ]
+    HELP_ONLY = STOP_IDS  # hidden from the footer, listed by the help screen
 
-    def __init__(self, *, clock: Callable[[], float], read_only: bool) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float],
+        read_only: bool,
+        controls: StopControls | None = None,
+    ) -> None:
         super().__init__(state=ViewState(), clock=clock, read_only=read_only)
         self._experiment_name: str | None = None
+        self._controls = controls
+        self._stopping: set[str] = set()  # targets whose stop is in flight
+        self._stop_refusal = READ_ONLY if read_only else NO_CONTROLS if controls is None else None
+        if self._stop_refusal is not None:
+            self._mark_stop_keys("read-only" if read_only else "no controls")
+
+    def _mark_stop_keys(self, why: str) -> None:
+        """Say in their descriptions why the stop keys do nothing (this instance only)."""
+        table = self._bindings.key_to_bindings
+        for key, bindings in table.items():
+            table[key] = [
+                replace(b, description=f"{b.description} ({why})") if b.id in STOP_IDS else b
+                for b in bindings
+            ]
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
@@ -95,11 +150,111 @@ class OverviewScreen(SnapshotScreen):
         if action == "open_placement":
             snapshot = self._state.cluster_snapshot
             return snapshot is not None and bool(snapshot.placement_groups)
+        # Stops: always listed when they cannot work (pressing says why); otherwise only
+        # offered while the experiment's driver runs (and, for a trial, while it runs).
+        if action in ("stop_experiment", "stop_trial"):
+            if self._stop_refusal is not None:
+                return True
+            experiment = self._experiment()
+            if experiment is None or experiment.driver_alive is not True:
+                return False
+            if action == "stop_trial":
+                trial = self._highlighted_trial()
+                return trial is not None and not trial.ended
+            return True
         return True
 
     @on(DataTable.RowHighlighted, "TrialTable")
     def _trial_highlighted(self) -> None:
         self._show_pending_reason()
+        self.refresh_bindings()  # "stop trial" depends on the highlighted trial
+
+    # -- stops --------------------------------------------------------------------------
+
+    def action_stop_experiment(self) -> None:
+        experiment = self._experiment()
+        if self._refused() or experiment is None:
+            return
+        question = (
+            f"Stop experiment {experiment.name}? Its driver saves the state and exits; "
+            f"`raytop resume {experiment.path}` continues it. Nothing is deleted."
+        )
+        self._confirm_stop(question, f"experiment {experiment.name}", experiment, None)
+
+    def action_stop_trial(self) -> None:
+        experiment = self._experiment()
+        trial = self._highlighted_trial()
+        if self._refused() or experiment is None or trial is None:
+            return
+        question = f"Stop trial {trial.trial_id} at its next result? Its checkpoints are kept."
+        self._confirm_stop(question, f"trial {trial.trial_id}", experiment, trial.trial_id)
+
+    def _refused(self) -> bool:
+        if self._stop_refusal is None:
+            return False
+        self.notify(self._stop_refusal, severity="warning")
+        return True
+
+    def _confirm_stop(
+        self, question: str, target: str, experiment: Experiment, trial_id: str | None
+    ) -> None:
+        """Ask first; on yes, run the control in a daemon thread (it may block)."""
+
+        def answered(yes: bool | None) -> None:
+            if not yes or self._controls is None:
+                return
+            if target in self._stopping:
+                self.notify(f"already stopping {target}…")
+                return
+            self._stopping.add(target)
+            self.notify(f"stopping {target}…", markup=False)
+            threading.Thread(
+                target=self._run_stop,
+                args=(self._controls, target, experiment, trial_id),
+                name="raytop-stop",
+                daemon=True,
+            ).start()
+
+        self.app.push_screen(ConfirmModal(question, title=f"stop {target}", yes="stop"), answered)
+
+    def _run_stop(
+        self, controls: StopControls, target: str, experiment: Experiment, trial_id: str | None
+    ) -> None:
+        """Runs in a daemon thread: one blocking call, then a message; no widgets."""
+        try:
+            if trial_id is None:
+                controls.stop_experiment(experiment)
+            else:
+                controls.stop_trial(experiment, trial_id)
+        except Exception as exc:  # whatever a control raises, the UI stays up
+            self.post_message(StopFailed(target, _one_line(exc)))
+            return
+        if trial_id is None:
+            done = (
+                f"{target}: stop sent; its driver saves the state and exits, "
+                f"`raytop resume {experiment.path}` continues it"
+            )
+        else:
+            done = f"{target}: stop sent; it stops at its next result, checkpoints kept"
+        self.post_message(StopDone(target, done))
+
+    def on_stop_done(self, message: StopDone) -> None:
+        self._stopping.discard(message.target)
+        self.notify(message.message, title="stop", markup=False)
+
+    def on_stop_failed(self, message: StopFailed) -> None:
+        self._stopping.discard(message.target)
+        # The error is the control's text, not markup ("[Errno 3] …" must print as is).
+        self.notify(
+            message.error, title=f"could not stop {message.target}", severity="error", markup=False
+        )
+
+    def _highlighted_trial(self) -> Trial | None:
+        experiment = self._experiment()
+        trial_id = self.query_one(TrialTable).selected_trial_id
+        if experiment is None or trial_id is None:
+            return None
+        return next((t for t in experiment.trials if t.trial_id == trial_id), None)
 
     def _show_pending_reason(self) -> None:
         """Why the highlighted trial (else the first waiting one) cannot place yet."""

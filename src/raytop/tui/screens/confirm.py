@@ -1,0 +1,45 @@
+"""A yes/no question before raytop changes anything: ``y``/Enter confirms, ``n``/Escape
+cancels. Dismisses with True only on an explicit yes; anything else means no."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class ConfirmModal(ModalScreen[bool]):
+    BINDINGS = [
+        Binding("y,enter", "confirm", "Yes", id="raytop.confirm"),
+        Binding("n,escape", "cancel", "No", id="raytop.cancel"),
+    ]
+
+    def __init__(self, question: str, *, title: str = "confirm", yes: str = "yes") -> None:
+        super().__init__()
+        self.question = question
+        self._title = title
+        self._yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog") as dialog:
+            dialog.border_title = self._title
+            dialog.border_subtitle = "y/enter: yes · n/esc: no"
+            yield Static(Content(self.question), id="confirm-question")
+            yield Static(
+                Content.assemble(
+                    Content.styled("y", "bold $accent"),
+                    f" {self._yes}   ",
+                    Content.styled("n", "bold $accent"),
+                    " cancel (default)",
+                ),
+                id="confirm-keys",
+            )
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)

@@ -16,6 +16,7 @@ from raytop.home import raytop_home, read_json
 RAYTOP_DIR_NAME = ".raytop"
 TRAIN_RUNS_DIR = "train_runs"  # under the experiment folder: one Train run per torch trial
 STOP_REQUESTS = "stop_trials.json"  # in the raytop dir: trial ids the driver's stopper ends
+STOP_MARKER = "stop_requested.json"  # the user stopped the whole experiment (resumable)
 
 
 def train_run_name(experiment_name: str, trial_id: str) -> str:

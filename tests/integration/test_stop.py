@@ -3,6 +3,8 @@ experiment stops with its state saved, and `raytop resume` then finishes it."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.conftest import experiment_status, launch_run, run_raytop, wait_for
@@ -14,7 +16,7 @@ def test_stop_a_trial_then_the_experiment_then_resume(ray_cluster, example_copy)
     spec = example_copy("scalar.toml", "scalar_objective.py",
                         edit={"steps = 3": "steps = 150", "[1, 2, 3, 4]": "[1, 2]"})  # fmt: skip
     experiment = spec.parent / "results" / "scalar"
-    watcher = launch_run(spec, ray_cluster.address)
+    watcher = launch_run(spec, ray_cluster.address, stderr=subprocess.PIPE, text=True)
 
     def both_running():
         if not experiment.is_dir():
@@ -23,7 +25,11 @@ def test_stop_a_trial_then_the_experiment_then_resume(ray_cluster, example_copy)
         running = [t for t in trials if t["status"] == "RUNNING" and t["iterations"] > 2]
         return running if len(running) == 2 else None
 
-    first, _ = wait_for(both_running, 120, "both trials to run")
+    try:
+        first, _ = wait_for(both_running, 120, "both trials to run")
+    except AssertionError:
+        watcher.kill()
+        raise AssertionError(watcher.stderr.read()) from None
     stopped = run_raytop("stop", str(experiment), "--trial", first["trial_id"], "--yes")
     assert stopped.returncode == 0, stopped.stderr
 

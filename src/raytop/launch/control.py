@@ -16,7 +16,7 @@ from pathlib import Path
 
 from raytop.home import write_json_atomic
 from raytop.model import Experiment
-from raytop.rundir import STOP_REQUESTS, driver_alive, raytop_dir_for
+from raytop.rundir import STOP_MARKER, STOP_REQUESTS, driver_alive, raytop_dir_for
 
 
 class ControlError(RuntimeError):
@@ -41,6 +41,9 @@ def stop_experiment(
     pid, alive = driver_alive(raytop_dir)
     if not alive or pid is None:
         raise ControlError(f"{raytop_dir.parent.name}: its driver is not running here")
+    # Tune ends the trials it interrupts as if they finished; the marker tells readers to
+    # trust Tune's saved (restorable) state over the driver's last live table.
+    write_json_atomic(raytop_dir / STOP_MARKER, {"requested_at": time.time()})
     os.kill(pid, signal.SIGINT)
     deadline = time.monotonic() + wait_s
     while driver_alive(raytop_dir)[1]:

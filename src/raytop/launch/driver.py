@@ -22,7 +22,7 @@ from pathlib import Path
 from raytop.home import register_experiment, write_json_atomic
 from raytop.launch.cluster import Target
 from raytop.launch.spec import RunSpec, load_spec
-from raytop.rundir import raytop_dir_for
+from raytop.rundir import STOP_MARKER, raytop_dir_for
 
 # Set for launched drivers unless the user set them; propagated by Ray to the Train
 # controller and workers (RAY_NOTES h). The 0.5 s poll lets a worker's report reach the
@@ -51,7 +51,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     files are never touched here."""
     raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)
     raytop_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("exit.json", "trials.json", "job.json"):
+    for stale in ("exit.json", "trials.json", "job.json", STOP_MARKER):
         (raytop_dir / stale).unlink(missing_ok=True)
     if errored is None:
         shutil.copyfile(spec.path, raytop_dir / "spec.toml")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from raytop.model import Experiment, ExperimentStatus, Trial
-from raytop.rundir import RAYTOP_DIR_NAME, driver_alive, is_uri, local_path
+from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER, driver_alive, is_uri, local_path
 
 PARSE_RETRIES = 3
 
@@ -115,9 +115,14 @@ class ExperimentReader:
             info, _ = self._read_json(self.raytop_dir / "driver.json")
             info = info or {}
             pid, alive = driver_alive(self.raytop_dir)
-        trials, warnings = self._trials_from_probe()
+        stopped = alive is False and (self.raytop_dir / STOP_MARKER).exists()
+        if stopped:  # a user stop: Tune's saved state says which trials are unfinished
+            trials, warnings = self._trials_from_tune_state()
+        else:
+            trials, warnings = self._trials_from_probe()
         if trials is None:
-            trials, more = self._trials_from_tune_state()
+            trials, more = (self._trials_from_tune_state() if not stopped
+                            else self._trials_from_probe())  # fmt: skip
             warnings += more
         trials = trials or []
         return Experiment(

@@ -88,9 +88,8 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
     from raytop.launch.control import ExperimentControls
     from raytop.tui.app import RaytopApp
 
-    app = RaytopApp(
-        collector, refresh_s=refresh_s, read_only=read_only, controls=ExperimentControls()
-    )
+    controls = ExperimentControls(collector.address)
+    app = RaytopApp(collector, refresh_s=refresh_s, read_only=read_only, controls=controls)
     with _native_stderr_to_log():
         app.run()
 
@@ -222,22 +221,20 @@ def run(
 
 
 def _holds_experiment(experiment_path: str) -> bool:
+    from raytop.launch.control import holds_experiment
     from raytop.rundir import is_uri, local_path
 
     if is_uri(experiment_path):
         return False  # remote folders are checked by Tune itself
-    folder = Path(local_path(experiment_path))
-    return (folder / "tuner.pkl").exists() or any(folder.glob("experiment_state-*.json"))
+    return holds_experiment(Path(local_path(experiment_path)))
 
 
 def _renamed(run_spec):
-    import dataclasses
+    from raytop.launch.driver import with_experiment
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    experiment = dataclasses.replace(
-        run_spec.experiment, name=f"{run_spec.experiment.name}-{stamp}"
-    )
-    return dataclasses.replace(run_spec, experiment=experiment)
+    name = f"{run_spec.experiment.name}-{stamp}"
+    return with_experiment(run_spec, name, run_spec.experiment.storage_path)
 
 
 def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
@@ -304,39 +301,17 @@ def resume(
 
 
 def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_after) -> None:
-    from raytop.diagnose.resume import preview
-    from raytop.launch.spec import SpecError, load_spec
-    from raytop.rundir import RAYTOP_DIR_NAME, driver_alive, is_uri
-    from raytop.sources.checkpoints import CheckpointSnapshots
-    from raytop.sources.tune_dir import ExperimentReader
+    from raytop.launch.control import ControlError, plan_resume
 
-    if is_uri(experiment_path):
-        fail(f"{experiment_path}: resuming remote experiments is not supported yet")
-    folder = Path(experiment_path).expanduser().resolve()
-    if not _holds_experiment(str(folder)):
-        fail(f"{experiment_path}: no Tune experiment there (no tuner.pkl / experiment_state)")
-    raytop_dir = folder / RAYTOP_DIR_NAME
-    pid, alive = driver_alive(raytop_dir)
-    if alive:
-        fail(f"{folder.name} is still running (driver pid {pid}): nothing to resume")
-    info_file = raytop_dir / "driver.json"
-    if not info_file.exists():
-        fail(f"{folder}: not launched by raytop (no {RAYTOP_DIR_NAME}/driver.json)")
-    spec_path = json.loads(info_file.read_text())["spec"]
     try:
-        run_spec = load_spec(spec_path)
-    except SpecError as exc:
-        fail(f"the spec this experiment was launched with: {exc}")
-    experiment = ExperimentReader(str(folder), raytop_dir).read()
-    snapshots = CheckpointSnapshots()
-    checkpoints = snapshots.latest(experiment)
-    rows, warnings = preview(experiment, checkpoints, errored, run_spec.tune.max_concurrent_trials)
-    warnings = [*experiment.warnings, *snapshots.warnings, *warnings]
-    click.echo(f"resume {folder} (was {experiment.status}); errored trials: {errored}")
+        shown, run_spec = plan_resume(experiment_path, errored)
+    except ControlError as exc:
+        fail(str(exc))
+    click.echo(f"resume {shown.path} (was {shown.status}); errored trials: {errored}")
     click.echo(f"  {'trial':<14} {'status':<11} {'latest checkpoint':<44} action")
-    for row in rows:
+    for row in shown.rows:
         click.echo(f"  {row.trial_id:<14} {row.status:<11} {row.checkpoint:<44} {row.action}")
-    for warning in warnings:
+    for warning in shown.warnings:
         click.echo(f"  warning: {warning}")
     if not yes:
         if not sys.stdin.isatty():

@@ -81,6 +81,10 @@ def test_an_existing_experiment_is_never_reused_silently(ray_cluster, example_co
     assert fresh.returncode == 0, fresh.stderr
     names = sorted(p.name for p in (tmp_path / "results").iterdir())
     assert names[0] == "scalar" and names[1].startswith("scalar-") and len(names) == 2
+    # The fresh run's Tune state is in its own folder; the first one's is untouched.
+    old, new = (tmp_path / "results" / n for n in names)
+    assert len(list(old.glob("experiment_state-*.json"))) == 1
+    assert list(new.glob("experiment_state-*.json")) and (new / "tuner.pkl").exists()
 
 
 @pytest.mark.parametrize("command", [["run", "SPEC"], ["resume", "EXP"], ["stop", "EXP", "--yes"]])

@@ -29,6 +29,31 @@ class PreviewRow:
     action: str
 
 
+@dataclass(frozen=True)
+class StoredExperiment:
+    """An experiment folder found under a storage path (the Resume screen's list)."""
+
+    path: str
+    name: str
+    status: str  # RUNNING, INTERRUPTED, FINISHED, … (ExperimentStatus value)
+    trials: int
+    can_restore: bool  # Tune's ``Tuner.can_restore``: its tuner.pkl is there
+    running: bool  # its driver is alive: nothing to resume
+    launched_by_raytop: bool  # raytop knows the spec it was launched with
+
+
+@dataclass(frozen=True)
+class ResumePreview:
+    """What ``raytop resume PATH --errored E`` would do, before it does it."""
+
+    path: str
+    name: str
+    status: str
+    errored: str
+    rows: tuple[PreviewRow, ...]
+    warnings: tuple[str, ...]
+
+
 def _from(checkpoint: Checkpoint | None) -> str:
     if checkpoint is None:
         return "start from scratch (no checkpoint)"

@@ -1,8 +1,10 @@
-"""Changing a running experiment, gracefully: stop it, or stop one trial.
+"""Changing an experiment, gracefully: stop it, stop one trial, or resume it.
 
 Experiment stop is SIGINT to the detached driver: Tune saves the experiment state, syncs it
 and returns (RAY_NOTES f), so the experiment stays resumable. A single trial is stopped by
-the driver's ``TrialStopper`` at the trial's next result. Nothing here deletes anything.
+the driver's ``TrialStopper`` at the trial's next result. Resume is previewed first
+(``plan_resume``), then a detached driver runs ``Tuner.restore`` (``start_resume``).
+Nothing here deletes anything. The CLI and the TUI both act through these functions.
 """
 
 from __future__ import annotations
@@ -13,10 +15,24 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from raytop.diagnose.resume import ResumePreview, StoredExperiment, preview
 from raytop.home import write_json_atomic
 from raytop.model import Experiment
-from raytop.rundir import STOP_MARKER, STOP_REQUESTS, driver_alive, raytop_dir_for
+from raytop.rundir import (
+    RAYTOP_DIR_NAME,
+    STOP_MARKER,
+    STOP_REQUESTS,
+    driver_alive,
+    is_uri,
+    local_path,
+    raytop_dir_for,
+)
+
+if TYPE_CHECKING:
+    from raytop.launch.driver import Launched
+    from raytop.launch.spec import RunSpec
 
 
 class ControlError(RuntimeError):
@@ -54,12 +70,147 @@ def stop_experiment(
     return True
 
 
+def holds_experiment(folder: Path) -> bool:
+    return (folder / "tuner.pkl").exists() or any(folder.glob("experiment_state-*.json"))
+
+
+def _can_restore(folder: Path) -> bool:
+    from ray.tune import Tuner  # public API; no ray.init needed
+
+    try:
+        return bool(Tuner.can_restore(str(folder)))
+    except Exception:
+        return False
+
+
+def experiments_under(storage_path: str) -> list[StoredExperiment]:
+    """The experiment folders in ``storage_path`` (or ``storage_path`` itself if it is
+    one), newest first."""
+    from raytop.sources.tune_dir import ExperimentReader
+
+    if is_uri(storage_path):
+        raise ControlError(f"{storage_path}: listing remote storage is not supported yet")
+    root = Path(local_path(storage_path)).expanduser().resolve()
+    if not root.is_dir():
+        raise ControlError(f"{storage_path}: no such folder")
+    try:
+        folders = [root] if holds_experiment(root) else [
+            d for d in root.iterdir() if d.is_dir() and holds_experiment(d)
+        ]  # fmt: skip
+    except OSError as exc:
+        raise ControlError(f"{storage_path}: cannot be listed ({exc.strerror})") from None
+    found = []
+    for folder in sorted(folders, key=lambda d: d.stat().st_mtime, reverse=True):
+        raytop_dir = folder / RAYTOP_DIR_NAME
+        experiment = ExperimentReader(str(folder), raytop_dir if raytop_dir.is_dir() else None)
+        read = experiment.read()
+        found.append(
+            StoredExperiment(
+                path=str(folder),
+                name=folder.name,
+                status=read.status.value,
+                trials=len(read.trials),
+                can_restore=_can_restore(folder),
+                running=bool(read.driver_alive),
+                launched_by_raytop=(raytop_dir / "driver.json").exists(),
+            )
+        )
+    return found
+
+
+def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunSpec]:
+    """The preview of resuming ``experiment_path``, and the spec to resume it with.
+
+    Raises ControlError (one line) when it cannot be resumed by raytop at all."""
+    from raytop.launch.driver import with_experiment
+    from raytop.launch.spec import SpecError, load_spec
+    from raytop.sources.checkpoints import CheckpointSnapshots
+    from raytop.sources.tune_dir import ExperimentReader
+
+    if is_uri(experiment_path):
+        raise ControlError(f"{experiment_path}: resuming remote experiments is not supported yet")
+    folder = Path(local_path(experiment_path)).expanduser().resolve()
+    if not folder.is_dir() or not holds_experiment(folder):
+        raise ControlError(
+            f"{experiment_path}: no Tune experiment there (no tuner.pkl / experiment_state)"
+        )
+    raytop_dir = folder / RAYTOP_DIR_NAME
+    pid, alive = driver_alive(raytop_dir)
+    if alive:
+        raise ControlError(f"{folder.name} is still running (driver pid {pid}): nothing to resume")
+    info_file = raytop_dir / "driver.json"
+    if not info_file.exists():
+        raise ControlError(f"{folder}: not launched by raytop (no {RAYTOP_DIR_NAME}/driver.json)")
+    spec_path = Path(json.loads(info_file.read_text())["spec"])
+    try:
+        spec = with_experiment(load_spec(spec_path), folder.name, str(folder.parent))
+    except SpecError as exc:
+        raise ControlError(f"the spec this experiment was launched with: {exc}") from None
+    experiment = ExperimentReader(str(folder), raytop_dir).read()
+    snapshots = CheckpointSnapshots()
+    checkpoints = snapshots.latest(experiment)
+    rows, warnings = preview(experiment, checkpoints, errored, spec.tune.max_concurrent_trials)
+    launched_copy = raytop_dir / "spec.toml"
+    if launched_copy.exists() and launched_copy.read_bytes() != spec_path.read_bytes():
+        warnings.append(
+            f"{spec_path.name} changed since launch (the launched copy is "
+            f"{RAYTOP_DIR_NAME}/spec.toml); the resume uses it as it is now"
+        )
+    shown = ResumePreview(
+        path=str(folder),
+        name=folder.name,
+        status=experiment.status.value,
+        errored=errored,
+        rows=tuple(rows),
+        warnings=(*experiment.warnings, *snapshots.warnings, *warnings),
+    )
+    return shown, spec
+
+
+def start_resume(
+    spec: RunSpec,
+    errored: str,
+    address: str | None,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> Launched:
+    """Launch the detached ``Tuner.restore`` driver on the cluster at ``address`` (resolved
+    as everywhere: flag, RAY_ADDRESS, raytop's own, local); none running: start the
+    embedded one."""
+    from raytop.launch.cluster import resolve, start_embedded
+    from raytop.launch.driver import launch
+    from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
+
+    pid, alive = driver_alive(raytop_dir_for(spec.experiment_path, spec.experiment.name))
+    if alive:
+        raise ControlError(f"'{spec.experiment.name}' is already running (driver pid {pid})")
+    try:
+        target = resolve(address) or start_embedded(spec.cluster, progress=progress)
+    except (ClusterUnreachable, RayUnsupported) as exc:
+        raise ControlError(str(exc)) from None
+    return launch(spec, target, errored=errored)
+
+
 class ExperimentControls:
     """What the TUI is given to act with (``raytop.tui.controls``): stops keyed by the
-    experiment on screen. Experiment stop does not wait: the TUI shows the driver go."""
+    experiment on screen, and the resume of any experiment under a storage path.
+    Experiment stop does not wait: the TUI shows the driver go."""
+
+    def __init__(self, address: str | None = None) -> None:
+        self.address = address
 
     def stop_experiment(self, experiment: Experiment) -> None:
         stop_experiment(raytop_dir_for(experiment.path, experiment.name), wait_s=0)
 
     def stop_trial(self, experiment: Experiment, trial_id: str) -> None:
         stop_trial(raytop_dir_for(experiment.path, experiment.name), trial_id)
+
+    def experiments_under(self, storage_path: str) -> list[StoredExperiment]:
+        return experiments_under(storage_path)
+
+    def resume_preview(self, experiment_path: str, errored: str) -> ResumePreview:
+        return plan_resume(experiment_path, errored)[0]
+
+    def resume(self, experiment_path: str, errored: str) -> str:
+        _, spec = plan_resume(experiment_path, errored)
+        launched = start_resume(spec, errored, self.address)
+        return f"resumed '{spec.experiment.name}' (driver pid {launched.pid})"

@@ -9,6 +9,7 @@ experiment folder for local storage (see ``raytop.rundir``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import socket
@@ -62,6 +63,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
         proc = subprocess.Popen(
             [sys.executable, "-m", "raytop.launch.driver", str(spec.path),
              "--address", target.address, "--raytop-dir", str(raytop_dir),
+             "--name", spec.experiment.name, "--storage-path", spec.experiment.storage_path,
              *(["--restore", errored] if errored else [])],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd=spec.spec_dir,
@@ -82,6 +84,12 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     )
     register_experiment(spec.experiment.name, spec.experiment_path, raytop_dir)
     return Launched(proc.pid, raytop_dir, log_path)
+
+
+def with_experiment(spec: RunSpec, name: str, storage_path: str) -> RunSpec:
+    """``spec`` for the experiment ``storage_path/name`` (the file's own name may differ)."""
+    experiment = dataclasses.replace(spec.experiment, name=name, storage_path=storage_path)
+    return dataclasses.replace(spec, experiment=experiment)
 
 
 def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | None) -> int:
@@ -144,11 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--address", required=True)
     parser.add_argument("--raytop-dir", required=True)
     parser.add_argument("--restore", choices=("resume", "restart", "skip"))
+    # The experiment as launched: `run --new-name` renames it, a resume takes its folder.
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--storage-path", required=True)
     args = parser.parse_args(argv)
     raytop_dir = Path(args.raytop_dir)
     code, error = 1, None
     try:
-        code = run_driver(load_spec(args.spec), args.address, raytop_dir, args.restore)
+        spec = with_experiment(load_spec(args.spec), args.name, args.storage_path)
+        code = run_driver(spec, args.address, raytop_dir, args.restore)
     except BaseException as exc:  # record why, whatever it was, then re-raise
         error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()

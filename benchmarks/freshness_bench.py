@@ -65,8 +65,8 @@ def main() -> None:
     (folder / "spec.toml").write_text(SPEC.format(steps=args.steps, interval=args.interval))
     spec = load_spec(folder / "spec.toml")
     launched = launch(spec, target)
-    collector = SnapshotCollector(
-        target.address, experiments=[(spec.experiment_path, launched.raytop_dir)]
+    collector = SnapshotCollector(  # watching storage, as the TUI does
+        target.address, experiments=[(spec.experiment_path, launched.raytop_dir)], watch=True
     )
     seen: dict[int, float] = {}
     latencies: list[float] = []

@@ -1,7 +1,8 @@
 """Cost and freshness of the report ledger (issue: Report ledger; docs/PERFORMANCE.md).
 
 1. Probe cost on the report's critical path: inside real Train workers, the time of the
-   probe's ``on_report`` enter+exit around an empty body (what it adds to every report).
+   probe's ``on_report`` + ``on_checkpoint_sync`` enter+exit around an empty body (what
+   it adds to every report; the sync hook's frame walk finds no report frame: its worst case).
 2. Instrumented / plain ``ray.train.report`` latency on a report-heavy loop (Train's poll
    lowered to 10 ms so the barrier and queue dominate, not the poll), runs alternated
    plain, probe, plain, probe… in the same cluster: a ratio from the same run.
@@ -40,7 +41,7 @@ def heavy_loop(config: dict) -> None:
         probe = report_probe.ReportProbe()
         for _ in range(config["reports"] * 10):
             start = time.perf_counter_ns()
-            with probe.on_report():
+            with probe.on_report(), probe.on_checkpoint_sync():
                 pass
             hook.append((time.perf_counter_ns() - start) / 1000)
     latencies = []
@@ -126,7 +127,8 @@ def main() -> None:
         probed += result["report_s"][10:]
         hook += result["hook_us"]
     p50_ratio = statistics.median(probed) / statistics.median(plain)
-    print(f"probe on_report enter+exit: median {statistics.median(hook):.2f} us, "
+    print(f"probe on_report+on_checkpoint_sync enter+exit: "
+          f"median {statistics.median(hook):.2f} us, "
           f"p99 {percentile(hook, 0.99):.2f} us  (n={len(hook)})")  # fmt: skip
     print(f"report latency plain:  median {statistics.median(plain) * 1e3:.3f} ms, "
           f"p99 {percentile(plain, 0.99) * 1e3:.3f} ms")  # fmt: skip

@@ -55,14 +55,17 @@ def _resolve_target(address: str | None):
         fail(str(exc))
 
 
-def _collector(target, experiments=None, thresholds=None):
+def _collector(target, experiments=None, thresholds=None, watch=False):
+    """``watch``: the collector is polled again and again (TUI, follow): watch local
+    storage and poll remote storage between reads instead of re-reading every file."""
     from raytop.sources.collect import SnapshotCollector
 
     if target is None:
-        return SnapshotCollector(None, experiments=experiments, thresholds=thresholds)
+        return SnapshotCollector(None, experiments=experiments, thresholds=thresholds, watch=watch)
     return SnapshotCollector(
-        target.address, embedded=target.embedded, experiments=experiments, thresholds=thresholds
-    )
+        target.address, embedded=target.embedded, experiments=experiments,
+        thresholds=thresholds, watch=watch,
+    )  # fmt: skip
 
 
 def _experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | None:
@@ -162,7 +165,7 @@ def main(
 
     if ctx.invoked_subcommand:
         return
-    collector = _collector(_resolve_target(address), None, Thresholds(stall_after))
+    collector = _collector(_resolve_target(address), None, Thresholds(stall_after), watch=True)
     _open_tui(collector, refresh_s, read_only)
 
 
@@ -269,8 +272,9 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
         f"log {launched.log_path}) on {target.address}"
     )
     collector = _collector(
-        target, [(run_spec.experiment_path, launched.raytop_dir)], Thresholds(stall_after)
-    )
+        target, [(run_spec.experiment_path, launched.raytop_dir)], Thresholds(stall_after),
+        watch=True,
+    )  # fmt: skip
     if no_tui:
         sys.exit(_follow(collector, refresh_s, launched.log_path))
     _open_tui(collector, refresh_s)

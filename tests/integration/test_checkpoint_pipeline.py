@@ -40,7 +40,15 @@ def train_loop(config):
             with open(os.path.join(folder, "model.pt"), "wb") as f:
                 f.write(b"x" * (100 + rank))
             ray.train.report({"epoch": epoch}, checkpoint=Checkpoint.from_directory(folder))
-        elif rank == 0:  # async: only rank 0 saves, through a slow custom upload
+        elif config["mode"] == "no_upload" and rank == 0:  # saved in place on storage
+            storage = ray.train.get_context().get_storage().experiment_fs_path
+            folder = os.path.join(storage, f"checkpoint_epoch_{epoch}")
+            os.makedirs(folder)
+            with open(os.path.join(folder, "state.pt"), "wb") as f:
+                f.write(b"z" * 500)
+            ray.train.report({"epoch": epoch}, checkpoint=Checkpoint.from_directory(folder),
+                             checkpoint_upload_mode=CheckpointUploadMode.NO_UPLOAD)
+        elif config["mode"] == "async" and rank == 0:  # through a slow custom upload
             folder = tempfile.mkdtemp()
             with open(os.path.join(folder, "state.pt"), "wb") as f:
                 f.write(b"y" * 1000)
@@ -89,6 +97,8 @@ def test_two_ranks_writing_model_pt_is_a_collision_naming_both(ray_cluster, tmp_
     snapshot, checkpoints = checkpoints_of(ray_cluster.address, experiment)
     assert [c["state"] for c in checkpoints] == ["committed", "committed"]
     assert all(c["collisions"] == {"model.pt": [0, 1]} for c in checkpoints)
+    # both ranks' barrier waits, and the upload's throughput
+    assert all(set(c["sync_s"]) == {"0", "1"} and c["throughput_bps"] > 0 for c in checkpoints)
     collisions = [f for f in snapshot["findings"] if f["kind"] == "checkpoint_collision"]
     assert len(collisions) == 2
     assert collisions[0]["evidence"]["ranks"] == [0, 1]
@@ -117,3 +127,17 @@ def test_a_slow_async_upload_is_shown_in_flight_then_committed(ray_cluster, tmp_
     _, final = checkpoints_of(ray_cluster.address, experiment)
     assert len(final) == 2 and all(c["state"] == "committed" for c in final)
     assert all("uploading" in seen.get(c["dir_name"], set()) for c in final), seen
+    # rank 1 attached nothing, yet its barrier wait for the report is known
+    assert all(set(c["sync_s"]) == {"0", "1"} for c in final), final
+    assert all(c["upload_s"] >= 6 and 0 < c["throughput_bps"] < 1000 / 6 + 1 for c in final)
+
+
+def test_a_no_upload_checkpoint_is_committed_without_an_upload(ray_cluster, tmp_path):
+    spec, experiment = write_run(tmp_path, "no_upload", epochs=2, upload_s=0)
+    result = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address)
+    assert result.returncode == 0, result.stderr
+    _, checkpoints = checkpoints_of(ray_cluster.address, experiment)
+    assert [(c["dir_name"], c["state"], c["mode"], c["ranks"], c["bytes"], c["upload_s"])
+            for c in checkpoints] == [
+        (f"checkpoint_epoch_{e}", "committed", "NO_UPLOAD", [0], 500, None) for e in (0, 1)
+    ]  # fmt: skip

@@ -233,9 +233,11 @@ def _checkpoints(taken_at: float) -> tuple[CheckpointRecord, ...]:
     return (
         CheckpointRecord(CKPT_COLLIDED, "committed", report_index=3, ranks=(0, 1), files=2,
                          bytes=2 * 48 * 2**20 + 4_096, mode="SYNC", upload_s=3.42,
-                         collisions={"model.pt": (0, 1)}),
+                         collisions={"model.pt": (0, 1)}, throughput_bps=29_433_000.0,
+                         sync_s={0: 0.01, 1: 0.42}),
         CheckpointRecord(CKPT_UPLOADED, "uploaded", report_index=4, ranks=(0,), files=2,
-                         bytes=48 * 2**20 + 2_048, mode="SYNC", upload_s=2.96),
+                         bytes=48 * 2**20 + 2_048, mode="SYNC", upload_s=2.96,
+                         throughput_bps=17_003_000.0, sync_s={0: 0.02, 1: 1.5}),
         CheckpointRecord(CKPT_UPLOADING, "uploading", report_index=5, ranks=(0, 1), files=4,
                          bytes=1_288_490_189, mode="ASYNC", custom_upload=True,
                          upload_s=74.2, uploading_since=taken_at - 74.2),

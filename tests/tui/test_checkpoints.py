@@ -97,7 +97,7 @@ async def test_one_row_per_checkpoint_newest_first(make_app, checkpointed, size)
 
 async def test_wide_terminal_shows_full_names_report_and_files(make_app, checkpointed) -> None:
     app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(140, 36)) as pilot:
         table = await open_checkpoints(app, pilot, checkpointed)
         assert table.columns_shown == (
             "checkpoint",
@@ -108,9 +108,14 @@ async def test_wide_terminal_shows_full_names_report_and_files(make_app, checkpo
             "size",
             "mode",
             "upload",
+            "rate",
+            "barrier",
             "collision",
         )
         assert [cell(table, k, "checkpoint") for k in NEWEST_FIRST] == NEWEST_FIRST
+        # Throughput once uploaded; the longest rank's wait in that report's barrier.
+        assert [cell(table, k, "rate") for k in NEWEST_FIRST] == ["-", "16M/s", "28M/s"]
+        assert [cell(table, k, "barrier") for k in NEWEST_FIRST] == ["-", "1.5s", "0.4s"]
         assert [cell(table, k, "report") for k in NEWEST_FIRST] == ["5", "4", "3"]
         assert [cell(table, k, "files") for k in NEWEST_FIRST] == ["4", "2", "2"]
 

@@ -54,3 +54,43 @@ def test_failed_and_slow_uploads():
                    checkpoints=pipeline(uploads, snapshot(), set(), now=400.0))  # fmt: skip
     kinds = [f.kind for f in checkpoint_findings(run, slow_after_s=300)]
     assert kinds == ["checkpoint_failed", "checkpoint_slow"]
+
+
+def test_barrier_time_per_rank_and_throughput():
+    # Rank 0 attached the checkpoint (its barrier wait rides on its upload record); rank 1
+    # attached nothing, so its wait comes from its recent barrier times for that report.
+    uploads = {0: [{**upload("c1", 10.0, 12.0, {"model.pt": 4_000_000}, report=3),
+                    "sync_s": 0.5}]}  # fmt: skip
+    syncs = {0: [[3, 9.5, 10.0]], 1: [[2, 4.0, 4.1], [3, 8.0, 10.0]]}
+    (record,) = pipeline(uploads, snapshot("c1"), {"c1"}, now=20.0, syncs=syncs)
+    assert record.sync_s == {0: 0.5, 1: 2.0}
+    assert record.throughput_bps == 2_000_000
+    in_flight = pipeline({0: [upload("c2", 10.0, None, {"m.pt": 10})]}, None, set(), now=11.0)
+    assert in_flight[0].throughput_bps is None
+
+
+def test_no_upload_checkpoints_have_no_upload_time():
+    uploads = {0: [upload("c1", 5.0, 5.0, {"model.pt": 10}, mode="NO_UPLOAD")]}
+    (record,) = pipeline(uploads, snapshot("c1"), {"c1"}, now=6.0)
+    assert (record.state, record.mode, record.upload_s, record.throughput_bps) == (
+        "committed",
+        "NO_UPLOAD",
+        None,
+        None,
+    )
+
+
+def test_an_upload_is_slow_after_many_report_intervals_before_the_threshold():
+    from raytop.model import Worker
+
+    uploads = {0: [upload("c1", 0.0)]}
+    workers = (Worker(rank=0, usual_interval_s=5.0),)
+    run = TrainRun("r", "exp-t1", "a", 1, workers=workers,
+                   checkpoints=pipeline(uploads, None, set(), now=60.0))  # fmt: skip
+    (finding,) = checkpoint_findings(run, slow_after_s=300)
+    assert finding.kind == "checkpoint_slow" and "10× the usual 5.0s report interval" in (
+        finding.message
+    )
+    quick = TrainRun("r", "exp-t1", "a", 1, workers=workers,
+                     checkpoints=pipeline(uploads, None, set(), now=40.0))  # fmt: skip
+    assert checkpoint_findings(quick, slow_after_s=300) == []

@@ -12,16 +12,40 @@ from typing import Any
 
 from raytop.model import CheckpointRecord, Finding, Severity, TrainRun
 
+# An upload is also slow when it lasts this many of the run's usual report intervals
+# (and at least SLOW_FLOOR_S: sub-second loops would otherwise flag every upload).
+SLOW_INTERVALS = 10
+SLOW_FLOOR_S = 30.0
+
+
+def _barrier_times(
+    report: int | None,
+    ranks: dict[int, dict[str, Any]],
+    syncs: dict[int, list[list[Any]]],
+) -> dict[int, float]:
+    """Rank → how long it waited in the report barrier of the checkpoint's report: from
+    its upload record, else (a rank that attached nothing) from its recent barrier times."""
+    waits = {r: rec["sync_s"] for r, rec in ranks.items() if rec.get("sync_s") is not None}
+    if report is not None:
+        for rank, entries in syncs.items():
+            for index, start, end in entries:
+                if index == report and end is not None and rank not in waits:
+                    waits[rank] = end - start
+    return dict(sorted(waits.items()))
+
 
 def pipeline(
     uploads: dict[int, list[dict[str, Any]]],
     snapshot: dict[str, Any] | None,
     on_storage: set[str] | None,
     now: float,
+    syncs: dict[int, list[list[Any]]] | None = None,
 ) -> tuple[CheckpointRecord, ...]:
     """``uploads``: per rank, the probe's upload records; ``snapshot``: the run's
     checkpoint_manager_snapshot.json; ``on_storage``: the checkpoint folders in the run's
-    storage folder (None: unknown, e.g. remote storage). Oldest checkpoint first."""
+    storage folder (None: unknown, e.g. remote storage); ``syncs``: per rank, its recent
+    report-barrier waits ``[report, start, end]``. Oldest checkpoint first."""
+    syncs = syncs or {}
     by_dir: dict[str, dict[int, dict[str, Any]]] = {}
     for rank, records in uploads.items():
         for record in records:
@@ -53,7 +77,9 @@ def pipeline(
                 size += nbytes
         errors = [r["error"] for r in ranks.values() if r.get("error")]
         in_flight = [r for r in ranks.values() if r.get("end") is None]
-        durations = [(r["end"] or now) - r["start"] for r in ranks.values()]
+        uploaded = [r for r in ranks.values() if r.get("mode") != "NO_UPLOAD"]
+        durations = [(r["end"] or now) - r["start"] for r in uploaded]
+        longest = max(durations) if durations else None
         if errors:
             state = "failed"
         elif in_flight:
@@ -73,6 +99,8 @@ def pipeline(
         else:
             state = "uploaded"
         first = next(iter(ranks.values()), {})
+        done = bool(uploaded) and not in_flight and not errors
+        throughput = size / longest if done and size and longest else None
         records.append(
             CheckpointRecord(
                 dir_name=dir_name,
@@ -83,8 +111,10 @@ def pipeline(
                 bytes=size,
                 mode=first.get("mode"),
                 custom_upload=bool(first.get("custom_upload")),
-                upload_s=max(durations) if durations else None,
+                upload_s=longest,
                 uploading_since=min((r["start"] for r in in_flight), default=None),
+                throughput_bps=throughput,
+                sync_s=_barrier_times(first.get("report"), ranks, syncs),
                 error=errors[0] if errors else None,
                 collisions={p: tuple(r) for p, r in sorted(owners.items()) if len(r) > 1},
             )
@@ -92,9 +122,20 @@ def pipeline(
     return tuple(records)
 
 
+def _slow_after(run: TrainRun, slow_after_s: float) -> tuple[float, str]:
+    """The upload time past which a checkpoint is slow, and how to say why."""
+    intervals = [w.usual_interval_s for w in run.workers if w.usual_interval_s]
+    if intervals:
+        relative = max(SLOW_FLOOR_S, SLOW_INTERVALS * max(intervals))
+        if relative < slow_after_s:
+            return relative, f"{SLOW_INTERVALS}× the usual {max(intervals):.1f}s report interval"
+    return slow_after_s, f"the {slow_after_s:.0f}s threshold"
+
+
 def checkpoint_findings(run: TrainRun, slow_after_s: float) -> list[Finding]:
     findings = []
     subject = f"run {run.run_name}"
+    slow_s, slow_why = _slow_after(run, slow_after_s)
     for c in run.checkpoints:
         evidence = {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name}
         for path, ranks in c.collisions.items():
@@ -108,11 +149,11 @@ def checkpoint_findings(run: TrainRun, slow_after_s: float) -> list[Finding]:
             message = f"upload of {c.dir_name} failed: {c.error}"
             findings.append(Finding("checkpoint_failed", Severity.ERROR, subject, message,
                                     evidence))  # fmt: skip
-        elif c.state == "uploading" and (c.upload_s or 0) > slow_after_s:
+        elif c.state == "uploading" and (c.upload_s or 0) > slow_s:
             findings.append(Finding(
                 "checkpoint_slow", Severity.WARNING, subject,
-                f"{c.dir_name} has been uploading for {c.upload_s:.0f}s ({c.mode}"
-                f"{', custom upload function' if c.custom_upload else ''})",
+                f"{c.dir_name} has been uploading for {c.upload_s:.0f}s, past {slow_why} "
+                f"({c.mode}{', custom upload function' if c.custom_upload else ''})",
                 {**evidence, "upload_s": c.upload_s},
             ))  # fmt: skip
         elif c.state == "missing":

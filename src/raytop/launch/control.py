@@ -125,6 +125,7 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     from raytop.launch.driver import with_experiment
     from raytop.launch.spec import SpecError, load_spec
     from raytop.sources.checkpoints import CheckpointSnapshots
+    from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 
     if is_uri(experiment_path):
@@ -146,8 +147,9 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
         spec = with_experiment(load_spec(spec_path), folder.name, str(folder.parent))
     except SpecError as exc:
         raise ControlError(f"the spec this experiment was launched with: {exc}") from None
-    experiment = ExperimentReader(str(folder), raytop_dir).read()
-    snapshots = CheckpointSnapshots()
+    storages = Storages()
+    experiment = ExperimentReader(str(folder), raytop_dir, storages).read()
+    snapshots = CheckpointSnapshots(storages)
     checkpoints = snapshots.latest(experiment)
     rows, warnings = preview(experiment, checkpoints, errored, spec.tune.max_concurrent_trials)
     launched_copy = raytop_dir / "spec.toml"

@@ -135,10 +135,12 @@ class CheckpointRecord:
     ranks: tuple[int, ...] = ()  # ranks that attached files
     files: int = 0
     bytes: int = 0
-    mode: str | None = None  # SYNC | ASYNC (custom_upload: the user's upload function)
+    mode: str | None = None  # SYNC | ASYNC | NO_UPLOAD (custom_upload: user's upload)
     custom_upload: bool = False
-    upload_s: float | None = None  # longest rank's upload so far
+    upload_s: float | None = None  # longest rank's upload so far (None: NO_UPLOAD)
     uploading_since: float | None = None
+    throughput_bps: float | None = None  # bytes / longest upload, once uploaded
+    sync_s: dict[int, float] = field(default_factory=dict)  # rank → its report-barrier wait
     error: str | None = None
     collisions: dict[str, tuple[int, ...]] = field(default_factory=dict)  # path → ranks
 

@@ -30,6 +30,7 @@ from typing import Any
 from raytop.probe.ledger import STACKS_COMMAND_KEY, get_or_create_ledger
 from raytop.sources.ray_adapter import (
     kv_get_in_cluster,
+    report_call_details,
     train_worker_callback_bases,
     train_worker_identity,
     upload_call_details,
@@ -60,6 +61,9 @@ class _RankState:
         self.done = False
         self.dropped = 0
         self.checkpoints: deque[dict[str, Any]] = deque(maxlen=MAX_CHECKPOINTS)
+        # [report index, start, end]: this rank's wait in the report barrier (Train's
+        # checkpoint-name sync, done on every report), the last few.
+        self.syncs: deque[list[Any]] = deque(maxlen=MAX_CHECKPOINTS)
         self._stack: tuple[str, str] | None = None  # (request id, stack text)
         self._answered: str | None = None
         self._ledger: Any = None
@@ -81,6 +85,33 @@ class _RankState:
         self.exited += 1
         self.last_exit_at = time.time()
 
+    def sync_started(self) -> list[Any]:
+        entry = [self.entered, time.time(), None]
+        self.syncs.append(entry)
+        return entry
+
+    def _sync_s(self, report: int) -> float | None:
+        for index, start, end in reversed(self.syncs):
+            if index == report:
+                return end - start if end is not None else None
+        return None
+
+    def no_upload_checkpoint(self, local_path: str) -> None:
+        """A NO_UPLOAD report: the checkpoint already sits in the run's storage folder
+        (no transfer hook runs); record it as a finished, upload-less checkpoint."""
+        now = time.time()
+        self.checkpoints.append({
+            "dir_name": os.path.basename(local_path.rstrip("/")),
+            "report": self.entered,
+            "mode": "NO_UPLOAD",
+            "custom_upload": False,
+            "files": _list_files(local_path),
+            "sync_s": self._sync_s(self.entered),
+            "start": now,
+            "end": now,
+            "error": None,
+        })  # fmt: skip
+
     def upload_started(self) -> dict[str, Any] | None:
         """Record one checkpoint upload (SYNC: in the training thread; ASYNC: in Train's
         upload thread), with the files this rank put in it."""
@@ -93,6 +124,7 @@ class _RankState:
             "mode": "SYNC" if threading.get_ident() == self.train_thread else "ASYNC",
             "custom_upload": details["custom_upload"],
             "files": _list_files(details["local_path"]),
+            "sync_s": self._sync_s(self.entered),
             "start": time.time(),
             "end": None,
             "error": None,
@@ -168,6 +200,7 @@ class _RankState:
             "gpu_memory_bytes": _cuda_memory(),
             "run_path": ident.get("run_path"),
             "checkpoints": [dict(c) for c in self.checkpoints],
+            "syncs": [list(s) for s in self.syncs],
         }
         if self._stack is not None:
             message["stack_request"], message["stack"] = self._stack
@@ -269,6 +302,24 @@ class ReportProbe(WorkerCallback, TrainContextCallback):
         if _STATE is not None:
             with suppress(Exception):
                 _STATE.finish()
+
+    @contextmanager
+    def on_checkpoint_sync(self):
+        state, entry, details = _STATE, None, None
+        if state is not None:
+            try:
+                entry = state.sync_started()
+                details = report_call_details()
+            except Exception:
+                entry = None
+        try:
+            yield
+        finally:
+            if entry is not None:
+                with suppress(Exception):
+                    entry[2] = time.time()
+                    if details and details["mode"] == "NO_UPLOAD" and details["local_path"]:
+                        state.no_upload_checkpoint(details["local_path"])
 
     @contextmanager
     def on_checkpoint_transfer(self):

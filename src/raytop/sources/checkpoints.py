@@ -1,13 +1,12 @@
 """The latest committed checkpoint of each torch trial's Train run, from its snapshot.
 
 Train V2 rewrites ``checkpoint_manager_snapshot.json`` non-atomically (RAY_NOTES b): a read
-that fails to parse is retried, then the last good copy is used with a one-line warning.
+that fails to parse is retried, then the last good copy is used with a one-line warning
+(``sources.storage``, which also watches local folders and polls remote ones).
 """
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,43 +14,38 @@ from raytop.diagnose.resume import Checkpoint
 from raytop.diagnose.teardown import ExperimentFacts, RunFacts
 from raytop.model import Experiment
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
+from raytop.sources.storage import Entry, Storages
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
-PARSE_RETRIES = 3
 
 
 class CheckpointSnapshots:
-    """Reads Train run snapshots, remembering the last good copy of each."""
+    """Reads Train run snapshots (local or remote, through ``sources.storage``), keeping
+    the last good copy of each; ``warnings`` collects the one-line notices."""
 
-    def __init__(self) -> None:
-        self._last_good: dict[Path, dict[str, Any]] = {}
+    def __init__(self, storages: Storages | None = None) -> None:
+        self.storages = storages or Storages()
         self.warnings: list[str] = []
 
-    def read(self, run_dir: Path) -> dict[str, Any] | None:
-        path = run_dir / SNAPSHOT_FILE
-        for attempt in range(PARSE_RETRIES):
-            try:
-                data = json.loads(path.read_text())
-            except FileNotFoundError:
-                return self._last_good.get(run_dir)
-            except (OSError, ValueError):
-                if attempt + 1 < PARSE_RETRIES:
-                    time.sleep(0.05)
-                continue
-            self._last_good[run_dir] = data
-            return data
-        self.warnings.append(
-            f"{run_dir.name}/{SNAPSHOT_FILE} is unreadable (partly written?); "
-            + ("using the last good copy" if run_dir in self._last_good else "no good copy yet")
-        )
-        return self._last_good.get(run_dir)
+    def read(self, run_path: str | Path) -> dict[str, Any] | None:
+        storage, rel = self.storages.locate(str(run_path))
+        name = str(run_path).rstrip("/").rsplit("/", 1)[-1]
+        data, warning = storage.read_json(_join(rel, SNAPSHOT_FILE), f"{name}/{SNAPSHOT_FILE}")
+        if warning:
+            self.warnings.append(warning)
+        return data
+
+    def folders(self, run_path: str | Path) -> list[Entry] | None:
+        """The run folder's sub-folders (checkpoints, and uploads not yet committed)."""
+        storage, rel = self.storages.locate(str(run_path))
+        entries = storage.listing(rel)
+        return None if entries is None else [e for e in entries if e.is_dir]
 
     def latest(self, experiment: Experiment) -> dict[str, Checkpoint]:
         """Trial id → its Train run's latest committed checkpoint."""
         found = {}
-        runs = Path(experiment.path) / TRAIN_RUNS_DIR
         for trial in experiment.trials:
-            snapshot = self.read(runs / train_run_name(experiment.name, trial.trial_id))
+            snapshot = self.read(run_path(experiment, trial.trial_id))
             latest = (snapshot or {}).get("latest_checkpoint_result")
             if latest and latest.get("checkpoint_dir_name"):
                 epoch = (latest.get("metrics") or {}).get("epoch")
@@ -60,26 +54,35 @@ class CheckpointSnapshots:
         return found
 
 
-def teardown_facts(experiment: Experiment) -> ExperimentFacts:
-    """What is on storage for ``experiment`` (a local folder), for the teardown check."""
-    folder = Path(experiment.path)
-    snapshots = CheckpointSnapshots()
+def _join(rel: str, name: str) -> str:
+    return f"{rel}/{name}" if rel else name
+
+
+def run_path(experiment: Experiment, trial_id: str) -> str:
+    """Where a torch trial's Train run keeps its checkpoints (see ``rundir``)."""
+    run = train_run_name(experiment.name, trial_id)
+    return f"{experiment.path.rstrip('/')}/{TRAIN_RUNS_DIR}/{run}"
+
+
+def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> ExperimentFacts:
+    """What is on storage for ``experiment`` (local or remote), for the teardown check."""
+    snapshots = CheckpointSnapshots(storages)
+    storage = snapshots.storages.root(experiment.path)
     runs = []
     for trial in experiment.trials:
-        run_dir = folder / TRAIN_RUNS_DIR / train_run_name(experiment.name, trial.trial_id)
-        if not run_dir.is_dir():
+        path = run_path(experiment, trial.trial_id)
+        folders = snapshots.folders(path)
+        if folders is None:
             continue  # a function trial, or a torch trial that never started its run
-        snapshot = snapshots.read(run_dir) or {}
+        snapshot = snapshots.read(path) or {}
         listed = {r.get("checkpoint_dir_name") for r in snapshot.get("checkpoint_results", [])}
         latest = (snapshot.get("latest_checkpoint_result") or {}).get("checkpoint_dir_name")
-        present = bool(latest) and (run_dir / latest).is_dir()
+        mtimes = {f.name: f.mtime or 0.0 for f in folders}
+        present = bool(latest) and latest in mtimes
         # Uncommitted folders older than the latest committed one were cut off by an earlier
         # crash and stay harmless; newer ones may still be uploading.
-        since = (run_dir / latest).stat().st_mtime if present else 0.0
-        uncommitted = sorted(
-            d.name for d in run_dir.iterdir()
-            if d.is_dir() and d.name not in listed and d.stat().st_mtime >= since
-        )  # fmt: skip
+        since = mtimes[latest] if present else 0.0
+        uncommitted = sorted(n for n, t in mtimes.items() if n not in listed and t >= since)
         runs.append(
             RunFacts(
                 trial_id=trial.trial_id,
@@ -91,7 +94,7 @@ def teardown_facts(experiment: Experiment) -> ExperimentFacts:
     return ExperimentFacts(
         name=experiment.name,
         driver_alive=experiment.driver_alive,
-        state_on_storage=any(folder.glob("experiment_state-*.json")),
+        state_on_storage=bool(storage.glob("", "experiment_state-*.json")),
         runs=tuple(runs),
         stale_runs=tuple(w.split("/")[0] for w in snapshots.warnings),
     )

@@ -20,11 +20,12 @@ from raytop.model import (
     TrainRun,
     Trial,
 )
-from raytop.rundir import driver_alive, is_uri, local_path
+from raytop.rundir import driver_alive
 from raytop.sources import ray_adapter
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
+from raytop.sources.storage import Storages
 from raytop.sources.tune_dir import ExperimentReader
 
 STACK_POLL_S = 0.25
@@ -51,6 +52,7 @@ class SnapshotCollector:
         experiments: list[tuple[str, Path | None]] | None = None,
         unreachable_reason: str | None = None,
         thresholds: Thresholds | None = None,
+        watch: bool = False,
     ) -> None:
         self.address = address
         self.embedded = embedded
@@ -60,12 +62,15 @@ class SnapshotCollector:
         kv = ray_adapter.GcsKv(address) if address else None
         self._ledger = LedgerReader(kv) if kv else None
         self._placement = PlacementReader(self._reader, kv) if kv else None
-        self._snapshots = CheckpointSnapshots()
+        # One watch (local) or poll (remote) per storage root, shared by every reader;
+        # ``watch`` for faces that collect again and again (TUI, follow), not one-shots.
+        self._storages = Storages(watch)
+        self._snapshots = CheckpointSnapshots(self._storages)
         self._lock = threading.Lock()
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
         chosen = experiments if experiments is not None else default_experiments()
-        self._experiments = [ExperimentReader(path, rdir) for path, rdir in chosen]
+        self._experiments = [ExperimentReader(path, rdir, self._storages) for path, rdir in chosen]
 
     def _cluster(self) -> Cluster:
         if self._reader is None:
@@ -99,15 +104,13 @@ class SnapshotCollector:
     def _with_checkpoints(self, run: TrainRun) -> TrainRun:
         """The run's checkpoint pipeline: the probes' uploads + its snapshot on storage."""
         snapshot, on_storage = None, None
-        if run.run_path and not is_uri(run.run_path):
-            folder = Path(local_path(run.run_path))
-            snapshot = self._snapshots.read(folder)
-            try:
-                on_storage = {d.name for d in folder.iterdir() if d.is_dir()}
-            except OSError:
-                on_storage = None
+        if run.run_path:
+            snapshot = self._snapshots.read(run.run_path)
+            folders = self._snapshots.folders(run.run_path)
+            on_storage = None if folders is None else {f.name for f in folders}
         uploads = self._ledger.uploads(run.run_id, run.attempt_id)
-        checkpoints = pipeline(uploads, snapshot, on_storage, time.time())
+        syncs = self._ledger.syncs(run.run_id, run.attempt_id)
+        checkpoints = pipeline(uploads, snapshot, on_storage, time.time(), syncs)
         return dataclasses.replace(run, checkpoints=checkpoints)
 
     def _groups(self, cluster, experiments, runs) -> tuple[PlacementGroup, ...]:
@@ -127,9 +130,11 @@ class SnapshotCollector:
     def _collect(self) -> Snapshot:
         cluster = self._cluster()
         experiments = [reader.read() for reader in self._experiments]
+        self._snapshots.warnings.clear()
         runs, ledger = self._runs(cluster)
         groups = self._groups(cluster, experiments, runs)
         experiments, unmatched = attach_runs(experiments, runs)
+        experiments = [_with_run_warnings(e, self._snapshots.warnings) for e in experiments]
         snapshot = Snapshot(
             taken_at=time.time(),
             cluster=cluster,
@@ -160,6 +165,13 @@ class SnapshotCollector:
             if all(w.stack_request == request for w in wanted) or time.monotonic() > deadline:
                 return _only_answers(snapshot, request)
             time.sleep(STACK_POLL_S)
+
+
+def _with_run_warnings(exp: Experiment, warnings: list[str]) -> Experiment:
+    """Its runs' storage warnings (``<run name>/<file> is unreadable …``) join its own."""
+    names = {r.run_name for r in exp.runs}
+    mine = tuple(w for w in warnings if w.split("/", 1)[0] in names)
+    return dataclasses.replace(exp, warnings=exp.warnings + mine) if mine else exp
 
 
 def _only_answers(snapshot: Snapshot, request: str) -> Snapshot:

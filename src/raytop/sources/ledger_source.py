@@ -132,6 +132,11 @@ class LedgerReader:
         page = self._pages.get(f"{run_id}.{attempt_id}") or {"ranks": {}}
         return {int(r): rec.get("checkpoints", []) for r, rec in page["ranks"].items()}
 
+    def syncs(self, run_id: str, attempt_id: str) -> dict[int, list[list[Any]]]:
+        """The probes' recent report-barrier waits ``[report, start, end]``, per rank."""
+        page = self._pages.get(f"{run_id}.{attempt_id}") or {"ranks": {}}
+        return {int(r): rec.get("syncs", []) for r, rec in page["ranks"].items()}
+
     def request_stacks(self, run_id: str | None = None) -> str:
         """Ask every rank (of ``run_id``, or of every run) for its stack; the answers
         arrive in the pages within a couple of probe heartbeats. Returns the request id."""

@@ -334,3 +334,23 @@ def upload_call_details(max_depth: int = 12) -> dict[str, Any] | None:
                 "custom_upload": local.get("checkpoint_upload_fn") is not None,
             }
     return None
+
+
+def report_call_details(max_depth: int = 12) -> dict[str, Any] | None:
+    """Inside ``on_checkpoint_sync``: the ``report`` call it belongs to, read from Train's
+    ``TrainContext.report`` frame (verified on 2.58): the upload mode asked for and the
+    local folder of the attached checkpoint (None: this rank attached none)."""
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        frame = frame.f_back
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "report" and "checkpoint_upload_mode" in frame.f_locals:
+            local = frame.f_locals
+            mode = local["checkpoint_upload_mode"]
+            checkpoint = local.get("checkpoint")
+            return {
+                "mode": str(getattr(mode, "name", mode)).upper(),
+                "local_path": getattr(checkpoint, "path", None) if checkpoint else None,
+            }
+    return None

@@ -3,21 +3,20 @@
 For a run raytop launched, the live trial table comes from the TrialProbe's
 ``.raytop/trials.json`` and the driver's liveness from ``driver.json`` / ``exit.json``.
 For any other Tune experiment folder it falls back to Tune's own
-``experiment_state-*.json`` (newest by name, as Tune picks it). Both are re-read on a parse
-error, and the last good copy is kept with a warning when a file is half-written.
+``experiment_state-*.json`` (newest by name, as Tune picks it), locally or on remote
+storage. Both are re-read on a parse error, and the last good copy is kept with a warning
+when a file is half-written (``sources.storage``).
 """
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from raytop.model import Experiment, ExperimentStatus, Trial
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER, driver_alive, is_uri, local_path
-
-PARSE_RETRIES = 3
+from raytop.sources.storage import Storages
 
 
 def _trial_from_state(trial_json: str, meta_json: str) -> Trial:
@@ -44,51 +43,42 @@ def _trial_from_state(trial_json: str, meta_json: str) -> Trial:
 
 
 class ExperimentReader:
-    """One per watched experiment; remembers the last good parse of each file."""
+    """One per watched experiment; its files are read through ``sources.storage`` (watched
+    when local, polled when remote), which keeps the last good parse of each."""
 
-    def __init__(self, path: str, raytop_dir: Path | None = None) -> None:
+    def __init__(
+        self, path: str, raytop_dir: Path | None = None, storages: Storages | None = None
+    ) -> None:
         self.path = local_path(path)
         self.raytop_dir = raytop_dir
         if self.raytop_dir is None and not is_uri(path):
             candidate = Path(self.path) / RAYTOP_DIR_NAME
             self.raytop_dir = candidate if candidate.is_dir() else None
-        self._last_good: dict[str, Any] = {}
+        self._storages = storages or Storages()
+        self._storage = self._storages.root(self.path)
+        if self.raytop_dir is not None:
+            # Inside a local experiment folder it shares that watch; else it gets its own.
+            self._storages.locate(str(self.raytop_dir))
 
-    def _read_json(self, path: Path) -> tuple[Any | None, str | None]:
-        """(data, warning). On a parse error: retry, then the last good copy."""
-        key = str(path)
-        for attempt in range(PARSE_RETRIES):
-            try:
-                data = json.loads(path.read_text())
-            except FileNotFoundError:
-                return self._last_good.get(key), None
-            except (OSError, ValueError):
-                if attempt + 1 < PARSE_RETRIES:
-                    time.sleep(0.05)
-                continue
-            self._last_good[key] = data
-            return data, None
-        warning = f"{path.name} is unreadable (partly written?); showing the last good copy"
-        return self._last_good.get(key), warning
+    def _read_raytop(self, name: str) -> tuple[Any | None, str | None]:
+        assert self.raytop_dir is not None
+        storage, rel = self._storages.locate(str(self.raytop_dir / name))
+        return storage.read_json(rel)
 
     def _trials_from_probe(self) -> tuple[list[Trial] | None, list[str]]:
         if self.raytop_dir is None:
             return None, []
-        data, warning = self._read_json(self.raytop_dir / "trials.json")
+        data, warning = self._read_raytop("trials.json")
         warnings = [warning] if warning else []
         if data is None:
             return None, warnings
         return [Trial(**row) for row in data.get("trials", [])], warnings
 
     def _trials_from_tune_state(self) -> tuple[list[Trial] | None, list[str]]:
-        folder = Path(self.path)
-        try:
-            states = sorted(folder.glob("experiment_state-*.json"))
-        except OSError:
-            return None, []
+        states = self._storage.glob("", "experiment_state-*.json")
         if not states:
             return None, []
-        data, warning = self._read_json(states[-1])
+        data, warning = self._storage.read_json(states[-1])
         warnings = [warning] if warning else []
         if data is None:
             return None, warnings
@@ -103,7 +93,7 @@ class ExperimentReader:
     def _job_id(self) -> str | None:
         if self.raytop_dir is None:
             return None
-        data, _ = self._read_json(self.raytop_dir / "job.json")
+        data, _ = self._read_raytop("job.json")
         return data.get("job_id") if data else None
 
     def read(self) -> Experiment:
@@ -112,7 +102,7 @@ class ExperimentReader:
         pid: int | None = None
         alive: bool | None = None
         if self.raytop_dir is not None:
-            info, _ = self._read_json(self.raytop_dir / "driver.json")
+            info, _ = self._read_raytop("driver.json")
             info = info or {}
             pid, alive = driver_alive(self.raytop_dir)
         stopped = alive is False and (self.raytop_dir / STOP_MARKER).exists()

@@ -37,10 +37,12 @@ _COLUMNS = (
     ColumnSpec("size", "size", 5, "right"),
     ColumnSpec("mode", "mode", 8),
     ColumnSpec("upload", "upload", 6, "right"),
+    ColumnSpec("rate", "rate", 7, "right"),
+    ColumnSpec("barrier", "barrier", 7, "right"),
     ColumnSpec("collision", "", len(COLLISION)),
 )
-# Dropped first when the table is too narrow (at 80 columns: files, then report).
-_DROP_ORDER = ("files", "report", "size", "mode", "ranks")
+# Dropped first when the table is too narrow (at 80 columns: files, report, rate, barrier).
+_DROP_ORDER = ("files", "report", "rate", "barrier", "size", "mode", "ranks")
 
 # State -> tone (a component class); states not listed are drawn plain.
 TONES = {
@@ -78,8 +80,18 @@ def fmt_ranks(ranks: Sequence[int]) -> str:
 
 
 def fmt_mode(c: CheckpointRecord) -> str:
-    """``SYNC``, ``ASYNC``; ``+fn`` when the user's upload function does the upload."""
+    """``SYNC``, ``ASYNC``, ``NO_UPLOAD``; ``+fn`` when the user's function uploads."""
     return f"{c.mode or '-'}{'+fn' if c.custom_upload else ''}"
+
+
+def fmt_rate(bytes_per_s: float | None) -> str:
+    """``12_900_000`` → ``12M/s``; ``None`` (not uploaded, or nothing to time) → ``-``."""
+    return "-" if bytes_per_s is None else f"{fmt_bytes(bytes_per_s)}/s"
+
+
+def barrier_time(c: CheckpointRecord) -> float | None:
+    """The longest wait of any rank in that report's barrier: how long training stood."""
+    return max(c.sync_s.values()) if c.sync_s else None
 
 
 def upload_time(c: CheckpointRecord, now: float) -> float | None:
@@ -138,6 +150,8 @@ class CheckpointTable(KeyedTable):
             "size": right(fmt_bytes(c.bytes)),
             "mode": left(fmt_mode(c)),
             "upload": right(fmt_seconds(upload_time(c, self._now))),
+            "rate": right(fmt_rate(c.throughput_bps)),
+            "barrier": right(fmt_seconds(barrier_time(c))),
             "collision": StyledCell(
                 COLLISION if c.collisions else "", "checkpoint-table--error", self
             ),

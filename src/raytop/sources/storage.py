@@ -1,0 +1,375 @@
+"""Reading an experiment's storage: Tune's and Train's state files and folder listings.
+
+``experiment_state-*.json`` can be megabytes and ``checkpoint_manager_snapshot.json`` is
+rewritten in place (RAY_NOTES b, f); re-reading them at the TUI's 4 Hz would waste the
+machine, and reading them mid-write gives a parse error. So (DESIGN decision 8):
+
+- a local folder is watched with ``watchfiles``: a file or listing is read again only after
+  the watcher saw it change, or when the cached copy is ``max_age_s`` old (a safety net for
+  filesystems whose changes inotify cannot see, e.g. NFS written from another node);
+- any other filesystem (``s3://``, ``gs://``… through pyarrow, as Ray Train reads it) is
+  polled, each file and listing at most once per ``period_s``;
+- a file that does not parse is re-read a few times, then its last good copy is kept and a
+  one-line warning says so.
+
+Paths are relative to the storage's root (``"experiment_state-….json"``,
+``"train_runs/<run>/checkpoint_manager_snapshot.json"``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raytop.rundir import is_uri, local_path
+
+PARSE_RETRIES = 3
+LOCAL_MAX_AGE_S = 5.0
+REMOTE_PERIOD_S = 10.0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a folder listing."""
+
+    name: str
+    is_dir: bool
+    mtime: float | None
+
+
+class Storage:
+    """The caching and parse-error handling; subclasses say how to read and when a cached
+    copy is still good."""
+
+    root: str
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._files: dict[str, tuple[float, Any]] = {}  # rel → (read at, parsed)
+        self._last_good: dict[str, Any] = {}
+        self._listings: dict[str, tuple[float, list[Entry] | None]] = {}
+        self.reads = 0  # files actually read (for tests and benchmarks)
+
+    # -- what subclasses provide ----------------------------------------------------
+
+    def _read_bytes(self, rel: str) -> bytes | None:
+        """The file's bytes; None if it does not exist; OSError if unreadable."""
+        raise NotImplementedError
+
+    def _list(self, rel: str) -> list[Entry] | None:
+        """The folder's entries; None if it does not exist or cannot be listed."""
+        raise NotImplementedError
+
+    def _fresh(self, rel: str, read_at: float) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop watching (if watching)."""
+
+    # -- reads -------------------------------------------------------------------------
+
+    def read_json(self, rel: str, label: str | None = None) -> tuple[Any | None, str | None]:
+        """(data, warning): the parsed file (None if absent); a file that does not parse is
+        retried, then its last good copy is returned with a one-line warning naming
+        ``label`` (default: the file's name)."""
+        with self._lock:
+            cached = self._files.get(rel)
+            if cached is not None and self._fresh(rel, cached[0]):
+                return cached[1], None
+        read_at = time.time()
+        for attempt in range(PARSE_RETRIES):
+            try:
+                self.reads += 1
+                raw = self._read_bytes(rel)
+                data = None if raw is None else json.loads(raw)
+            except StorageUnreachable as exc:
+                with self._lock:
+                    self._files[rel] = (read_at, self._last_good.get(rel))
+                return self._last_good.get(rel), f"{self.root} unreachable ({exc})"
+            except (OSError, ValueError):
+                if attempt + 1 < PARSE_RETRIES:
+                    time.sleep(0.05)
+                continue
+            with self._lock:
+                if data is None:
+                    data = self._last_good.get(rel)  # gone: keep what was last seen
+                else:
+                    self._last_good[rel] = data
+                self._files[rel] = (read_at, data)
+            return data, None
+        good = self._last_good.get(rel)
+        warning = f"{label or rel.rsplit('/', 1)[-1]} is unreadable (partly written?); " + (
+            "using the last good copy" if good is not None else "no good copy yet"
+        )
+        return good, warning
+
+    def listing(self, rel: str = "") -> list[Entry] | None:
+        """The entries of a folder under the root (None: absent or unlistable)."""
+        with self._lock:
+            cached = self._listings.get(rel)
+            if cached is not None and self._fresh(rel, cached[0]):
+                return cached[1]
+        read_at = time.time()
+        entries = self._list(rel)
+        with self._lock:
+            self._listings[rel] = (read_at, entries)
+        return entries
+
+    def glob(self, rel: str, pattern: str) -> list[str]:
+        """Names in folder ``rel`` matching ``pattern``, sorted."""
+        return sorted(e.name for e in self.listing(rel) or [] if fnmatch.fnmatch(e.name, pattern))
+
+    def exists(self, rel: str) -> bool:
+        folder, _, name = rel.rpartition("/")
+        return any(e.name == name for e in self.listing(folder) or [])
+
+
+def _join(root: str, rel: str) -> str:
+    return f"{root.rstrip('/')}/{rel}" if rel else root
+
+
+class LocalStorage(Storage):
+    """A local folder, watched for changes by a ``watchfiles`` thread; unwatched
+    (``watch=False``: one-shot commands) every read goes to the disk."""
+
+    def __init__(
+        self, root: str | Path, max_age_s: float = LOCAL_MAX_AGE_S, watch: bool = True
+    ) -> None:
+        super().__init__()
+        self.root = str(Path(local_path(str(root))).resolve())
+        self.max_age_s = max_age_s
+        self.watch = watch
+        self._changed: dict[str, float] = {}  # abs path → when the watcher saw it change
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.watching = False
+        # Copies read before this moment may predate the watch: they are not trusted.
+        self._watching_since = float("inf")
+        self._start_watching()
+
+    def _start_watching(self) -> None:
+        """Start the watcher once the root exists (an experiment folder appears late)."""
+        if not self.watch or self._stop.is_set():
+            return
+        if self._watcher is not None and self._watcher.is_alive():
+            return
+        if not os.path.isdir(self.root):
+            return
+        self._watcher = threading.Thread(target=self._watch, name="raytop-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        import watchfiles
+
+        try:
+            # A short debounce: a changed file must not wait long to be re-read.
+            for changes in watchfiles.watch(
+                self.root, debounce=50, step=10, stop_event=self._stop, rust_timeout=1000,
+                yield_on_timeout=True, raise_interrupt=False, watch_filter=None,
+            ):  # fmt: skip
+                now = time.time()
+                if not self.watching:
+                    self._watching_since, self.watching = now, True
+                with self._lock:
+                    for _change, path in changes:
+                        # A file's change also changes its folder's listing.
+                        self._changed[path] = now
+                        self._changed[os.path.dirname(path)] = now
+        except Exception:
+            pass  # not watchable (inotify limits, gone): the max-age re-reads still work
+        self.watching, self._watching_since = False, float("inf")
+
+    def _fresh(self, rel: str, read_at: float) -> bool:
+        self._start_watching()
+        if read_at < self._watching_since or time.time() - read_at >= self.max_age_s:
+            return False
+        return self._changed.get(_join(self.root, rel).rstrip("/"), 0.0) < read_at
+
+    def _read_bytes(self, rel: str) -> bytes | None:
+        try:
+            return Path(_join(self.root, rel)).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _list(self, rel: str) -> list[Entry] | None:
+        try:
+            with os.scandir(_join(self.root, rel)) as it:
+                return [Entry(e.name, e.is_dir(), e.stat().st_mtime) for e in it]
+        except OSError:
+            return None
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+class StorageUnreachable(OSError):
+    """The filesystem could not be reached (not a torn file: no point re-reading)."""
+
+
+class RemoteStorage(Storage):
+    """A pyarrow filesystem (``s3://bucket/prefix`` …), polled every ``period_s``.
+
+    A remote read can take seconds (an unreachable S3 endpoint: ~6 s of retries), so when
+    polling (``period_s > 0``) only the first read of a file or listing waits; after that
+    the cached copy is returned at once and a background thread refreshes it when stale.
+    The filesystem is resolved on first use: creating it may already touch the network."""
+
+    def __init__(self, uri: str, period_s: float = REMOTE_PERIOD_S) -> None:
+        super().__init__()
+        self.root = uri
+        self.period_s = period_s
+        self._fs: Any = None
+        self._base = ""
+        self._queue: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        self._pending: set[tuple[str, str]] = set()
+        self._refresher: threading.Thread | None = None
+        self.error: str | None = None  # the last failure to reach it, if any
+
+    def _filesystem(self) -> Any:
+        import pyarrow.fs
+
+        if self._fs is None:
+            try:
+                self._fs, self._base = pyarrow.fs.FileSystem.from_uri(self.root)
+            except Exception as exc:
+                self.error = _one_line(exc)
+                raise StorageUnreachable(self.error) from None
+        return self._fs
+
+    def _fresh(self, rel: str, read_at: float) -> bool:
+        return time.time() - read_at < self.period_s
+
+    def read_json(self, rel: str, label: str | None = None) -> tuple[Any | None, str | None]:
+        with self._lock:
+            cached = self._files.get(rel)
+        if cached is None or self.period_s <= 0:
+            return super().read_json(rel, label)
+        if not self._fresh(rel, cached[0]):
+            self._refresh("file", rel)
+        return cached[1], self._unreachable_warning()
+
+    def listing(self, rel: str = "") -> list[Entry] | None:
+        with self._lock:
+            cached = self._listings.get(rel)
+        if cached is None or self.period_s <= 0:
+            return super().listing(rel)
+        if not self._fresh(rel, cached[0]):
+            self._refresh("listing", rel)
+        return cached[1]
+
+    def _unreachable_warning(self) -> str | None:
+        return f"{self.root} unreachable ({self.error}); showing the last copy read" if (
+            self.error
+        ) else None  # fmt: skip
+
+    def _refresh(self, kind: str, rel: str) -> None:
+        with self._lock:
+            if (kind, rel) in self._pending:
+                return
+            self._pending.add((kind, rel))
+            if self._refresher is None:
+                self._refresher = threading.Thread(
+                    target=self._refresh_loop, name="raytop-storage-poll", daemon=True
+                )
+                self._refresher.start()
+        self._queue.put((kind, rel))
+
+    def _refresh_loop(self) -> None:
+        while True:
+            kind, rel = self._queue.get()
+            try:
+                if kind == "file":
+                    Storage.read_json(self, rel)
+                else:
+                    Storage.listing(self, rel)
+            finally:
+                with self._lock:
+                    self._pending.discard((kind, rel))
+
+    def _read_bytes(self, rel: str) -> bytes | None:
+        import pyarrow
+
+        fs = self._filesystem()
+        try:
+            with fs.open_input_stream(_join(self._base, rel)) as f:
+                data = f.read()
+        except FileNotFoundError:
+            data = None
+        except (OSError, pyarrow.ArrowException) as exc:
+            self.error = _one_line(exc)
+            raise StorageUnreachable(self.error) from None
+        self.error = None
+        return data
+
+    def _list(self, rel: str) -> list[Entry] | None:
+        import pyarrow.fs
+
+        try:
+            infos = self._filesystem().get_file_info(
+                pyarrow.fs.FileSelector(_join(self._base, rel))
+            )
+        except (OSError, pyarrow.ArrowException) as exc:
+            if not isinstance(exc, FileNotFoundError):
+                self.error = _one_line(exc)
+            return None
+        self.error = None
+        return [
+            Entry(
+                name=info.base_name,
+                is_dir=info.type == pyarrow.fs.FileType.Directory,
+                mtime=info.mtime.timestamp() if info.mtime is not None else None,
+            )
+            for info in infos
+        ]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+def open_storage(root: str, watch: bool = True) -> Storage:
+    """Local folders are watched (if ``watch``); URIs are read through pyarrow and polled
+    (``watch=False``: read at every call, for one-shot commands)."""
+    if is_uri(root):
+        return RemoteStorage(root, REMOTE_PERIOD_S if watch else 0.0)
+    return LocalStorage(root, watch=watch)
+
+
+class Storages:
+    """One storage per root, shared by every reader of a collector: an experiment's
+    folder, and a Train run outside any known experiment gets its own. ``watch``: keep
+    watching (local) or polling (remote) between reads, for faces that read again and
+    again (the TUI, ``run --no-tui``); without it every read goes to storage."""
+
+    def __init__(self, watch: bool = False) -> None:
+        self.watch = watch
+        self._by_root: dict[str, Storage] = {}
+
+    def root(self, path: str) -> Storage:
+        key = path if is_uri(path) else str(Path(local_path(path)).resolve())
+        if key not in self._by_root:
+            self._by_root[key] = open_storage(key, self.watch)
+        return self._by_root[key]
+
+    def locate(self, path: str) -> tuple[Storage, str]:
+        """The storage holding ``path`` (the deepest known root above it, else a new one
+        rooted at ``path``) and ``path`` relative to its root."""
+        key = path if is_uri(path) else str(Path(local_path(path)).resolve())
+        for root, storage in sorted(self._by_root.items(), key=lambda kv: -len(kv[0])):
+            if key == root:
+                return storage, ""
+            if key.startswith(root.rstrip("/") + "/"):
+                return storage, key[len(root.rstrip("/")) + 1 :]
+        return self.root(key), ""
+
+    def close(self) -> None:
+        for storage in self._by_root.values():
+            storage.close()

@@ -1,0 +1,115 @@
+"""Storage reading: a watched local folder is re-read only after a change, a remote
+(pyarrow) one at most once per period, and a half-written file keeps its last good copy."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from raytop.sources.storage import LocalStorage, RemoteStorage, Storages
+
+
+def wait_until(predicate, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_watched_folder_is_read_again_only_after_a_change(tmp_path):
+    (tmp_path / "state.json").write_text(json.dumps({"v": 1}))
+    storage = LocalStorage(tmp_path, max_age_s=60)
+    try:
+        wait_until(lambda: storage.watching)
+        assert storage.read_json("state.json") == ({"v": 1}, None)
+        reads = storage.reads
+        for _ in range(20):
+            assert storage.read_json("state.json") == ({"v": 1}, None)
+        assert storage.reads == reads  # unchanged: served from the cache
+        (tmp_path / "state.json").write_text(json.dumps({"v": 2}))
+        wait_until(lambda: storage.read_json("state.json")[0] == {"v": 2})
+        assert storage.reads > reads
+    finally:
+        storage.close()
+
+
+def test_a_new_file_changes_the_folder_listing(tmp_path):
+    storage = LocalStorage(tmp_path, max_age_s=60)
+    try:
+        wait_until(lambda: storage.watching)
+        assert storage.glob("", "experiment_state-*.json") == []
+        (tmp_path / "experiment_state-2026.json").write_text("{}")
+        (tmp_path / "checkpoint_000001").mkdir()
+        wait_until(lambda: storage.glob("", "experiment_state-*.json") != [])
+        wait_until(lambda: any(e.is_dir for e in storage.listing("") or []))
+        assert storage.exists("experiment_state-2026.json")
+    finally:
+        storage.close()
+
+
+def test_unwatched_reads_always_go_to_disk(tmp_path):
+    (tmp_path / "a.json").write_text("1")
+    storage = LocalStorage(tmp_path, watch=False)
+    storage.read_json("a.json")
+    (tmp_path / "a.json").write_text("2")
+    assert storage.read_json("a.json") == (2, None)
+    assert storage._watcher is None
+
+
+def test_a_half_written_file_keeps_the_last_good_copy(tmp_path):
+    path = tmp_path / "run" / "checkpoint_manager_snapshot.json"
+    path.parent.mkdir()
+    storage = LocalStorage(tmp_path, watch=False)
+    path.write_text(json.dumps({"n": 1}))
+    assert storage.read_json("run/checkpoint_manager_snapshot.json") == ({"n": 1}, None)
+    path.write_text('{"n": 2, "checkpoint_res')  # torn mid-write
+    data, warning = storage.read_json("run/checkpoint_manager_snapshot.json", "run/snap")
+    assert data == {"n": 1}
+    assert warning == "run/snap is unreadable (partly written?); using the last good copy"
+    fresh = LocalStorage(tmp_path, watch=False)
+    assert fresh.read_json("run/checkpoint_manager_snapshot.json")[0] is None
+
+
+def test_remote_storage_is_polled_at_most_once_per_period(tmp_path):
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "experiment_state-1.json").write_text(json.dumps({"v": 1}))
+    storage = RemoteStorage(f"file://{tmp_path}/exp", period_s=3600)
+    assert storage.glob("", "experiment_state-*.json") == ["experiment_state-1.json"]
+    assert storage.read_json("experiment_state-1.json") == ({"v": 1}, None)
+    (tmp_path / "exp" / "experiment_state-1.json").write_text(json.dumps({"v": 2}))
+    (tmp_path / "exp" / "experiment_state-2.json").write_text("{}")
+    assert storage.read_json("experiment_state-1.json") == ({"v": 1}, None)  # within period
+    assert storage.glob("", "experiment_state-*.json") == ["experiment_state-1.json"]
+    polled = RemoteStorage(f"file://{tmp_path}/exp", period_s=0)
+    assert polled.read_json("experiment_state-1.json") == ({"v": 2}, None)
+    assert len(polled.glob("", "experiment_state-*.json")) == 2
+    assert polled.read_json("missing.json") == (None, None)
+    assert polled.listing("no/such/folder") is None
+
+
+def test_paths_are_located_in_the_deepest_known_root(tmp_path):
+    storages = Storages()
+    experiment = storages.root(str(tmp_path / "exp"))
+    storage, rel = storages.locate(str(tmp_path / "exp" / "train_runs" / "r1"))
+    assert storage is experiment and rel == "train_runs/r1"
+    elsewhere, rel = storages.locate(str(tmp_path / "other"))
+    assert elsewhere is not experiment and rel == ""
+    remote, rel = Storages().locate("s3://bucket/exp/train_runs/r1")
+    assert isinstance(remote, RemoteStorage) and rel == ""
+
+
+def test_a_polled_remote_refreshes_in_the_background_without_blocking(tmp_path):
+    (tmp_path / "s.json").write_text("1")
+    storage = RemoteStorage(f"file://{tmp_path}", period_s=0.05)
+    assert storage.read_json("s.json") == (1, None)  # the first read waits for the data
+    (tmp_path / "s.json").write_text("2")
+    time.sleep(0.1)
+    assert storage.read_json("s.json") == (1, None)  # stale: returned at once, refreshed
+    wait_until(lambda: storage.read_json("s.json")[0] == 2)
+
+
+def test_an_unreachable_remote_is_a_warning_not_an_error():
+    storage = RemoteStorage("nosuchfs://bucket/exp", period_s=0)
+    data, warning = storage.read_json("experiment_state-1.json")
+    assert data is None and warning.startswith("nosuchfs://bucket/exp unreachable (")
+    assert storage.listing("") is None and storage.glob("", "*.json") == []

@@ -582,9 +582,9 @@ def _check_teardown(experiments: tuple[str, ...]) -> int:
     """``check --teardown``: storage only, no cluster needed (it may already be gone)."""
     from raytop.diagnose.check import TEARDOWN_UNSAFE
     from raytop.diagnose.teardown import teardown_problems
-    from raytop.rundir import is_uri
     from raytop.sources.checkpoints import teardown_facts
     from raytop.sources.collect import default_experiments
+    from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 
     chosen = _experiment_paths(experiments) or default_experiments()
@@ -592,11 +592,11 @@ def _check_teardown(experiments: tuple[str, ...]) -> int:
         fail("no experiment to check: name one with --experiment PATH")
     problems = []
     for path, raytop_dir in chosen:
-        if is_uri(path):
-            problems.append(f"{path}: remote storage is not checked yet; verify it by hand")
-            continue
-        experiment = ExperimentReader(path, raytop_dir).read()
-        problems += teardown_problems(teardown_facts(experiment))
+        storages = Storages()  # local folders and remote (pyarrow) storage alike
+        experiment = ExperimentReader(path, raytop_dir, storages).read()
+        # Storage that cannot be read proves nothing is safe.
+        problems += [f"{path}: {w}" for w in experiment.warnings if "unreachable" in w]
+        problems += teardown_problems(teardown_facts(experiment, storages))
     for line in problems:
         click.echo(f"teardown_unsafe {line}")
     if not problems:

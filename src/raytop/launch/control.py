@@ -21,7 +21,6 @@ from raytop.diagnose.resume import ResumePreview, StoredExperiment, preview
 from raytop.home import write_json_atomic
 from raytop.model import Experiment
 from raytop.rundir import (
-    RAYTOP_DIR_NAME,
     STOP_MARKER,
     STOP_REQUESTS,
     driver_alive,
@@ -33,6 +32,7 @@ from raytop.rundir import (
 if TYPE_CHECKING:
     from raytop.launch.driver import Launched
     from raytop.launch.spec import RunSpec
+    from raytop.sources.storage import Storage
 
 
 class ControlError(RuntimeError):
@@ -74,43 +74,57 @@ def holds_experiment(folder: Path) -> bool:
     return (folder / "tuner.pkl").exists() or any(folder.glob("experiment_state-*.json"))
 
 
-def _can_restore(folder: Path) -> bool:
+def _holds(storage: Storage) -> bool:
+    """``holds_experiment`` for any storage (local or remote)."""
+    return storage.exists("tuner.pkl") or bool(storage.glob("", "experiment_state-*.json"))
+
+
+def _can_restore(path: str) -> bool:
     from ray.tune import Tuner  # public API; no ray.init needed
 
     try:
-        return bool(Tuner.can_restore(str(folder)))
+        return bool(Tuner.can_restore(path))
     except Exception:
         return False
 
 
 def experiments_under(storage_path: str) -> list[StoredExperiment]:
     """The experiment folders in ``storage_path`` (or ``storage_path`` itself if it is
-    one), newest first."""
+    one), local or remote (``s3://…``), newest first."""
+    from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 
+    storages = Storages()
     if is_uri(storage_path):
-        raise ControlError(f"{storage_path}: listing remote storage is not supported yet")
-    root = Path(local_path(storage_path)).expanduser().resolve()
-    if not root.is_dir():
-        raise ControlError(f"{storage_path}: no such folder")
-    try:
-        folders = [root] if holds_experiment(root) else [
-            d for d in root.iterdir() if d.is_dir() and holds_experiment(d)
-        ]  # fmt: skip
-    except OSError as exc:
-        raise ControlError(f"{storage_path}: cannot be listed ({exc.strerror})") from None
+        root = storage_path.rstrip("/")
+    else:
+        root = str(Path(local_path(storage_path)).expanduser().resolve())
+        if not Path(root).is_dir():
+            raise ControlError(f"{storage_path}: no such folder")
+    top = storages.root(root)
+    entries = top.listing("")
+    if entries is None:
+        why = getattr(top, "error", None) or "not found or not readable"
+        raise ControlError(f"{storage_path}: cannot be listed ({why})")
+    if _holds(top):
+        candidates = [(root, max((e.mtime or 0.0 for e in entries), default=0.0))]
+    else:
+        candidates = [(f"{root}/{e.name}", e.mtime or 0.0) for e in entries if e.is_dir]
     found = []
-    for folder in sorted(folders, key=lambda d: d.stat().st_mtime, reverse=True):
-        raytop_dir = folder / RAYTOP_DIR_NAME
-        experiment = ExperimentReader(str(folder), raytop_dir if raytop_dir.is_dir() else None)
-        read = experiment.read()
+    for path, _mtime in sorted(candidates, key=lambda c: c[1], reverse=True):
+        if path != root and not _holds(storages.root(path)):
+            continue
+        name = path.rsplit("/", 1)[-1]
+        raytop_dir = raytop_dir_for(path, name)
+        known = raytop_dir if raytop_dir.is_dir() else None
+        read = ExperimentReader(path, known, storages).read()
         found.append(
             StoredExperiment(
-                path=str(folder),
-                name=folder.name,
+                path=path,
+                name=name,
                 status=read.status.value,
                 trials=len(read.trials),
-                can_restore=_can_restore(folder),
+                can_restore=_can_restore(path),
                 running=bool(read.driver_alive),
                 launched_by_raytop=(raytop_dir / "driver.json").exists(),
             )
@@ -128,39 +142,45 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 
-    if is_uri(experiment_path):
-        raise ControlError(f"{experiment_path}: resuming remote experiments is not supported yet")
-    folder = Path(local_path(experiment_path)).expanduser().resolve()
-    if not folder.is_dir() or not holds_experiment(folder):
+    storages = Storages()
+    if is_uri(experiment_path):  # e.g. s3://bucket/prefix/name: read through pyarrow
+        where = experiment_path.rstrip("/")
+        parent, _, name = where.rpartition("/")
+        storage = storages.root(where)
+        found = storage.exists("tuner.pkl") or storage.glob("", "experiment_state-*.json")
+    else:
+        folder = Path(local_path(experiment_path)).expanduser().resolve()
+        where, parent, name = str(folder), str(folder.parent), folder.name
+        found = folder.is_dir() and holds_experiment(folder)
+    if not found:
         raise ControlError(
             f"{experiment_path}: no Tune experiment there (no tuner.pkl / experiment_state)"
         )
-    raytop_dir = folder / RAYTOP_DIR_NAME
+    raytop_dir = raytop_dir_for(where, name)
     pid, alive = driver_alive(raytop_dir)
     if alive:
-        raise ControlError(f"{folder.name} is still running (driver pid {pid}): nothing to resume")
+        raise ControlError(f"{name} is still running (driver pid {pid}): nothing to resume")
     info_file = raytop_dir / "driver.json"
     if not info_file.exists():
-        raise ControlError(f"{folder}: not launched by raytop (no {RAYTOP_DIR_NAME}/driver.json)")
+        raise ControlError(f"{where}: not launched by raytop here (no {info_file})")
     spec_path = Path(json.loads(info_file.read_text())["spec"])
     try:
-        spec = with_experiment(load_spec(spec_path), folder.name, str(folder.parent))
+        spec = with_experiment(load_spec(spec_path), name, parent)
     except SpecError as exc:
         raise ControlError(f"the spec this experiment was launched with: {exc}") from None
-    storages = Storages()
-    experiment = ExperimentReader(str(folder), raytop_dir, storages).read()
+    experiment = ExperimentReader(where, raytop_dir, storages).read()
     snapshots = CheckpointSnapshots(storages)
     checkpoints = snapshots.latest(experiment)
     rows, warnings = preview(experiment, checkpoints, errored, spec.tune.max_concurrent_trials)
     launched_copy = raytop_dir / "spec.toml"
     if launched_copy.exists() and launched_copy.read_bytes() != spec_path.read_bytes():
         warnings.append(
-            f"{spec_path.name} changed since launch (the launched copy is "
-            f"{RAYTOP_DIR_NAME}/spec.toml); the resume uses it as it is now"
+            f"{spec_path.name} changed since launch (the launched copy is {launched_copy}); "
+            "the resume uses it as it is now"
         )
     shown = ResumePreview(
-        path=str(folder),
-        name=folder.name,
+        path=where,
+        name=name,
         status=experiment.status.value,
         errored=errored,
         rows=tuple(rows),

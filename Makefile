@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/freshness_bench.py
 	$(BIN)/python benchmarks/ledger_bench.py
 	$(BIN)/python benchmarks/plan_bench.py
+	$(BIN)/python benchmarks/storage_bench.py
 
 ## make down: stop the embedded cluster raytop started (never any other).
 down: $(STAMP)

@@ -56,6 +56,8 @@ class ExperimentReader:
             self.raytop_dir = candidate if candidate.is_dir() else None
         self._storages = storages or Storages()
         self._storage = self._storages.root(self.path)
+        # The trials of the last state read: a watched, unchanged file is not parsed again.
+        self._parsed: tuple[Any, list[Trial], list[str]] | None = None
         if self.raytop_dir is not None:
             # Inside a local experiment folder it shares that watch; else it gets its own.
             self._storages.locate(str(self.raytop_dir))
@@ -82,13 +84,16 @@ class ExperimentReader:
         warnings = [warning] if warning else []
         if data is None:
             return None, warnings
-        trials = []
+        if self._parsed is not None and self._parsed[0] is data:  # unchanged since last time
+            return list(self._parsed[1]), warnings + self._parsed[2]
+        trials, problems = [], []
         for trial_json, meta_json in data.get("trial_data", []):
             try:
                 trials.append(_trial_from_state(trial_json, meta_json))
             except (ValueError, KeyError, TypeError):
-                warnings.append("a trial in the experiment state could not be parsed")
-        return trials, warnings
+                problems.append("a trial in the experiment state could not be parsed")
+        self._parsed = (data, trials, problems)
+        return list(trials), warnings + problems
 
     def _job_id(self) -> str | None:
         if self.raytop_dir is None:

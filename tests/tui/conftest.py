@@ -11,6 +11,7 @@ import pytest
 
 from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.ledger import Thresholds, run_findings
+from raytop.diagnose.resume import PreviewRow, ResumePreview, StoredExperiment
 from raytop.model import (
     Bundle,
     CheckpointRecord,
@@ -423,3 +424,92 @@ def make_app() -> Callable[..., RaytopApp]:
         return app
 
     return factory
+
+
+RESULTS = "/home/ray/ray_results"  # the parent folder of the sweep's experiment
+LR_SEARCH = f"{RESULTS}/lr_search"
+RUNNING_SWEEP = f"{RESULTS}/torch_sweep"
+NOT_OURS = f"{RESULTS}/notebook_run"
+STORED = (
+    StoredExperiment(RUNNING_SWEEP, "torch_sweep", "RUNNING", 5, True, True, True),
+    StoredExperiment(LR_SEARCH, "lr_search", "INTERRUPTED", 4, True, False, True),
+    StoredExperiment(NOT_OURS, "notebook_run", "FINISHED", 12, True, False, False),
+)
+CONCURRENCY_WARNING = (
+    "restarting 1 errored trial(s) adds them as new trials: more than "
+    "max_concurrent_trials = 2 may run at once"
+)
+
+
+def lr_search_preview(errored: str) -> ResumePreview:
+    """``lr_search``'s preview as the backend words it, for each errored choice."""
+    errored_action = {
+        "resume": "resume from checkpoint_000002, epoch 2",
+        "restart": "restart from scratch under a new trial id (the old one stays on disk)",
+        "skip": "skip (stays ERROR)",
+    }[errored]
+    rows = (
+        PreviewRow("a91c3_00000", "TERMINATED", "checkpoint_000009 (epoch 9)", "skip (finished)"),
+        PreviewRow("a91c3_00001", "RUNNING", "checkpoint_000004 (epoch 4)",
+                   "resume from checkpoint_000004, epoch 4"),
+        PreviewRow("a91c3_00002", "PENDING", "-", "start from scratch (no checkpoint)"),
+        PreviewRow("a91c3_00003", "ERROR", "checkpoint_000002 (epoch 2)", errored_action),
+    )  # fmt: skip
+    warnings = (CONCURRENCY_WARNING,) if errored == "restart" else ()
+    return ResumePreview(LR_SEARCH, "lr_search", "INTERRUPTED", errored, rows, warnings)
+
+
+class FakeResumeControls:
+    """``tui.controls.Controls`` as the TUI sees it (the backend has its own tests):
+    records every call and its thread; ``errors`` maps a method name to what it raises;
+    a method named in ``hold`` waits for ``release``. Only ``lr_search`` previews; the
+    others raise as the backend does for them."""
+
+    def __init__(
+        self,
+        experiments: tuple[StoredExperiment, ...] = STORED,
+        *,
+        errors: dict[str, Exception] | None = None,
+        hold: frozenset[str] = frozenset(),
+    ) -> None:
+        self.experiments = experiments
+        self.errors = dict(errors or {})
+        self.hold = hold
+        self.release = threading.Event()
+        self.calls: list[tuple[str, ...]] = []
+        self.threads: list[threading.Thread] = []
+
+    def _record(self, method: str, *args: str) -> None:
+        self.calls.append((method, *args))
+        self.threads.append(threading.current_thread())
+        if method in self.hold:
+            self.release.wait(5)
+        if method in self.errors:
+            raise self.errors[method]
+
+    def called(self, method: str) -> list[tuple[str, ...]]:
+        return [call[1:] for call in self.calls if call[0] == method]
+
+    def stop_experiment(self, experiment: Experiment) -> None:
+        self._record("stop_experiment", experiment.name)
+
+    def stop_trial(self, experiment: Experiment, trial_id: str) -> None:
+        self._record("stop_trial", experiment.name, trial_id)
+
+    def experiments_under(self, storage_path: str) -> list[StoredExperiment]:
+        self._record("experiments_under", storage_path)
+        if storage_path != RESULTS:
+            raise RuntimeError(f"{storage_path}: no such folder")
+        return list(self.experiments)
+
+    def resume_preview(self, experiment_path: str, errored: str) -> ResumePreview:
+        self._record("resume_preview", experiment_path, errored)
+        if experiment_path == RUNNING_SWEEP:
+            raise RuntimeError("torch_sweep is still running (driver pid 4242): nothing to resume")
+        if experiment_path != LR_SEARCH:
+            raise RuntimeError(f"{experiment_path}: not launched by raytop")
+        return lr_search_preview(errored)
+
+    def resume(self, experiment_path: str, errored: str) -> str:
+        self._record("resume", experiment_path, errored)
+        return f"resumed '{experiment_path.rsplit('/', 1)[-1]}' (driver pid 5151)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.stacks import StacksScreen
 
-from .conftest import StackCollector
+from .conftest import FakeResumeControls, StackCollector
 from .helpers import wait_until
 
 
@@ -93,3 +93,26 @@ def test_placement_infeasible_120x36(snap_compare, make_app, placement) -> None:
     app = make_app()
     run_before = feed(SnapshotReady(placement), keys=("p", "down"))
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+def test_resume_80x24(snap_compare, make_app, sweep) -> None:
+    """lr_search's preview with its errored trial restarted: the max_concurrent_trials
+    warning, and the highlighted errored trial in full under the table."""
+    app = make_app(controls=FakeResumeControls())
+
+    def restart_previewed() -> bool:
+        screen = app.screen
+        return "restart" in str(screen.query_one("#resume-detail").visual) and bool(
+            screen.query_one("#resume-warnings").display
+        )
+
+    async def run_before(pilot) -> None:
+        await feed(SnapshotReady(sweep), keys=("u",))(pilot)
+        await wait_until(
+            pilot, lambda: "a91c3_00000" in str(app.screen.query_one("#resume-detail").visual)
+        )
+        await pilot.press("enter", "down", "down", "down", "e", "e")
+        await wait_until(pilot, restart_previewed)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -3,7 +3,8 @@
 Threading contract: the poller thread only calls ``collector.collect()`` and
 ``post_message``; everything that touches widgets happens on the UI thread in the
 message handlers. Quitting only closes the UI; the Ray run is not touched. The only
-changes raytop makes are the confirmed stops, through the injected ``controls``.
+changes raytop makes are the confirmed stops and resumes, through the injected
+``controls``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from textual.binding import Binding
 
 from raytop.model import Snapshot
 from raytop.sources.base import Collector
-from raytop.tui.controls import StopControls
+from raytop.tui.controls import Controls
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.help import HelpScreen
@@ -58,13 +59,13 @@ class RaytopApp(App[None]):
         autostart: bool = True,
         read_only: bool = False,
         theme: str = DEFAULT_THEME,
-        controls: StopControls | None = None,
+        controls: Controls | None = None,
     ) -> None:
         super().__init__()
         self.collector = collector
         self.refresh_s = refresh_s
         self.read_only = read_only
-        # Stops (see ``controls.StopControls``); None, or read-only: the keys say so.
+        # Stops and resume (``controls.Controls``); None, or read-only: the keys say so.
         self.controls = controls
         # Wall clock for "updated Ns ago"; tests replace it to freeze the display.
         self.clock = time.time

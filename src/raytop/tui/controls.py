@@ -1,13 +1,16 @@
-"""What the TUI may ask of the run: a graceful stop, injected by whoever starts the app.
+"""What the TUI may ask of the run, injected by whoever starts the app: graceful stops,
+and the resume of an experiment that raytop launched.
 
-The TUI never imports ray nor ``raytop.launch``; the CLI passes an object with these two
-methods as ``RaytopApp(..., controls=...)``. No implementation lives here.
+The TUI never imports ray nor ``raytop.launch``; the CLI passes an object with these
+methods as ``RaytopApp(..., controls=...)`` (``launch.control.ExperimentControls``). No
+implementation lives here.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from raytop.diagnose.resume import ResumePreview, StoredExperiment
 from raytop.model import Experiment
 
 
@@ -29,3 +32,31 @@ class StopControls(Protocol):
         Return once the request is recorded; raise if it could not be. Its checkpoints
         are kept."""
         ...
+
+
+class ResumeControls(Protocol):
+    """The Resume screen's reads and its one write. All three are called from a
+    background thread, never the UI thread: they read storage, and ``resume`` starts a
+    cluster and a driver. On failure they raise any ``Exception`` whose ``str`` is a
+    one-line message for the user."""
+
+    def experiments_under(self, storage_path: str) -> list[StoredExperiment]:
+        """The experiments in ``storage_path`` (or it itself, if it is one), newest
+        first. Reads only; raises e.g. "…: no such folder"."""
+        ...
+
+    def resume_preview(self, experiment_path: str, errored: str) -> ResumePreview:
+        """What resuming would do to each trial, with ``errored`` one of
+        ``diagnose.resume.ERRORED_CHOICES``. Reads only; raises when raytop cannot resume
+        it at all (still running, not launched by raytop, no experiment there)."""
+        ...
+
+    def resume(self, experiment_path: str, errored: str) -> str:
+        """Launch a detached driver running ``Tuner.restore`` with the spec saved at
+        launch; return a one-line message for the user (which driver runs it). May block
+        for seconds. Deletes nothing."""
+        ...
+
+
+class Controls(StopControls, ResumeControls, Protocol):
+    """Everything the app may be given: the stops and the resume."""

@@ -3,7 +3,8 @@
 ``post_message`` is the only thread-safe way into the UI, so the poller says everything
 it has to say with ``SnapshotReady`` and ``SourceFailed``. Both coalesce
 (``can_replace``): when the UI falls behind, only the newest news is worth rendering.
-The stacks fetch and the stop controls report back with their own messages.
+The stacks fetch, the stop controls and the Resume screen's calls report back with
+their own messages.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from raytop.diagnose.resume import ResumePreview, StoredExperiment
 from raytop.model import Snapshot
 
 
@@ -68,4 +70,55 @@ class StopFailed(Message):
     """A stop control raised; ``error`` is its one-line message."""
 
     target: str
+    error: str
+
+
+@dataclass
+class ExperimentsListed(Message):
+    """``experiments_under(storage)`` answered, newest first."""
+
+    storage: str
+    experiments: tuple[StoredExperiment, ...]
+
+
+@dataclass
+class ListingFailed(Message):
+    """``experiments_under(storage)`` raised; ``error`` is its one-line message."""
+
+    storage: str
+    error: str
+
+
+@dataclass
+class PreviewReady(Message):
+    """``resume_preview(path, errored)`` answered (as asked: the preview may spell the
+    path differently)."""
+
+    path: str
+    errored: str
+    preview: ResumePreview
+
+
+@dataclass
+class PreviewFailed(Message):
+    """``resume_preview(path, errored)`` raised: raytop cannot resume that one."""
+
+    path: str
+    errored: str
+    error: str
+
+
+@dataclass
+class ResumeDone(Message):
+    """``resume(path, …)`` returned: its driver is launched; ``message`` says which."""
+
+    path: str
+    message: str
+
+
+@dataclass
+class ResumeFailed(Message):
+    """``resume(path, …)`` raised; ``error`` is its one-line message."""
+
+    path: str
     error: str

@@ -3,12 +3,26 @@ only while on view; a state that arrives under another screen is drawn on resume
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from dataclasses import replace
 
+from textual.dom import DOMNode
 from textual.screen import Screen
 
 from raytop.model.format import fmt_duration
 from raytop.tui.state import ViewState
+
+
+def mark_bindings(node: DOMNode, ids: Collection[str], why: str) -> None:
+    """Say in their descriptions why the bindings ``ids`` of ``node`` do nothing
+    (``Stop trial (read-only)``): the footer and the help screen show it. This instance
+    only: the class's bindings are shared."""
+    table = node._bindings.key_to_bindings
+    for key, bindings in table.items():
+        table[key] = [
+            replace(b, description=f"{b.description} ({why})") if b.id in ids else b
+            for b in bindings
+        ]
 
 
 class SnapshotScreen(Screen[None]):

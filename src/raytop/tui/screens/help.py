@@ -16,9 +16,9 @@ _ABOUT = (
     "Run `raytop` again to re-attach."
 )
 _ABOUT_STOPS = (
-    "raytop changes the run only when you confirm a stop (x, t): a graceful stop that\n"
-    "deletes nothing. Quitting closes this window: the Ray run keeps going.\n"
-    "Run `raytop` again to re-attach."
+    "raytop changes the run only when you confirm a stop (x, t) or a resume (u); "
+    "neither deletes anything.\n"
+    "Quitting closes this window: the Ray run keeps going. Run `raytop` again to re-attach."
 )
 
 

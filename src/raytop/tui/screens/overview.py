@@ -2,7 +2,8 @@
 
 Enter (or ``w``) on a trial opens the Run screen of its Train run: the ranks at the
 ``ray.train.report`` barrier, from the report ledger. ``p`` opens the Placement screen:
-nodes, GPUs and placement groups, and why a group waits.
+nodes, GPUs and placement groups, and why a group waits. ``u`` opens the Resume screen:
+the experiments under this one's storage folder, and the resume of one, after a yes.
 
 ``x`` stops the shown experiment and ``t`` the highlighted trial, gracefully, after a
 confirmation, through the injected ``StopControls`` (run in a daemon thread: they block).
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 
 from textual import on
 from textual.app import ComposeResult
@@ -21,11 +21,13 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from raytop.model import Experiment, TrainRun, Trial
-from raytop.tui.controls import StopControls
+from raytop.tui.controls import Controls, StopControls
+from raytop.tui.format import one_line
 from raytop.tui.messages import StopDone, StopFailed
-from raytop.tui.screens.base import SnapshotScreen
+from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.confirm import ConfirmModal
 from raytop.tui.screens.placement import PlacementScreen
+from raytop.tui.screens.resume import ResumeScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
@@ -40,9 +42,13 @@ READ_ONLY = "read-only: stopping is disabled"
 NO_CONTROLS = "no controls in this session: stopping is disabled"
 
 
-def _one_line(exc: Exception) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+def parent_folder(path: str) -> str:
+    """``/home/ray/ray_results/torch_sweep`` → ``/home/ray/ray_results``; a URI keeps its
+    scheme (``s3://bucket/exp`` → ``s3://bucket``); no folder in it → ``""``."""
+    head, sep, _ = path.rstrip("/").rpartition("/")
+    if not sep:
+        return ""
+    return head if head and not head.endswith(":/") else head + "/"
 
 
 class OverviewScreen(SnapshotScreen):
@@ -66,6 +72,14 @@ class OverviewScreen(SnapshotScreen):
         ),
         # Kept out of the footer (it stays as it was); the help screen lists them.
         Binding(
+            "u",
+            "open_resume",
+            "Resume",
+            id="raytop.resume",
+            show=False,
+            tooltip="The experiments under this storage path: preview a resume, then do it.",
+        ),
+        Binding(
             "x",
             "stop_experiment",
             "Stop experiment",
@@ -82,31 +96,23 @@ class OverviewScreen(SnapshotScreen):
             tooltip="Stop the highlighted trial at its next result, after a yes.",
         ),
     ]
-    HELP_ONLY = STOP_IDS  # hidden from the footer, listed by the help screen
+    HELP_ONLY = STOP_IDS | {"raytop.resume"}  # hidden from the footer, listed by help
 
     def __init__(
         self,
         *,
         clock: Callable[[], float],
         read_only: bool,
-        controls: StopControls | None = None,
+        controls: Controls | None = None,
     ) -> None:
         super().__init__(state=ViewState(), clock=clock, read_only=read_only)
         self._experiment_name: str | None = None
         self._controls = controls
+        self._resume_screen: ResumeScreen | None = None  # one for the session, see u
         self._stopping: set[str] = set()  # targets whose stop is in flight
         self._stop_refusal = READ_ONLY if read_only else NO_CONTROLS if controls is None else None
         if self._stop_refusal is not None:
-            self._mark_stop_keys("read-only" if read_only else "no controls")
-
-    def _mark_stop_keys(self, why: str) -> None:
-        """Say in their descriptions why the stop keys do nothing (this instance only)."""
-        table = self._bindings.key_to_bindings
-        for key, bindings in table.items():
-            table[key] = [
-                replace(b, description=f"{b.description} ({why})") if b.id in STOP_IDS else b
-                for b in bindings
-            ]
+            mark_bindings(self, STOP_IDS, "read-only" if read_only else "no controls")
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
@@ -132,6 +138,22 @@ class OverviewScreen(SnapshotScreen):
     def action_open_placement(self) -> None:
         screen = PlacementScreen(state=self._state, clock=self._clock, read_only=self._read_only)
         self.app.push_screen(screen)
+
+    def action_open_resume(self) -> None:
+        """The Resume screen, suggesting the storage folder of the experiment on view.
+
+        One instance, installed so it outlives each visit: the user finds their list and
+        choices again, and a resume in flight reports back (and is not sent twice)."""
+        experiment = self._experiment()
+        storage = parent_folder(experiment.path) if experiment else ""
+        if self._resume_screen is None:
+            self._resume_screen = ResumeScreen(
+                storage=storage, read_only=self._read_only, controls=self._controls
+            )
+            self.app.install_screen(self._resume_screen, name="raytop-resume")
+        else:
+            self._resume_screen.suggest_storage(storage)
+        self.app.push_screen(self._resume_screen)
 
     @on(DataTable.RowSelected, "TrialTable")
     def _trial_chosen(self, event: DataTable.RowSelected) -> None:
@@ -227,7 +249,7 @@ class OverviewScreen(SnapshotScreen):
             else:
                 controls.stop_trial(experiment, trial_id)
         except Exception as exc:  # whatever a control raises, the UI stays up
-            self.post_message(StopFailed(target, _one_line(exc)))
+            self.post_message(StopFailed(target, one_line(exc)))
             return
         if trial_id is None:
             done = (

@@ -24,7 +24,7 @@ class StyledCell:
     so a theme switch recolours the cells already in the table.
 
     Equal cells compare equal (the table is left out), so an unchanged one is not
-    rewritten."""
+    rewritten. Too long for its column, it ends in an ellipsis (as ``left`` does)."""
 
     text: str
     component: str
@@ -34,7 +34,8 @@ class StyledCell:
         return self.text
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(self.text, style=self.table.component_style(self.component), end="")
+        style = self.table.component_style(self.component)
+        yield Text(self.text, style=style, end="", no_wrap=True, overflow="ellipsis")
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(len(self.text), len(self.text))

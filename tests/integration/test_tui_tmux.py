@@ -1,5 +1,6 @@
 """End to end, as a user meets it: ``raytop run`` in a real terminal (tmux), the sweep live
-on screen, ``q`` leaves the run going, and a bare ``raytop`` re-attaches."""
+on screen, ``q`` leaves the run going, and a bare ``raytop`` re-attaches; a stopped
+experiment resumed from the TUI's Resume screen, after its preview and a confirmation."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import time
 import uuid
 
 import pytest
+
+from tests.conftest import experiment_status, launch_run, run_raytop, wait_for
 
 pytestmark = [
     pytest.mark.ray,
@@ -80,3 +83,42 @@ def test_run_shows_the_sweep_live_and_quitting_leaves_it_running(ray_cluster, ex
         attach.wait_for(lambda s: "EXITED=0" in s, 20, "raytop to exit")
     finally:
         attach.close()
+
+
+def test_resume_screen_previews_then_resumes_a_stopped_experiment(ray_cluster, example_copy):
+    spec = example_copy("scalar.toml", "scalar_objective.py",
+                        edit={"steps = 3": "steps = 100", "[1, 2, 3, 4]": "[1, 2]"})  # fmt: skip
+    experiment = spec.parent / "results" / "scalar"
+    watcher = launch_run(spec, ray_cluster.address)
+
+    def running():
+        trials = experiment_status(ray_cluster.address, experiment)["trials"]
+        return experiment.is_dir() and any(t["iterations"] > 2 for t in trials)
+
+    wait_for(lambda: experiment.is_dir() and running(), 120, "the trials to run")
+    assert run_raytop("stop", str(experiment), "--yes").returncode == 0
+    watcher.wait(timeout=60)
+    assert experiment_status(ray_cluster.address, experiment)["status"] == "INTERRUPTED"
+
+    pane = Pane([sys.executable, "-m", "raytop", "--address", ray_cluster.address])
+    try:
+        pane.wait_for(lambda s: "INTERRUPTED" in s, 60, "the stopped experiment")
+        pane.keys("u")
+        screen = pane.wait_for(lambda s: "resumable" in s and "start from scratch" in s, 60,
+                               "the experiment list and its preview")  # fmt: skip
+        assert "errored trials" in screen
+        pane.keys("a")
+        pane.wait_for(lambda s: "Resume" in s and "scalar" in s and "[y]" in s.lower()
+                      or "yes" in s.lower(), 20, "the confirmation")  # fmt: skip
+        pane.keys("y")
+        pane.wait_for(lambda s: "resumed 'scalar'" in s, 60, "the resume to be launched")
+        done = wait_for(
+            lambda: (e := experiment_status(ray_cluster.address, experiment))["status"]
+            == "FINISHED" and e,
+            180, "the resumed experiment to finish",
+        )  # fmt: skip
+        assert [t["status"] for t in done["trials"]] == ["TERMINATED", "TERMINATED"]
+        assert all(t["iterations"] == 100 for t in done["trials"])
+    finally:
+        pane.close()
+        run_raytop("stop", str(experiment), "--yes")

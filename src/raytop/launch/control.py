@@ -9,9 +9,12 @@ Nothing here deletes anything. The CLI and the TUI both act through these functi
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -80,7 +83,13 @@ def _holds(storage: Storage) -> bool:
 
 
 def _can_restore(path: str) -> bool:
-    from ray.tune import Tuner  # public API; no ray.init needed
+    """Tune's own ``Tuner.can_restore`` (public; no ``ray.init`` needed)."""
+    if "ray.tune" not in sys.modules:
+        # Ray Tune reads ``sys.stdout.encoding`` at import; under the TUI ``sys.stdout`` is
+        # Textual's print capture, which has none. Import it with a stand-in stdout.
+        with contextlib.redirect_stdout(io.StringIO()):
+            import ray.tune  # noqa: F401
+    from ray.tune import Tuner
 
     try:
         return bool(Tuner.can_restore(path))

@@ -208,7 +208,20 @@ def run(
         run_spec = load_spec(spec)
     except SpecError as exc:
         fail(str(exc))
-    if _holds_experiment(run_spec.experiment_path):
+    runs_with_checkpoints = _train_runs_with_checkpoints(run_spec.experiment_path)
+    if runs_with_checkpoints and not _holds_experiment(run_spec.experiment_path):
+        # No Tune state to resume, but a new sweep's Train runs would take these names and
+        # silently resume from their checkpoints (RAY_NOTES b).
+        if not new_name:
+            fail(
+                f"{run_spec.experiment_path} holds Train runs with checkpoints "
+                f"({', '.join(runs_with_checkpoints[:3])}) but no Tune experiment to resume: "
+                "new trials would resume from them; run --new-name starts a fresh experiment "
+                "beside it; nothing was changed"
+            )
+        run_spec = _renamed(run_spec)
+        info(f"starting a new experiment '{run_spec.experiment.name}' beside the existing one")
+    elif _holds_experiment(run_spec.experiment_path):
         if resume_existing:
             _resume(run_spec.experiment_path, "skip", True, address, no_tui, refresh_s, stall_after)
             return
@@ -224,12 +237,15 @@ def run(
 
 
 def _holds_experiment(experiment_path: str) -> bool:
-    from raytop.launch.control import holds_experiment
-    from raytop.rundir import is_uri, local_path
+    from raytop.launch.control import holds_tune_experiment
 
-    if is_uri(experiment_path):
-        return False  # remote folders are checked by Tune itself
-    return holds_experiment(Path(local_path(experiment_path)))
+    return holds_tune_experiment(experiment_path)
+
+
+def _train_runs_with_checkpoints(experiment_path: str) -> list[str]:
+    from raytop.launch.control import train_runs_with_checkpoints
+
+    return train_runs_with_checkpoints(experiment_path)
 
 
 def _renamed(run_spec):

@@ -99,6 +99,9 @@ def test_two_ranks_writing_model_pt_is_a_collision_naming_both(ray_cluster, tmp_
     assert all(c["collisions"] == {"model.pt": [0, 1]} for c in checkpoints)
     # both ranks' barrier waits, and the upload's throughput
     assert all(set(c["sync_s"]) == {"0", "1"} and c["throughput_bps"] > 0 for c in checkpoints)
+    # each rank's own upload, start to end
+    assert all(set(c["rank_uploads"]) == {"0", "1"} for c in checkpoints)
+    assert all(end >= start for c in checkpoints for start, end in c["rank_uploads"].values())
     collisions = [f for f in snapshot["findings"] if f["kind"] == "checkpoint_collision"]
     assert len(collisions) == 2
     assert collisions[0]["evidence"]["ranks"] == [0, 1]

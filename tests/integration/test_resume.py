@@ -96,3 +96,16 @@ def test_read_only_refuses_every_mutation(example_copy, command):
     assert result.stderr.startswith(f"raytop: error: read-only: `raytop {command[0]}`")
     env_result = run_raytop(*args, env={"RAYTOP_READ_ONLY": "1"})
     assert env_result.returncode == 2 and "read-only" in env_result.stderr
+
+
+def test_train_runs_with_checkpoints_are_never_reused_silently(example_copy):
+    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py")
+    experiment = spec.parent / "results" / "torch_sweep"
+    run = experiment / "train_runs" / "torch_sweep-a1b2c_00000"
+    run.mkdir(parents=True)
+    (run / "checkpoint_manager_snapshot.json").write_text("{}")
+    refused = run_raytop("run", str(spec), "--no-tui")
+    assert refused.returncode == 2
+    assert "holds Train runs with checkpoints (torch_sweep-a1b2c_00000)" in refused.stderr
+    assert "--new-name" in refused.stderr and "nothing was changed" in refused.stderr
+    assert sorted(p.name for p in experiment.iterdir()) == ["train_runs"]

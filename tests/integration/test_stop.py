@@ -52,8 +52,10 @@ def test_stop_a_trial_then_the_experiment_then_resume(ray_cluster, example_copy)
     watcher.wait(timeout=60)
     assert experiment_status(ray_cluster.address, experiment)["status"] == "INTERRUPTED"
 
+    spec.write_text(spec.read_text() + "\n# edited after launch\n")
     resumed = run_raytop("resume", str(experiment), "--yes", "--no-tui",
                          "--address", ray_cluster.address)  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "changed since launch; the resume uses the spec as launched" in resumed.stdout
     final = experiment_status(ray_cluster.address, experiment)
     assert [t["status"] for t in final["trials"]] == ["TERMINATED", "TERMINATED"]

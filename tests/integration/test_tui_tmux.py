@@ -29,19 +29,21 @@ class Pane:
             f"{k}={shlex.quote(os.environ[k])}" for k in ("RAYTOP_HOME", "PATH") if k in os.environ
         )
         shell = f"env {env} TERM=xterm-256color {shlex.join(command)}; echo EXITED=$?; sleep 60"
+        # A tmux server of its own (-L): no race with another pane's server shutting down.
+        self.tmux = ["tmux", "-L", self.name]
         subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
-             shell],
+            [*self.tmux, "new-session", "-d", "-s", self.name, "-x", str(size[0]),
+             "-y", str(size[1]), shell],
             check=True,
         )  # fmt: skip
 
     def screen(self) -> str:
         return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+            [*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
         ).stdout
 
     def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def wait_for(self, predicate, timeout: float, what: str) -> str:
         deadline = time.monotonic() + timeout
@@ -53,7 +55,7 @@ class Pane:
         raise AssertionError(f"timed out waiting for {what}; screen:\n{self.screen()}")
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 def test_run_shows_the_sweep_live_and_quitting_leaves_it_running(ray_cluster, example_copy):

@@ -65,6 +65,7 @@ def test_barrier_time_per_rank_and_throughput():
     (record,) = pipeline(uploads, snapshot("c1"), {"c1"}, now=20.0, syncs=syncs)
     assert record.sync_s == {0: 0.5, 1: 2.0}
     assert record.throughput_bps == 2_000_000
+    assert record.rank_uploads == {0: (10.0, 12.0)}
     in_flight = pipeline({0: [upload("c2", 10.0, None, {"m.pt": 10})]}, None, set(), now=11.0)
     assert in_flight[0].throughput_bps is None
 

@@ -447,3 +447,16 @@ def test_storage_path_not_writable(make_spec, tmp_path: Path) -> None:
     message = spec_error(spec)
     assert message.startswith(f"{spec}: [experiment] storage_path '{target}': not writable (")
     assert message.endswith(")")
+
+
+def test_a_saved_copy_resolves_against_the_original_folder(make_spec, tmp_path: Path) -> None:
+    spec = make_spec('[experiment]\nname = "exp"\nstorage_path = "results"\n')
+    saved = tmp_path / "exp_results" / ".raytop" / "spec.toml"
+    saved.parent.mkdir(parents=True)
+    saved.write_bytes(spec.read_bytes())
+    copy = load_spec(saved, base_dir=tmp_path)
+    assert copy.experiment.storage_path == str(tmp_path / "results")
+    assert copy.spec_dir == tmp_path and copy.path == saved
+    sys.modules.pop(copy.trainable.entrypoint.split(":")[0], None)
+    with pytest.raises(SpecError, match="entrypoint"):
+        load_spec(saved)  # on its own, the copy's folder has no entrypoint module

@@ -115,6 +115,11 @@ def pipeline(
                 uploading_since=min((r["start"] for r in in_flight), default=None),
                 throughput_bps=throughput,
                 sync_s=_barrier_times(first.get("report"), ranks, syncs),
+                rank_uploads={
+                    r: (rec["start"], rec["end"])
+                    for r, rec in sorted(ranks.items())
+                    if rec.get("mode") != "NO_UPLOAD"
+                },  # fmt: skip
                 error=errors[0] if errors else None,
                 collisions={p: tuple(r) for p, r in sorted(owners.items()) if len(r) > 1},
             )

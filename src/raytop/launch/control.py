@@ -26,6 +26,7 @@ from raytop.model import Experiment
 from raytop.rundir import (
     STOP_MARKER,
     STOP_REQUESTS,
+    TRAIN_RUNS_DIR,
     driver_alive,
     is_uri,
     local_path,
@@ -80,6 +81,24 @@ def holds_experiment(folder: Path) -> bool:
 def _holds(storage: Storage) -> bool:
     """``holds_experiment`` for any storage (local or remote)."""
     return storage.exists("tuner.pkl") or bool(storage.glob("", "experiment_state-*.json"))
+
+
+def holds_tune_experiment(experiment_path: str) -> bool:
+    """Whether ``experiment_path`` (a folder or ``s3://…``) already holds Tune's state."""
+    from raytop.sources.storage import open_storage
+
+    return _holds(open_storage(experiment_path, watch=False))
+
+
+def train_runs_with_checkpoints(experiment_path: str) -> list[str]:
+    """The Train runs under ``experiment_path`` that have a checkpoint snapshot: a trial
+    taking one of these run names would resume from it."""
+    from raytop.sources.checkpoints import SNAPSHOT_FILE
+    from raytop.sources.storage import open_storage
+
+    storage = open_storage(experiment_path, watch=False)
+    runs = [e.name for e in storage.listing(TRAIN_RUNS_DIR) or [] if e.is_dir]
+    return sorted(r for r in runs if storage.exists(f"{TRAIN_RUNS_DIR}/{r}/{SNAPSHOT_FILE}"))
 
 
 def _can_restore(path: str) -> bool:
@@ -173,19 +192,21 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     if not info_file.exists():
         raise ControlError(f"{where}: not launched by raytop here (no {info_file})")
     spec_path = Path(json.loads(info_file.read_text())["spec"])
+    # The spec as launched (its copy), resolved against the original's folder.
+    launched_copy = raytop_dir / "spec.toml"
+    chosen = launched_copy if launched_copy.exists() else spec_path
     try:
-        spec = with_experiment(load_spec(spec_path), name, parent)
+        spec = with_experiment(load_spec(chosen, spec_path.parent), name, parent)
     except SpecError as exc:
         raise ControlError(f"the spec this experiment was launched with: {exc}") from None
     experiment = ExperimentReader(where, raytop_dir, storages).read()
     snapshots = CheckpointSnapshots(storages)
     checkpoints = snapshots.latest(experiment)
     rows, warnings = preview(experiment, checkpoints, errored, spec.tune.max_concurrent_trials)
-    launched_copy = raytop_dir / "spec.toml"
-    if launched_copy.exists() and launched_copy.read_bytes() != spec_path.read_bytes():
+    if chosen is launched_copy and _differs(launched_copy, spec_path):
         warnings.append(
-            f"{spec_path.name} changed since launch (the launched copy is {launched_copy}); "
-            "the resume uses it as it is now"
+            f"{spec_path} changed since launch; the resume uses the spec as launched "
+            f"({launched_copy})"
         )
     shown = ResumePreview(
         path=where,
@@ -196,6 +217,13 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
         warnings=(*experiment.warnings, *snapshots.warnings, *warnings),
     )
     return shown, spec
+
+
+def _differs(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() != b.read_bytes()
+    except OSError:
+        return True  # the original is gone or unreadable: say so
 
 
 def start_resume(

@@ -20,7 +20,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from raytop.home import register_experiment, write_json_atomic
+from raytop.home import read_json, register_experiment, write_json_atomic
 from raytop.launch.cluster import Target
 from raytop.launch.spec import RunSpec, load_spec
 from raytop.rundir import STOP_MARKER, raytop_dir_for
@@ -52,6 +52,9 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     files are never touched here."""
     raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)
     raytop_dir.mkdir(parents=True, exist_ok=True)
+    spec_file = str(spec.path)
+    if errored is not None:  # a resume runs the copy saved at launch: keep naming the user's
+        spec_file = (read_json(raytop_dir / "driver.json") or {}).get("spec", spec_file)
     for stale in ("exit.json", "trials.json", "job.json", STOP_MARKER):
         (raytop_dir / stale).unlink(missing_ok=True)
     if errored is None:
@@ -64,6 +67,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
             [sys.executable, "-m", "raytop.launch.driver", str(spec.path),
              "--address", target.address, "--raytop-dir", str(raytop_dir),
              "--name", spec.experiment.name, "--storage-path", spec.experiment.storage_path,
+             "--spec-dir", str(spec.spec_dir),
              *(["--restore", errored] if errored else [])],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd=spec.spec_dir,
@@ -73,7 +77,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
         {
             "pid": proc.pid,
             "host": socket.gethostname(),
-            "spec": str(spec.path),
+            "spec": spec_file,
             "address": target.address,
             "experiment_name": spec.experiment.name,
             "experiment_path": spec.experiment_path,
@@ -155,11 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     # The experiment as launched: `run --new-name` renames it, a resume takes its folder.
     parser.add_argument("--name", required=True)
     parser.add_argument("--storage-path", required=True)
+    parser.add_argument("--spec-dir", help="where the spec's relative paths resolve")
     args = parser.parse_args(argv)
     raytop_dir = Path(args.raytop_dir)
     code, error = 1, None
     try:
-        spec = with_experiment(load_spec(args.spec), args.name, args.storage_path)
+        spec = with_experiment(load_spec(args.spec, args.spec_dir), args.name, args.storage_path)
         code = run_driver(spec, args.address, raytop_dir, args.restore)
     except BaseException as exc:  # record why, whatever it was, then re-raise
         error = f"{type(exc).__name__}: {exc}"

@@ -118,10 +118,12 @@ class RunSpec:
     failure: FailureSection = field(default_factory=FailureSection)
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
     cluster: ClusterSection = field(default_factory=ClusterSection)
+    base_dir: Path | None = None  # set when it is not the file's folder (a saved copy)
 
     @property
     def spec_dir(self) -> Path:
-        return self.path.parent
+        """Where relative paths and the entrypoint's module resolve."""
+        return self.base_dir or self.path.parent
 
     @property
     def experiment_path(self) -> str:
@@ -136,12 +138,16 @@ class RunSpec:
         return dict(DEFAULT_FUNCTION_TRIAL_RESOURCES)
 
 
-def load_spec(path: str | Path) -> RunSpec:
-    """Read, parse and validate a spec file; raise SpecError with a one-line message."""
+def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
+    """Read, parse and validate a spec file; raise SpecError with a one-line message.
+
+    ``base_dir``: the folder relative paths and the entrypoint resolve against, when it is
+    not the file's own (the copy saved at launch, read back for a resume)."""
     given = Path(path)
     label = str(path)
     data = _read_toml(given, label)
     spec_path = Path(os.path.abspath(given))
+    base = Path(os.path.abspath(base_dir)) if base_dir is not None else spec_path.parent
     ctx = _Ctx(label)
 
     for name, value in data.items():
@@ -155,7 +161,7 @@ def load_spec(path: str | Path) -> RunSpec:
     if "trainable" not in data:
         ctx.fail("[trainable]", "missing section (required: kind and entrypoint)")
 
-    experiment = _parse_experiment(ctx, _section(ctx, data, "experiment"), spec_path)
+    experiment = _parse_experiment(ctx, _section(ctx, data, "experiment"), spec_path, base)
     trainable = _parse_trainable(ctx, _section(ctx, data, "trainable"))
     param_space = _parse_param_space(ctx, data.get("param_space", {}))
     tune = _parse_tune(ctx, _section(ctx, data, "tune"))
@@ -165,11 +171,12 @@ def load_spec(path: str | Path) -> RunSpec:
     cluster = _parse_cluster(ctx, _section(ctx, data, "cluster"))
 
     # Checks with side effects last: importing runs user code, the probe creates folders.
-    _check_entrypoint(ctx, trainable, spec_path.parent)
+    _check_entrypoint(ctx, trainable, base)
     _check_storage(ctx, experiment.storage_path)
 
     return RunSpec(
         path=spec_path,
+        base_dir=base if base_dir is not None else None,
         experiment=experiment,
         trainable=trainable,
         param_space=param_space,
@@ -364,7 +371,9 @@ def _resources(ctx: _Ctx, where: str, value: Any, *, for_ray_init: bool = False)
 # --------------------------------------------------------------------------- sections
 
 
-def _parse_experiment(ctx: _Ctx, raw: dict[str, Any], spec_path: Path) -> ExperimentSection:
+def _parse_experiment(
+    ctx: _Ctx, raw: dict[str, Any], spec_path: Path, base: Path
+) -> ExperimentSection:
     if "name" in raw:
         name = _str(ctx, "[experiment] name", raw["name"])
         if not _SAFE_NAME.fullmatch(name) or name in (".", ".."):
@@ -383,7 +392,7 @@ def _parse_experiment(ctx: _Ctx, raw: dict[str, Any], spec_path: Path) -> Experi
 
     storage = _str(ctx, "[experiment] storage_path", raw.get("storage_path", "results"))
     if not _URI.match(storage):
-        storage = os.path.normpath(os.path.join(spec_path.parent, os.path.expanduser(storage)))
+        storage = os.path.normpath(os.path.join(base, os.path.expanduser(storage)))
     return ExperimentSection(name=name, storage_path=storage)
 
 

@@ -141,6 +141,8 @@ class CheckpointRecord:
     uploading_since: float | None = None
     throughput_bps: float | None = None  # bytes / longest upload, once uploaded
     sync_s: dict[int, float] = field(default_factory=dict)  # rank → its report-barrier wait
+    # rank → (upload start, end or None while uploading), from the transfer hook
+    rank_uploads: dict[int, tuple[float, float | None]] = field(default_factory=dict)
     error: str | None = None
     collisions: dict[str, tuple[int, ...]] = field(default_factory=dict)  # path → ranks
 

@@ -316,41 +316,45 @@ def placement_groups_from(state: Any) -> list[dict[str, Any]]:
     return groups
 
 
+def _caller_locals(function: str, key: str, max_depth: int) -> dict[str, Any] | None:
+    """The locals of the nearest frame up the stack (from our caller's caller) running
+    ``function`` and holding ``key``: how the probe sees the arguments of Train's internal
+    calls that its hooks wrap."""
+    frame = sys._getframe(2)
+    for _ in range(max_depth):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == function and key in frame.f_locals:
+            return frame.f_locals
+        frame = frame.f_back
+    return None
+
+
 def upload_call_details(max_depth: int = 12) -> dict[str, Any] | None:
     """Inside ``on_checkpoint_transfer``: the checkpoint being uploaded, read from the
     caller's frame (Train's ``TrainContext._upload_checkpoint``; verified on 2.58): its
     destination folder name, its local files, whether a custom upload function is used."""
-    frame = sys._getframe(1)
-    for _ in range(max_depth):
-        frame = frame.f_back
-        if frame is None:
-            return None
-        if frame.f_code.co_name == "_upload_checkpoint" and "checkpoint_dir_name" in frame.f_locals:
-            local = frame.f_locals
-            checkpoint = local.get("checkpoint")
-            return {
-                "dir_name": local["checkpoint_dir_name"],
-                "local_path": getattr(checkpoint, "path", None),
-                "custom_upload": local.get("checkpoint_upload_fn") is not None,
-            }
-    return None
+    local = _caller_locals("_upload_checkpoint", "checkpoint_dir_name", max_depth)
+    if local is None:
+        return None
+    checkpoint = local.get("checkpoint")
+    return {
+        "dir_name": local["checkpoint_dir_name"],
+        "local_path": getattr(checkpoint, "path", None),
+        "custom_upload": local.get("checkpoint_upload_fn") is not None,
+    }
 
 
 def report_call_details(max_depth: int = 12) -> dict[str, Any] | None:
     """Inside ``on_checkpoint_sync``: the ``report`` call it belongs to, read from Train's
     ``TrainContext.report`` frame (verified on 2.58): the upload mode asked for and the
     local folder of the attached checkpoint (None: this rank attached none)."""
-    frame = sys._getframe(1)
-    for _ in range(max_depth):
-        frame = frame.f_back
-        if frame is None:
-            return None
-        if frame.f_code.co_name == "report" and "checkpoint_upload_mode" in frame.f_locals:
-            local = frame.f_locals
-            mode = local["checkpoint_upload_mode"]
-            checkpoint = local.get("checkpoint")
-            return {
-                "mode": str(getattr(mode, "name", mode)).upper(),
-                "local_path": getattr(checkpoint, "path", None) if checkpoint else None,
-            }
-    return None
+    local = _caller_locals("report", "checkpoint_upload_mode", max_depth)
+    if local is None:
+        return None
+    mode = local["checkpoint_upload_mode"]
+    checkpoint = local.get("checkpoint")
+    return {
+        "mode": str(getattr(mode, "name", mode)).upper(),
+        "local_path": getattr(checkpoint, "path", None) if checkpoint else None,
+    }

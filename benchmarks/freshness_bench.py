@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--address")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--unwatched", action="store_true", help="re-read storage every time")
     parser.add_argument("--poll", type=float, default=0.05)
     args = parser.parse_args()
 
@@ -65,9 +66,10 @@ def main() -> None:
     (folder / "spec.toml").write_text(SPEC.format(steps=args.steps, interval=args.interval))
     spec = load_spec(folder / "spec.toml")
     launched = launch(spec, target)
-    collector = SnapshotCollector(  # watching storage, as the TUI does
-        target.address, experiments=[(spec.experiment_path, launched.raytop_dir)], watch=True
-    )
+    collector = SnapshotCollector(  # watching storage, as the TUI does (unless --unwatched)
+        target.address, experiments=[(spec.experiment_path, launched.raytop_dir)],
+        watch=not args.unwatched,
+    )  # fmt: skip
     seen: dict[int, float] = {}
     latencies: list[float] = []
     collect_s: list[float] = []

@@ -29,8 +29,10 @@ from raytop.rundir import (
     TRAIN_RUNS_DIR,
     driver_alive,
     is_uri,
+    join_path,
     local_path,
     raytop_dir_for,
+    split_path,
 )
 
 if TYPE_CHECKING:
@@ -137,12 +139,12 @@ def experiments_under(storage_path: str) -> list[StoredExperiment]:
     if _holds(top):
         candidates = [(root, max((e.mtime or 0.0 for e in entries), default=0.0))]
     else:
-        candidates = [(f"{root}/{e.name}", e.mtime or 0.0) for e in entries if e.is_dir]
+        candidates = [(join_path(root, e.name), e.mtime or 0.0) for e in entries if e.is_dir]
     found = []
     for path, _mtime in sorted(candidates, key=lambda c: c[1], reverse=True):
         if path != root and not _holds(storages.root(path)):
             continue
-        name = path.rsplit("/", 1)[-1]
+        name = split_path(path)[1]
         raytop_dir = raytop_dir_for(path, name)
         known = raytop_dir if raytop_dir.is_dir() else None
         read = ExperimentReader(path, known, storages).read()
@@ -173,7 +175,7 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     storages = Storages()
     if is_uri(experiment_path):  # e.g. s3://bucket/prefix/name: read through pyarrow
         where = experiment_path.rstrip("/")
-        parent, _, name = where.rpartition("/")
+        parent, name = split_path(where)
         storage = storages.root(where)
         found = storage.exists("tuner.pkl") or storage.glob("", "experiment_state-*.json")
     else:

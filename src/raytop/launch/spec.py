@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from raytop.rundir import join_path
+
 SAMPLER_KINDS = ("grid", "choice", "uniform", "loguniform", "randint", "constant")
 
 
@@ -127,7 +129,7 @@ class RunSpec:
 
     @property
     def experiment_path(self) -> str:
-        return self.experiment.storage_path.rstrip("/") + "/" + self.experiment.name
+        return join_path(self.experiment.storage_path, self.experiment.name)
 
     @property
     def trial_resources(self) -> dict[str, float]:

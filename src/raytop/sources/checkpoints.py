@@ -13,7 +13,7 @@ from typing import Any
 from raytop.diagnose.resume import Checkpoint
 from raytop.diagnose.teardown import ExperimentFacts, RunFacts
 from raytop.model import Experiment
-from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
+from raytop.rundir import TRAIN_RUNS_DIR, join_path, split_path, train_run_name
 from raytop.sources.storage import Entry, Storages
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
@@ -29,7 +29,7 @@ class CheckpointSnapshots:
 
     def read(self, run_path: str | Path) -> dict[str, Any] | None:
         storage, rel = self.storages.locate(str(run_path))
-        name = str(run_path).rstrip("/").rsplit("/", 1)[-1]
+        name = split_path(str(run_path))[1]
         data, warning = storage.read_json(_join(rel, SNAPSHOT_FILE), f"{name}/{SNAPSHOT_FILE}")
         if warning:
             self.warnings.append(warning)
@@ -60,8 +60,7 @@ def _join(rel: str, name: str) -> str:
 
 def run_path(experiment: Experiment, trial_id: str) -> str:
     """Where a torch trial's Train run keeps its checkpoints (see ``rundir``)."""
-    run = train_run_name(experiment.name, trial_id)
-    return f"{experiment.path.rstrip('/')}/{TRAIN_RUNS_DIR}/{run}"
+    return join_path(experiment.path, TRAIN_RUNS_DIR, train_run_name(experiment.name, trial_id))
 
 
 def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> ExperimentFacts:

@@ -49,6 +49,11 @@ class Storage:
     copy is still good."""
 
     root: str
+    error: str | None = None  # why the storage itself could not be reached, last time
+
+    def unreachable(self) -> str | None:
+        """A one-line warning while the storage cannot be reached (else None)."""
+        return f"{self.root} unreachable ({self.error})" if self.error else None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -230,7 +235,6 @@ class RemoteStorage(Storage):
         self._queue: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._pending: set[tuple[str, str]] = set()
         self._refresher: threading.Thread | None = None
-        self.error: str | None = None  # the last failure to reach it, if any
 
     def _filesystem(self) -> Any:
         import pyarrow.fs
@@ -253,7 +257,8 @@ class RemoteStorage(Storage):
             return super().read_json(rel, label)
         if not self._fresh(rel, cached[0]):
             self._refresh("file", rel)
-        return cached[1], self._unreachable_warning()
+        warning = self.unreachable()
+        return cached[1], f"{warning}; showing the last copy read" if warning else None
 
     def listing(self, rel: str = "") -> list[Entry] | None:
         with self._lock:
@@ -263,11 +268,6 @@ class RemoteStorage(Storage):
         if not self._fresh(rel, cached[0]):
             self._refresh("listing", rel)
         return cached[1]
-
-    def _unreachable_warning(self) -> str | None:
-        return f"{self.root} unreachable ({self.error}); showing the last copy read" if (
-            self.error
-        ) else None  # fmt: skip
 
     def _refresh(self, kind: str, rel: str) -> None:
         with self._lock:
@@ -363,11 +363,15 @@ class Storages:
         """The storage holding ``path`` (the deepest known root above it, else a new one
         rooted at ``path``) and ``path`` relative to its root."""
         key = path if is_uri(path) else str(Path(local_path(path)).resolve())
+        bare, _, query = key.partition("?") if is_uri(key) else (key, "", "")
         for root, storage in sorted(self._by_root.items(), key=lambda kv: -len(kv[0])):
-            if key == root:
+            root_bare, _, root_query = root.partition("?") if is_uri(root) else (root, "", "")
+            if query != root_query:
+                continue
+            if bare.rstrip("/") == root_bare.rstrip("/"):
                 return storage, ""
-            if key.startswith(root.rstrip("/") + "/"):
-                return storage, key[len(root.rstrip("/")) + 1 :]
+            if bare.startswith(root_bare.rstrip("/") + "/"):
+                return storage, bare[len(root_bare.rstrip("/")) + 1 :]
         return self.root(key), ""
 
     def close(self) -> None:

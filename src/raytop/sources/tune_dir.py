@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from raytop.model import Experiment, ExperimentStatus, Trial
-from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER, driver_alive, is_uri, local_path
+from raytop.rundir import (
+    RAYTOP_DIR_NAME,
+    STOP_MARKER,
+    driver_alive,
+    is_uri,
+    local_path,
+    split_path,
+)
 from raytop.sources.storage import Storages
 
 
@@ -79,7 +86,8 @@ class ExperimentReader:
     def _trials_from_tune_state(self) -> tuple[list[Trial] | None, list[str]]:
         states = self._storage.glob("", "experiment_state-*.json")
         if not states:
-            return None, []
+            unreachable = self._storage.unreachable()
+            return None, [unreachable] if unreachable else []
         data, warning = self._storage.read_json(states[-1])
         warnings = [warning] if warning else []
         if data is None:
@@ -102,7 +110,7 @@ class ExperimentReader:
         return data.get("job_id") if data else None
 
     def read(self) -> Experiment:
-        name = Path(self.path).name
+        name = split_path(self.path)[1]
         info: dict[str, Any] = {}
         pid: int | None = None
         alive: bool | None = None

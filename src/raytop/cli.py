@@ -201,6 +201,7 @@ def run(
 
     An experiment folder that already holds a Tune experiment is never reused silently:
     --resume continues it, --new-name starts a fresh one beside it."""
+    from raytop.launch.control import holds_tune_experiment, train_runs_with_checkpoints
     from raytop.launch.spec import SpecError, load_spec
 
     _refuse_if_read_only(read_only, "run")
@@ -208,44 +209,31 @@ def run(
         run_spec = load_spec(spec)
     except SpecError as exc:
         fail(str(exc))
-    runs_with_checkpoints = _train_runs_with_checkpoints(run_spec.experiment_path)
-    if runs_with_checkpoints and not _holds_experiment(run_spec.experiment_path):
+    path = run_spec.experiment_path
+    if holds_tune_experiment(path):
+        if resume_existing:
+            _resume(path, "skip", True, address, no_tui, refresh_s, stall_after)
+            return
+        refusal = (
+            f"{path} already holds an experiment: `raytop resume {path}` (or run --resume) "
+            "continues it, run --new-name starts a fresh one beside it; nothing was changed"
+        )
+    elif runs := train_runs_with_checkpoints(path):
         # No Tune state to resume, but a new sweep's Train runs would take these names and
         # silently resume from their checkpoints (RAY_NOTES b).
+        refusal = (
+            f"{path} holds Train runs with checkpoints ({', '.join(runs[:3])}) but no Tune "
+            "experiment to resume: new trials would resume from them; run --new-name starts "
+            "a fresh experiment beside it; nothing was changed"
+        )
+    else:
+        refusal = None
+    if refusal is not None:
         if not new_name:
-            fail(
-                f"{run_spec.experiment_path} holds Train runs with checkpoints "
-                f"({', '.join(runs_with_checkpoints[:3])}) but no Tune experiment to resume: "
-                "new trials would resume from them; run --new-name starts a fresh experiment "
-                "beside it; nothing was changed"
-            )
-        run_spec = _renamed(run_spec)
-        info(f"starting a new experiment '{run_spec.experiment.name}' beside the existing one")
-    elif _holds_experiment(run_spec.experiment_path):
-        if resume_existing:
-            _resume(run_spec.experiment_path, "skip", True, address, no_tui, refresh_s, stall_after)
-            return
-        if not new_name:
-            fail(
-                f"{run_spec.experiment_path} already holds an experiment: `raytop resume "
-                f"{run_spec.experiment_path}` (or run --resume) continues it, run --new-name "
-                "starts a fresh one beside it; nothing was changed"
-            )
+            fail(refusal)
         run_spec = _renamed(run_spec)
         info(f"starting a new experiment '{run_spec.experiment.name}' beside the existing one")
     _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after)
-
-
-def _holds_experiment(experiment_path: str) -> bool:
-    from raytop.launch.control import holds_tune_experiment
-
-    return holds_tune_experiment(experiment_path)
-
-
-def _train_runs_with_checkpoints(experiment_path: str) -> list[str]:
-    from raytop.launch.control import train_runs_with_checkpoints
-
-    return train_runs_with_checkpoints(experiment_path)
 
 
 def _renamed(run_spec):

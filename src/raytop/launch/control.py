@@ -76,12 +76,8 @@ def stop_experiment(
     return True
 
 
-def holds_experiment(folder: Path) -> bool:
-    return (folder / "tuner.pkl").exists() or any(folder.glob("experiment_state-*.json"))
-
-
 def _holds(storage: Storage) -> bool:
-    """``holds_experiment`` for any storage (local or remote)."""
+    """Whether the storage's root holds Tune's state (a local folder or remote)."""
     return storage.exists("tuner.pkl") or bool(storage.glob("", "experiment_state-*.json"))
 
 
@@ -175,14 +171,10 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     storages = Storages()
     if is_uri(experiment_path):  # e.g. s3://bucket/prefix/name: read through pyarrow
         where = experiment_path.rstrip("/")
-        parent, name = split_path(where)
-        storage = storages.root(where)
-        found = storage.exists("tuner.pkl") or storage.glob("", "experiment_state-*.json")
     else:
-        folder = Path(local_path(experiment_path)).expanduser().resolve()
-        where, parent, name = str(folder), str(folder.parent), folder.name
-        found = folder.is_dir() and holds_experiment(folder)
-    if not found:
+        where = str(Path(local_path(experiment_path)).expanduser().resolve())
+    parent, name = split_path(where)
+    if not _holds(storages.root(where)):
         raise ControlError(
             f"{experiment_path}: no Tune experiment there (no tuner.pkl / experiment_state)"
         )

@@ -9,7 +9,7 @@ PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c co
 STAMP  := $(VENV)/.installed
 SPEC   ?= examples/torch_sweep.toml
 
-.PHONY: run test lint bench down
+.PHONY: run test test-fast lint bench down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/ruff format --check src tests examples benchmarks
 	$(BIN)/pytest -q
+
+## make test-fast: the development loop: lint, then every test that needs no Ray cluster
+## (unit, Textual Pilot and snapshot tests), in well under a minute.
+test-fast: $(STAMP)
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/pytest -q tests/unit tests/tui
 
 lint: $(STAMP)
 	$(BIN)/ruff check --fix src tests examples benchmarks

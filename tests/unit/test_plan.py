@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from raytop.diagnose.plan import (
     slots,
 )
 from raytop.launch.planning import (
+    MAX_NODES,
     PLENTY,
     describe,
     nodes_from_file,
@@ -33,6 +35,7 @@ from raytop.launch.planning import (
     worker_bundle,
 )
 from raytop.launch.spec import (
+    MAX_TRIALS,
     ClusterSection,
     ExperimentSection,
     RunSpec,
@@ -776,3 +779,70 @@ def test_nodes_file_rejects_entries_that_are_not_tables(tmp_path: Path, text: st
     attribute 'get') instead of a SpecError."""
     path = write(tmp_path, text)
     assert nodes_error(path) == f"{path}: [[nodes]] #1: expected a table"
+
+
+# ----------------------------------------------------------------------------- bounds
+
+
+def test_nodes_file_of_binary_bytes_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "NODES.toml"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe[[nodes]]\n")
+    assert nodes_error(path) == (f"{path}: not valid UTF-8 text (invalid start byte)")
+
+
+def test_nodes_file_toml_error_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[nodes]]\nCPU = 4\nCPU = 5\n")
+    assert nodes_error(path).startswith(f"{path}: TOML syntax error: ")
+
+
+@pytest.mark.parametrize("count", ["100000000", "100_000_000"])
+def test_nodes_file_count_above_the_cap_is_refused_before_expanding(
+    tmp_path: Path, count: str
+) -> None:
+    path = write(tmp_path, f"[[nodes]]\ncount = {count}\nCPU = 16\n")
+    assert nodes_error(path) == (
+        f"{path}: [[nodes]] #1 count: 100,000,000 nodes in all, above the limit of {MAX_NODES:,}"
+    )
+
+
+def test_nodes_file_cap_counts_every_entry(tmp_path: Path) -> None:
+    half = MAX_NODES // 2
+    path = write(tmp_path, f"[[nodes]]\ncount = {half}\nCPU = 1\n[[nodes]]\ncount = {half}\n")
+    assert len(nodes_from_file(path)) == MAX_NODES
+    path = write(tmp_path, f"[[nodes]]\ncount = {half}\n[[nodes]]\ncount = {half + 1}\n")
+    assert nodes_error(path) == (
+        f"{path}: [[nodes]] #2 count: {MAX_NODES + 1:,} nodes in all, above the limit of "
+        f"{MAX_NODES:,}"
+    )
+
+
+def test_nodes_file_count_as_a_float_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[nodes]]\ncount = 1e8\n")
+    assert nodes_error(path) == f"{path}: [[nodes]] #1 count: expected an integer >= 1"
+
+
+def test_nodes_file_name_must_be_a_string(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[nodes]]\nname = 3\n")
+    assert nodes_error(path) == f"{path}: [[nodes]] #1 name: expected a string"
+
+
+@pytest.mark.parametrize("kind", ["torch", "function"])
+def test_a_sweep_at_the_trial_cap_plans_in_bounded_time(tmp_path: Path, kind: str) -> None:
+    """num_samples at MAX_TRIALS on the embedded cluster: the planner once counted the
+    started drivers down one by one (100,000 calls, each over every node)."""
+    spec = make_spec(
+        tmp_path, kind=kind, tune=TuneSection(num_samples=MAX_TRIALS),
+        cluster_section=ClusterSection(num_cpus=4),
+    )  # fmt: skip
+    start = time.perf_counter()
+    sweep = plan_sweep(spec, nodes_from_spec(spec), "embedded")
+    elapsed = time.perf_counter() - start
+    assert sweep.verdict_plan.trials == MAX_TRIALS
+    assert elapsed < 2.0, f"{elapsed:.2f} s"
+
+
+def test_started_drivers_are_exactly_those_that_fit() -> None:
+    """Four {CPU: 1} drivers fit on two 2-CPU nodes, whatever the trial count."""
+    nodes = cluster({"CPU": 2.0}, count=2)
+    p = plan(nodes, TrialShape(CPU1, {}, 0), MAX_TRIALS, None)
+    assert counts(p) == (FITS, 4, 4)

@@ -1,4 +1,6 @@
-"""load_spec: a valid spec round-trips into the dataclasses; each bad input is one clear line."""
+"""load_spec: a valid spec round-trips into the dataclasses; each bad input is one clear line;
+reading a spec imports nothing and writes nothing (importing the entrypoint and probing the
+storage are ``preflight``'s, tests/unit/test_preflight.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import pytest
 from raytop.launch.spec import (
     DEFAULT_FUNCTION_TRIAL_RESOURCES,
     DEFAULT_TORCH_TRIAL_RESOURCES,
+    MAX_NAME_BYTES,
+    MAX_TRIALS,
     CheckpointSection,
     ClusterSection,
     FailureSection,
@@ -126,8 +130,8 @@ def test_full_spec_round_trips(make_spec, tmp_path: Path) -> None:
     assert spec.experiment.name == "torch_sweep-1.b"
     storage = tmp_path / "out" / "results"
     assert spec.experiment.storage_path == str(storage)
-    assert storage.is_dir()
-    assert list(storage.iterdir()) == []  # the write probe is gone
+    assert not (tmp_path / "out").exists()  # reading creates no folder
+    assert spec.trainable.module not in sys.modules  # and imports nothing
     assert spec.experiment_path == f"{storage}/torch_sweep-1.b"
 
     assert spec.trainable.kind == "torch"
@@ -394,59 +398,115 @@ def test_entrypoint_malformed(tmp_path: Path, entrypoint: str) -> None:
     )
 
 
-def test_entrypoint_module_not_importable(make_spec) -> None:
-    spec = make_spec("", module_source="def train_func(config)\n    pass\n")
-    mod = spec.read_text().split('entrypoint = "')[1].split(":")[0]
-    message = spec_error(spec)
-    assert message.startswith(
-        f"{spec}: [trainable] entrypoint '{mod}:train_func': cannot import module '{mod}': "
-        "SyntaxError: "
+def test_reading_a_spec_runs_none_of_its_module(make_spec, tmp_path: Path) -> None:
+    marker = tmp_path / "imported"
+    spec = make_spec(
+        '[experiment]\nstorage_path = "deep/results"\n',
+        module_source=f"open({str(marker)!r}, 'w').close()\ndef train_func(config): pass\n",
     )
+    before = {p.name for p in tmp_path.iterdir()}
+    load_spec(spec)
+    assert not marker.exists()
+    assert {p.name for p in tmp_path.iterdir()} == before  # no storage folder, no probe
 
 
-def test_entrypoint_module_raises_on_import(make_spec) -> None:
-    spec = make_spec("", module_source="raise RuntimeError('boom\\nsecond line')\n")
-    message = spec_error(spec)
-    assert "cannot import module" in message and "RuntimeError: boom second line" in message
-
-
-def test_entrypoint_module_missing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "entrypoint", ["os:system", "subprocess:run", "builtins:exec", "os.path:join", "sys:exit"]
+)
+def test_entrypoint_in_the_standard_library_is_refused_without_importing(
+    tmp_path: Path, entrypoint: str
+) -> None:
     spec = tmp_path / "spec.toml"
-    mod = f"raytop_spec_missing_{uuid.uuid4().hex[:8]}"
-    spec.write_text(f'[trainable]\nkind = "function"\nentrypoint = "{mod}:f"\n')
-    message = spec_error(spec)
-    assert f"cannot import module '{mod}': ModuleNotFoundError: " in message
-
-
-def test_entrypoint_function_missing(make_spec) -> None:
-    spec = make_spec("", module_source="def other(config):\n    pass\n")
-    mod = spec.read_text().split('entrypoint = "')[1].split(":")[0]
+    spec.write_text(f'[trainable]\nkind = "function"\nentrypoint = "{entrypoint}"\n')
+    top = entrypoint.split(":")[0].split(".")[0]
     assert spec_error(spec) == (
-        f"{spec}: [trainable] entrypoint '{mod}:train_func': "
-        f"'train_func' not found in module '{mod}'"
+        f"{spec}: [trainable] entrypoint: '{entrypoint}' names the standard-library module "
+        f"'{top}'; expected your own train module (e.g. 'train:train_func')"
     )
 
 
-def test_entrypoint_not_callable(make_spec) -> None:
-    spec = make_spec("", module_source="train_func = 42\n")
-    mod = spec.read_text().split('entrypoint = "')[1].split(":")[0]
+def test_a_module_named_like_no_stdlib_module_is_accepted(make_spec) -> None:
+    assert load_spec(make_spec("")).trainable.module.startswith("raytop_spec_ep_")
+
+
+# ----------------------------------------------------------------------------- bounds
+
+
+def test_name_at_the_byte_limit_is_accepted_and_one_more_is_refused(make_spec) -> None:
+    ok = "n" * MAX_NAME_BYTES
+    assert load_spec(make_spec(f'[experiment]\nname = "{ok}"\n')).experiment.name == ok
+    spec = make_spec(f'[experiment]\nname = "{ok}x"\n')
     assert spec_error(spec) == (
-        f"{spec}: [trainable] entrypoint '{mod}:train_func': '{mod}:train_func' is not callable"
+        f"{spec}: [experiment] name: {MAX_NAME_BYTES + 1} bytes, longer than the limit of "
+        f"{MAX_NAME_BYTES}: the Train run folders raytop names after it (<name>-<trial_id>) "
+        "must fit the 255-byte file-name limit"
     )
 
 
-# ----------------------------------------------------------------------------- storage
+def test_the_longest_derived_file_name_fits_255_bytes() -> None:
+    from raytop.rundir import train_run_name
+
+    renamed = "n" * MAX_NAME_BYTES + "-20261203-041500"  # run --new-name's stamp
+    # trial ids: 5 hex + '_' + the trial index, 5 digits up to MAX_TRIALS
+    trial_id = f"abcde_{MAX_TRIALS - 1:05d}"
+    assert len(train_run_name(renamed, trial_id).encode()) <= 255
 
 
-def test_storage_path_not_writable(make_spec, tmp_path: Path) -> None:
-    # Tests run as root, so chmod cannot make a folder unwritable; a regular file in the
-    # middle of the path fails for everyone.
-    (tmp_path / "afile").write_text("not a folder")
-    spec = make_spec('[experiment]\nstorage_path = "afile/sub"\n')
-    target = tmp_path / "afile" / "sub"
+def test_a_default_name_too_long_is_refused(make_spec) -> None:
+    spec = make_spec("", name="s" * (MAX_NAME_BYTES + 1) + ".toml")
     message = spec_error(spec)
-    assert message.startswith(f"{spec}: [experiment] storage_path '{target}': not writable (")
-    assert message.endswith(")")
+    assert "[experiment] name: " in message and "(the default: the file's stem)" in message
+
+
+@pytest.mark.parametrize(
+    ("storage", "fragment"),
+    [
+        ("s3://", "'s3://' names no bucket (expected 's3://bucket/path')"),
+        ("s3:///prefix", "'s3:///prefix' names no bucket"),
+        ("gs://?endpoint_override=x", "names no bucket (expected 'gs://bucket/path')"),
+        ("s3:/bucket", "'s3:/bucket' looks like a mistyped URI (expected 's3://bucket/path')"),
+        ("s3:bucket/p", "as written it would be a local folder named 's3:'"),
+        ("file://relative", "expected 'file:///absolute/path', got 'file://relative'"),
+    ],
+)
+def test_bad_storage_uris(make_spec, storage: str, fragment: str) -> None:
+    spec = make_spec(f'[experiment]\nstorage_path = "{storage}"\n')
+    message = spec_error(spec)
+    assert message.startswith(f"{spec}: [experiment] storage_path: "), message
+    assert fragment in message, message
+
+
+def test_good_storage_uris_are_kept(make_spec) -> None:
+    for uri in ("s3://bucket", "s3://b/p?endpoint_override=127.0.0.1:9000", "file:///data/r"):
+        spec = load_spec(make_spec(f'[experiment]\nstorage_path = "{uri}"\n'))
+        assert spec.experiment.storage_path == uri
+
+
+def test_num_samples_at_the_cap_is_accepted_above_refused(make_spec) -> None:
+    spec = load_spec(make_spec(f"[tune]\nnum_samples = {MAX_TRIALS}\n"))
+    assert spec.tune.num_samples == MAX_TRIALS
+    spec = make_spec("[tune]\nnum_samples = 1_000_000_000\n")
+    assert spec_error(spec) == (
+        f"{spec}: [tune] num_samples: 1,000,000,000 is above the limit "
+        f"(the limit is {MAX_TRIALS:,} trials)"
+    )
+
+
+def test_num_samples_as_a_float_is_refused(make_spec) -> None:
+    message = spec_error(make_spec("[tune]\nnum_samples = 1e9\n"))
+    assert "[tune] num_samples: expected an integer >= 1, got 1000000000.0 (a float)" in message
+
+
+def test_the_grid_product_times_num_samples_is_capped(make_spec) -> None:
+    grids = "\n".join(f"p{i} = {{ grid = [{', '.join(str(v) for v in range(10))}] }}"
+                      for i in range(5))  # fmt: skip
+    spec = make_spec(f"[param_space]\n{grids}\n[tune]\nnum_samples = 2\n")
+    assert spec_error(spec) == (
+        f"{spec}: [param_space]: the grid (10 x 10 x 10 x 10 x 10) x [tune] num_samples (2) "
+        f"makes 200,000 trials; the limit is {MAX_TRIALS:,} trials"
+    )
+    ok = make_spec(f"[param_space]\n{grids}\n")
+    assert load_spec(ok).tune.num_samples == 1  # 100,000 trials: at the cap
 
 
 def test_a_saved_copy_resolves_against_the_original_folder(make_spec, tmp_path: Path) -> None:
@@ -457,6 +517,4 @@ def test_a_saved_copy_resolves_against_the_original_folder(make_spec, tmp_path: 
     copy = load_spec(saved, base_dir=tmp_path)
     assert copy.experiment.storage_path == str(tmp_path / "results")
     assert copy.spec_dir == tmp_path and copy.path == saved
-    sys.modules.pop(copy.trainable.entrypoint.split(":")[0], None)
-    with pytest.raises(SpecError, match="entrypoint"):
-        load_spec(saved)  # on its own, the copy's folder has no entrypoint module
+    assert load_spec(saved).spec_dir == saved.parent  # on its own, the copy's folder

@@ -284,13 +284,17 @@ def plan(
             NEVER_PLACEABLE, trials, 0, 0, binding, tuple(reasons), num_workers=trial.num_workers
         )
     capacity = _Capacity(nodes, trial, wanted)
-    concurrent = wanted
-    while concurrent > 0 and best_running(capacity, concurrent) < 0:
-        concurrent -= 1  # Tune starts only the drivers that fit
+    # Tune starts only the drivers that fit: d drivers fit (sum(min(cap_i, d)) >= d) exactly
+    # when sum(cap_i) >= d, so no search is needed (a count-down was 100k calls at the cap).
+    concurrent = min(wanted, sum(capacity.caps))
     running = best_running(capacity, concurrent)
     # The highest concurrency at which every started trial runs. If c trials fit with their
-    # workers, so do c - 1: the predicate is monotone, so search it.
-    lo, hi = 0, concurrent
+    # workers, so do c - 1: the predicate is monotone, so search it. The ``running`` trials
+    # found above run on their own (the other drivers only took room), and no more trials
+    # can run than worker groups fit on the empty cluster: the search needs only that range.
+    empty = [capacity.worker_slots(i, 0) for i in range(len(nodes))]
+    lo = min(running, concurrent)
+    hi = max(lo, min(concurrent, groups(empty, trial.num_workers, trial.strategy)))
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if best_running(capacity, mid) >= mid:

@@ -161,6 +161,8 @@ def experiments_under(storage_path: str) -> list[StoredExperiment]:
 def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunSpec]:
     """The preview of resuming ``experiment_path``, and the spec to resume it with.
 
+    Reads only: the saved spec is parsed, never preflighted (its trainable module may be
+    anyone's code on shared storage; ``start_resume`` imports it once the user confirms).
     Raises ControlError (one line) when it cannot be resumed by raytop at all."""
     from raytop.launch.driver import with_experiment
     from raytop.launch.spec import SpecError, load_spec
@@ -228,19 +230,25 @@ def start_resume(
 ) -> Launched:
     """Launch the detached ``Tuner.restore`` driver on the cluster at ``address`` (resolved
     as everywhere: flag, RAY_ADDRESS, raytop's own, local); none running: start the
-    embedded one."""
+    embedded one. The spec's preflight (importing the entrypoint, proving the storage
+    writable) runs here, before a cluster is started, and again in ``launch``: this is an
+    actual resume, unlike ``plan_resume``."""
     from raytop.launch.cluster import resolve, start_embedded
     from raytop.launch.driver import launch
+    from raytop.launch.spec import SpecError, preflight
     from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
 
     pid, alive = driver_alive(raytop_dir_for(spec.experiment_path, spec.experiment.name))
     if alive:
         raise ControlError(f"'{spec.experiment.name}' is already running (driver pid {pid})")
     try:
+        preflight(spec)
         target = resolve(address) or start_embedded(spec.cluster, progress=progress)
+        return launch(spec, target, errored=errored)
+    except SpecError as exc:
+        raise ControlError(f"the spec this experiment was launched with: {exc}") from None
     except (ClusterUnreachable, RayUnsupported) as exc:
         raise ControlError(str(exc)) from None
-    return launch(spec, target, errored=errored)
 
 
 class ExperimentControls:

@@ -49,7 +49,11 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     ``Tuner.restore`` of the experiment, with what to do with its errored trials.
 
     Only raytop's own bookkeeping of the previous driver is replaced; Tune's and Train's
-    files are never touched here."""
+    files are never touched here. ``preflight`` first (SpecError, one line): every launch
+    and actual resume imports the entrypoint and proves the storage writable here."""
+    from raytop.launch.spec import preflight
+
+    preflight(spec)
     raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)
     raytop_dir.mkdir(parents=True, exist_ok=True)
     spec_file = str(spec.path)

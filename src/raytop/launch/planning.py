@@ -18,6 +18,9 @@ from raytop.launch.spec import RunSpec, SpecError
 from raytop.rundir import is_uri
 
 PLENTY = 1e18  # a resource a node description leaves out is not what binds
+# Nodes a NODES.toml may describe (all counts together). The planner looks at nodes one by
+# one; at this size a plan at the trial cap (spec.MAX_TRIALS) still answers within 2 s.
+MAX_NODES = 10_000
 
 
 def trial_count(spec: RunSpec) -> int:
@@ -57,21 +60,32 @@ def nodes_from_file(path: Path) -> list[NodeShape]:
     """NODES.toml: ``[[nodes]]`` tables with an optional ``count`` and ``name``; every other
     key is a resource (``CPU = 16``, ``GPU = 4``, ``memory = 64e9``, custom ones)."""
     try:
-        data = tomllib.loads(path.read_text())
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(f"cluster description not found: {path}") from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SpecError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not valid UTF-8 text ({exc.reason})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(" ".join(f"{path}: TOML syntax error: {exc}".split())) from None
     entries = data.get("nodes")
     if not isinstance(entries, list) or not entries:
         raise SpecError(f"{path}: expected one or more [[nodes]] tables")
-    nodes = []
+    nodes: list[NodeShape] = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise SpecError(f"{path}: [[nodes]] #{i + 1}: expected a table")
         count = entry.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise SpecError(f"{path}: [[nodes]] #{i + 1} count: expected an integer >= 1")
+        if len(nodes) + count > MAX_NODES:
+            raise SpecError(
+                f"{path}: [[nodes]] #{i + 1} count: {len(nodes) + count:,} nodes in all, above "
+                f"the limit of {MAX_NODES:,}"
+            )
         resources = {"memory": PLENTY}
         for key, value in entry.items():
             if key in ("count", "name"):
@@ -81,6 +95,8 @@ def nodes_from_file(path: Path) -> list[NodeShape]:
                 raise SpecError(f"{path}: [[nodes]] #{i + 1} {key}: expected a number >= 0")
             resources[key.upper() if key.lower() in ("cpu", "gpu") else key] = float(value)
         name = entry.get("name", f"group{i + 1}")
+        if not isinstance(name, str):
+            raise SpecError(f"{path}: [[nodes]] #{i + 1} name: expected a string")
         nodes += [NodeShape(f"{name}-{j}", dict(resources)) for j in range(count)]
     return nodes
 

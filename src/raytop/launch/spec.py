@@ -1,7 +1,10 @@
 """The run spec: a TOML file that says what to sweep, on what, and how to survive failures.
 
-``load_spec(path)`` parses and validates it; every problem becomes a ``SpecError`` whose
-message is one line naming the file, the section and the key (docs/spec.md).
+``load_spec(path)`` parses and validates it, purely: it imports no user code, creates no
+folder and writes no file, so previews, plans and listings can read any spec safely.
+``preflight(spec)`` does what only a launch or an actual resume may do: import the
+entrypoint and prove the local storage writable. Every problem becomes a ``SpecError``
+whose message is one line naming the file, the section and the key (docs/spec.md).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import importlib
 import math
 import os
 import re
+import secrets
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -21,6 +25,16 @@ from typing import Any, NoReturn
 from raytop.rundir import join_path
 
 SAMPLER_KINDS = ("grid", "choice", "uniform", "loguniform", "randint", "constant")
+
+# File names are limited to 255 bytes. The longest one raytop derives from the experiment
+# name is a Train run folder, ``<name>-<trial_id>`` (``-abcde_00000``: 12 bytes, see
+# ``rundir.train_run_name``), after ``run --new-name`` added ``-YYYYmmdd-HHMMSS`` (16
+# bytes): 200 + 16 + 12 = 228 leaves a margin.
+MAX_NAME_BYTES = 200
+# Trials in one sweep (num_samples x the grid's combinations). Tune keeps every trial in
+# memory and in experiment_state; five-digit trial indexes (``abcde_00000``) also keep
+# MAX_NAME_BYTES honest. The planner answers within 2 s up to this many.
+MAX_TRIALS = 100_000
 
 
 class SpecError(Exception):
@@ -143,6 +157,7 @@ class RunSpec:
 def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
     """Read, parse and validate a spec file; raise SpecError with a one-line message.
 
+    Pure: the entrypoint is not imported and the storage is not touched (``preflight``).
     ``base_dir``: the folder relative paths and the entrypoint resolve against, when it is
     not the file's own (the copy saved at launch, read back for a resume)."""
     given = Path(path)
@@ -171,10 +186,7 @@ def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
     failure = _parse_failure(ctx, _section(ctx, data, "failure"))
     checkpoint = _parse_checkpoint(ctx, _section(ctx, data, "checkpoint"))
     cluster = _parse_cluster(ctx, _section(ctx, data, "cluster"))
-
-    # Checks with side effects last: importing runs user code, the probe creates folders.
-    _check_entrypoint(ctx, trainable, base)
-    _check_storage(ctx, experiment.storage_path)
+    _check_trial_count(ctx, param_space, tune)
 
     return RunSpec(
         path=spec_path,
@@ -214,6 +226,9 @@ _PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 _BACKENDS = ("gloo", "nccl")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# ``s3:/bucket`` or ``s3:bucket``: a scheme without its ``//``, which would otherwise be a
+# relative local folder named ``s3:``.
+_MISTYPED_URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?!//)")
 _ENTRYPOINT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 _PROBE_NAME = ".raytop-write-probe"
 
@@ -391,11 +406,46 @@ def _parse_experiment(
                 f"the default (the file's stem {name!r}) is not a safe folder name "
                 "(letters, digits, '-', '_', '.'); set it explicitly",
             )
+    size = len(name.encode())
+    if size > MAX_NAME_BYTES:
+        default = "" if "name" in raw else " (the default: the file's stem)"
+        ctx.fail(
+            "[experiment] name",
+            f"{size} bytes{default}, longer than the limit of {MAX_NAME_BYTES}: the Train "
+            "run folders raytop names after it (<name>-<trial_id>) must fit the 255-byte "
+            "file-name limit",
+        )
 
     storage = _str(ctx, "[experiment] storage_path", raw.get("storage_path", "results"))
-    if not _URI.match(storage):
+    if _URI.match(storage):
+        _check_uri(ctx, storage)
+    else:
+        typo = _MISTYPED_URI.match(storage)
+        if typo:
+            scheme = typo.group(1)
+            ctx.fail(
+                "[experiment] storage_path",
+                f"{storage!r} looks like a mistyped URI (expected '{scheme}://bucket/path'); "
+                f"as written it would be a local folder named '{scheme}:'",
+            )
         storage = os.path.normpath(os.path.join(base, os.path.expanduser(storage)))
     return ExperimentSection(name=name, storage_path=storage)
+
+
+def _check_uri(ctx: _Ctx, uri: str) -> None:
+    """A remote URI names its bucket (``s3://`` alone, or ``s3:///x``, names none);
+    ``file://`` is a local path and has no bucket."""
+    scheme, _, rest = uri.partition("://")
+    if scheme.lower() == "file":
+        if not rest.startswith("/"):
+            ctx.fail("[experiment] storage_path", f"expected 'file:///absolute/path', got {uri!r}")
+        return
+    bucket = rest.split("/", 1)[0].split("?", 1)[0]
+    if not bucket:
+        ctx.fail(
+            "[experiment] storage_path",
+            f"{uri!r} names no bucket (expected '{scheme}://bucket/path')",
+        )
 
 
 def _parse_trainable(ctx: _Ctx, raw: dict[str, Any]) -> TrainableSection:
@@ -408,6 +458,15 @@ def _parse_trainable(ctx: _Ctx, raw: dict[str, Any]) -> TrainableSection:
         ctx.fail(
             "[trainable] entrypoint",
             f"expected 'module:function' (e.g. 'train:train_func'), got {entrypoint!r}",
+        )
+    # Decided from the name alone (nothing is imported): 'os:system' or 'builtins:exec'
+    # would run an arbitrary function of Python's own, never a train loop.
+    top = entrypoint.split(":", 1)[0].split(".", 1)[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        ctx.fail(
+            "[trainable] entrypoint",
+            f"{entrypoint!r} names the standard-library module {top!r}; "
+            "expected your own train module (e.g. 'train:train_func')",
         )
     return TrainableSection(kind=kind, entrypoint=entrypoint)
 
@@ -481,6 +540,22 @@ def _parse_tune(ctx: _Ctx, raw: dict[str, Any]) -> TuneSection:
     )
 
 
+def _check_trial_count(ctx: _Ctx, param_space: dict[str, Sampler], tune: TuneSection) -> None:
+    """Refuse sweeps above MAX_TRIALS (num_samples x the grid's combinations)."""
+    limit = f"the limit is {MAX_TRIALS:,} trials"
+    if tune.num_samples > MAX_TRIALS:
+        ctx.fail("[tune] num_samples", f"{tune.num_samples:,} is above the limit ({limit})")
+    grids = {k: len(s.values) for k, s in param_space.items() if s.kind == "grid"}
+    trials = math.prod(grids.values()) * tune.num_samples
+    if trials > MAX_TRIALS:
+        sizes = " x ".join(str(n) for n in grids.values())
+        ctx.fail(
+            "[param_space]",
+            f"the grid ({sizes}) x [tune] num_samples ({tune.num_samples}) makes "
+            f"{trials:,} trials; {limit}",
+        )
+
+
 def _parse_num_workers(ctx: _Ctx, value: Any) -> int | tuple[int, int]:
     where = "[scaling] num_workers"
     if not isinstance(value, list):
@@ -552,7 +627,16 @@ def _parse_cluster(ctx: _Ctx, raw: dict[str, Any]) -> ClusterSection:
     return ClusterSection(num_cpus=num_cpus, num_gpus=num_gpus, resources=resources)
 
 
-# --------------------------------------------------------------------------- side effects
+# --------------------------------------------------------------------------- preflight
+
+
+def preflight(spec: RunSpec) -> None:
+    """What only a launch or an actual resume may do: import the entrypoint (running the
+    user's module) and prove the local storage writable (creating the folder and a probe
+    file, removed again). Raises SpecError (one line). Safe to call twice."""
+    ctx = _Ctx(str(spec.path))
+    _check_entrypoint(ctx, spec.trainable, spec.spec_dir)
+    _check_storage(ctx, spec.experiment.storage_path)
 
 
 def _check_entrypoint(ctx: _Ctx, trainable: TrainableSection, spec_dir: Path) -> None:
@@ -578,15 +662,36 @@ def _check_entrypoint(ctx: _Ctx, trainable: TrainableSection, spec_dir: Path) ->
         ctx.fail(where, f"{trainable.entrypoint!r} is not callable")
 
 
+_PROBE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY | os.O_CLOEXEC
+
+
 def _check_storage(ctx: _Ctx, storage_path: str) -> None:
-    if _URI.match(storage_path):
-        return  # remote (or file://) storage is Ray's business
-    folder = Path(storage_path)
-    probe = folder / f"{_PROBE_NAME}-{os.getpid()}"
+    """Create the folder and write a probe into it. The probe's name is unpredictable and it
+    is created exclusively without following a symlink, relative to the opened folder: a
+    link planted in the folder can neither be guessed nor written through."""
+    if storage_path.startswith("file://"):
+        storage_path = storage_path[len("file://") :]
+    elif _URI.match(storage_path):
+        return  # remote storage is Ray's business
+    where = f"[experiment] storage_path {storage_path!r}"
+    if os.path.lexists(storage_path) and not os.path.isdir(storage_path):
+        try:
+            os.stat(storage_path)
+        except OSError as err:  # e.g. a symlink loop, a dangling link
+            ctx.fail(where, f"not a folder ({err.strerror or err})")
+        ctx.fail(where, "not a folder (a file is in the way)")
+    name = f"{_PROBE_NAME}-{secrets.token_hex(16)}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"ok")
-        probe.unlink()
+        os.makedirs(storage_path, exist_ok=True)
+        folder = os.open(storage_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(name, _PROBE_FLAGS, 0o600, dir_fd=folder)
+            try:
+                os.write(fd, b"ok")
+            finally:
+                os.close(fd)
+            os.unlink(name, dir_fd=folder)
+        finally:
+            os.close(folder)
     except OSError as err:
-        reason = err.strerror or str(err)
-        ctx.fail(f"[experiment] storage_path {storage_path!r}", f"not writable ({reason})")
+        ctx.fail(where, f"not writable ({err.strerror or err})")

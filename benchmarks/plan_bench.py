@@ -8,7 +8,11 @@ median of ``--repeat`` runs and compared with two baselines measured in the same
 time to build the node list, and one ``slots()`` loop over the nodes (the least any plan
 must do). Target: every plan under 1 s.
 
+``--at-cap``: the largest sweep a spec and a NODES.toml may describe (spec.MAX_TRIALS
+trials on planning.MAX_NODES nodes), against the bound ``raytop plan`` promises: 2 s.
+
     .venv/bin/python benchmarks/plan_bench.py [--repeat 5] [--trials 500] [--nodes 1000]
+    .venv/bin/python benchmarks/plan_bench.py --at-cap [--repeat 1]
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ import time
 from collections.abc import Callable
 
 from raytop.diagnose.plan import STRATEGIES, NodeShape, TrialShape, plan, slots
+from raytop.launch.planning import MAX_NODES
+from raytop.launch.spec import MAX_TRIALS
 
 TARGET_S = 1.0
+AT_CAP_TARGET_S = 2.0  # what `raytop plan` answers within, for any valid spec
 GPU_NODE = {"CPU": 16.0, "GPU": 4.0, "memory": 64e9}
 CPU_NODE = {"CPU": 32.0, "memory": 128e9}
 DRIVERS = {"{CPU: 1}": {"CPU": 1.0}, "{CPU: 0, memory: 1}": {"CPU": 0.0, "memory": 1.0}}
@@ -59,7 +66,14 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="runs per plan (median)")
     parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument(
+        "--at-cap", action="store_true",
+        help=f"{MAX_TRIALS:,} trials on {MAX_NODES:,} nodes, target {AT_CAP_TARGET_S:g} s",
+    )  # fmt: skip
     args = parser.parse_args()
+    target_s = TARGET_S
+    if args.at_cap:
+        args.trials, args.nodes, target_s = MAX_TRIALS, MAX_NODES, AT_CAP_TARGET_S
 
     build_s, nodes = median_time(lambda: build_nodes(args.nodes), args.repeat)
     worker = WORKERS["{GPU: 1, CPU: 2}"]
@@ -89,12 +103,12 @@ def main() -> int:
         if seconds > worst[0]:
             worst = (seconds, f"{strategy} {driver_name} {worker_name} × {n}")
 
-    verdict = "OK" if worst[0] < TARGET_S else "OVER TARGET"
+    verdict = "OK" if worst[0] < target_s else "OVER TARGET"
     print(
         f"max {fmt_s(worst[0])} ({worst[1]}): {worst[0] / build_s:.1f} × build, "
-        f"{worst[0] / loop_s:.1f} × slots loop; target < {TARGET_S:g} s: {verdict}"
+        f"{worst[0] / loop_s:.1f} × slots loop; target < {target_s:g} s: {verdict}"
     )
-    return 0 if worst[0] < TARGET_S else 1
+    return 0 if worst[0] < target_s else 1
 
 
 if __name__ == "__main__":

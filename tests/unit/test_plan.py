@@ -846,3 +846,11 @@ def test_started_drivers_are_exactly_those_that_fit() -> None:
     nodes = cluster({"CPU": 2.0}, count=2)
     p = plan(nodes, TrialShape(CPU1, {}, 0), MAX_TRIALS, None)
     assert counts(p) == (FITS, 4, 4)
+
+
+def test_a_tiny_need_counts_as_always_not_infinity() -> None:
+    """CPU = 1e-320 made the ratio infinite and math.floor raised OverflowError."""
+    assert slots({"CPU": 16.0}, {"CPU": 1e-320}) == plan_module.ALWAYS
+    assert slots({"CPU": 16.0}, {}) == plan_module.ALWAYS
+    p = plan(cluster({"CPU": 16.0}), TrialShape({"CPU": 1e-320}, {"CPU": 1.0}, 2), 3, None)
+    assert counts(p) == (FITS, 3, 3)

@@ -16,6 +16,7 @@ from raytop.launch.spec import (
     DEFAULT_TORCH_TRIAL_RESOURCES,
     MAX_NAME_BYTES,
     MAX_TRIALS,
+    MAX_WORKERS,
     CheckpointSection,
     ClusterSection,
     FailureSection,
@@ -518,3 +519,14 @@ def test_a_saved_copy_resolves_against_the_original_folder(make_spec, tmp_path: 
     assert copy.experiment.storage_path == str(tmp_path / "results")
     assert copy.spec_dir == tmp_path and copy.path == saved
     assert load_spec(saved).spec_dir == saved.parent  # on its own, the copy's folder
+
+
+@pytest.mark.parametrize("value", [f"{MAX_WORKERS + 1}", f"[1, {MAX_WORKERS + 1}]"])
+def test_num_workers_above_the_cap_is_refused(make_spec, value: str) -> None:
+    spec = make_spec(f"[scaling]\nnum_workers = {value}\n")
+    assert spec_error(spec) == (
+        f"{spec}: [scaling] num_workers: {MAX_WORKERS + 1:,} workers is above the limit of "
+        f"{MAX_WORKERS:,} per trial"
+    )
+    at_cap = make_spec(f"[scaling]\nnum_workers = [1, {MAX_WORKERS}]\n")
+    assert load_spec(at_cap).scaling.num_workers == (1, MAX_WORKERS)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 EXHAUSTIVE_LIMIT = 20_000  # driver placements tried exactly before falling back to greedy
+ALWAYS = 1 << 30  # "unlimited" copies of a bundle (far above any trial or worker count)
 
 FITS, NEVER_PLACEABLE, DEADLOCK, UNDER_UTILISED = (
     "fits", "never_placeable", "deadlock", "under_utilised",
@@ -76,15 +77,17 @@ def fmt_res(resources: dict[str, float]) -> str:
 
 
 def slots(free: dict[str, float], bundle: dict[str, float]) -> int:
-    """How many copies of ``bundle`` fit in ``free``; a bundle asking nothing fits 'always'."""
-    counts = [math.floor(free.get(r, 0.0) / need + 1e-9) for r, need in bundle.items() if need > 0]
-    return max(0, min(counts)) if counts else 1 << 30
+    """How many copies of ``bundle`` fit in ``free``; a bundle asking nothing fits 'always'
+    (``ALWAYS``, also the most counted: a tiny need, e.g. ``CPU = 1e-320``, would otherwise
+    make the ratio infinite)."""
+    counts = [free.get(r, 0.0) / need for r, need in bundle.items() if need > 0]
+    return max(0, math.floor(min(min(counts), ALWAYS) + 1e-9)) if counts else ALWAYS
 
 
 def groups(worker_slots: list[int], n: int, strategy: str) -> int:
     """How many worker groups of ``n`` bundles fit, given free worker slots per node."""
     if n <= 0:
-        return 1 << 30
+        return ALWAYS
     if strategy == "STRICT_PACK":
         return sum(s // n for s in worker_slots)
     if strategy == "STRICT_SPREAD":

@@ -35,6 +35,9 @@ MAX_NAME_BYTES = 200
 # memory and in experiment_state; five-digit trial indexes (``abcde_00000``) also keep
 # MAX_NAME_BYTES honest. The planner answers within 2 s up to this many.
 MAX_TRIALS = 100_000
+# Train workers per trial: far above real worker groups; it bounds the planner's work per
+# group (its exact one-group check is polynomial in the group size).
+MAX_WORKERS = 10_000
 
 
 class SpecError(Exception):
@@ -558,16 +561,21 @@ def _check_trial_count(ctx: _Ctx, param_space: dict[str, Sampler], tune: TuneSec
 
 def _parse_num_workers(ctx: _Ctx, value: Any) -> int | tuple[int, int]:
     where = "[scaling] num_workers"
-    if not isinstance(value, list):
+    result: int | tuple[int, int]
+    if isinstance(value, list):
+        if len(value) != 2 or not all(_is_int(v) for v in value):
+            ctx.fail(where, f"expected [min, max] (2 integers) for elastic, got {_shown(value)}")
+        low, high = value
+        if not 1 <= low <= high:
+            ctx.fail(where, f"expected [min, max] with 1 <= min <= max, got {_shown(value)}")
+        result = (low, high)
+    else:
         if not _is_int(value):
             ctx.fail(where, f"expected an integer >= 1 or [min, max], got {_described(value)}")
-        return _int(ctx, where, value, 1)
-    if len(value) != 2 or not all(_is_int(v) for v in value):
-        ctx.fail(where, f"expected [min, max] (2 integers) for elastic, got {_shown(value)}")
-    low, high = value
-    if not 1 <= low <= high:
-        ctx.fail(where, f"expected [min, max] with 1 <= min <= max, got {_shown(value)}")
-    return (low, high)
+        result = high = _int(ctx, where, value, 1)
+    if high > MAX_WORKERS:
+        ctx.fail(where, f"{high:,} workers is above the limit of {MAX_WORKERS:,} per trial")
+    return result
 
 
 def _parse_scaling(ctx: _Ctx, raw: dict[str, Any]) -> ScalingSection:

@@ -854,3 +854,14 @@ def test_a_tiny_need_counts_as_always_not_infinity() -> None:
     assert slots({"CPU": 16.0}, {}) == plan_module.ALWAYS
     p = plan(cluster({"CPU": 16.0}), TrialShape({"CPU": 1e-320}, {"CPU": 1.0}, 2), 3, None)
     assert counts(p) == (FITS, 3, 3)
+
+
+def test_a_deadlock_with_a_large_worker_group_is_proven_in_bounded_time() -> None:
+    """1,000 nodes of 16 CPUs, 16,000 {CPU: 1} drivers, groups of 800 {CPU: 1} workers: the
+    exact one-group check once ran a dynamic programme cubic in the group size (7 s)."""
+    start = time.perf_counter()
+    p = plan(cluster({"CPU": 16.0}, count=1000), TrialShape(CPU1, CPU1, 800), 16_000, None)
+    elapsed = time.perf_counter() - start
+    assert counts(p) == (DEADLOCK, 16_000, 0)
+    assert p.suggested_max_concurrent == 16_000 // 801  # each trial: a driver + 800 workers
+    assert elapsed < 2.0, f"{elapsed:.2f} s"

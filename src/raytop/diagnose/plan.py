@@ -215,19 +215,43 @@ def _one_group_fits(capacity: _Capacity, caps: list[int], drivers: int) -> bool:
         losses = sorted(x for i in range(len(caps)) if (x := loss(i, 1)) is not None)
         return len(losses) >= n and sum(losses[:n]) <= spare
     # PACK / SPREAD: the cheapest way to spread n bundles, by dynamic programming over the
-    # nodes (of one shape, n nodes at most can be useful).
+    # nodes (of one shape, n nodes at most can be useful), along the smaller of two axes:
+    # the bundles placed (least loss for t bundles) or the spare room (most bundles for a
+    # loss of c; a deadlock leaves no spare room, so this is one pass over the nodes).
+    # A node's choices stop at the first b it cannot hold or that costs more than spare
+    # (the loss never falls as b grows).
     per_shape: Counter = Counter()
-    cheapest = [0] + [math.inf] * n
+    best = [0] + [math.inf] * n if spare >= n else [0] * (spare + 1)
     for i in range(len(caps)):
         per_shape[capacity.shape_of[i], caps[i]] += 1
         if per_shape[capacity.shape_of[i], caps[i]] > n:
             continue
-        costs = [loss(i, b) for b in range(n + 1)]
-        cheapest = [
-            min(cheapest[t - b] + c for b, c in enumerate(costs[: t + 1]) if c is not None)
-            for t in range(n + 1)
-        ]
-    return cheapest[n] <= spare
+        choices = []  # (loss, bundles) for b = 1..
+        for b in range(1, n + 1):
+            x = loss(i, b)
+            if x is None or x > spare:
+                break
+            choices.append((x, b))
+        if not choices:
+            continue
+        if spare >= n:  # best[t]: the least loss that places t bundles
+            best = [
+                min([best[t]] + [best[t - b] + x for x, b in choices if b <= t])
+                for t in range(n + 1)
+            ]
+            if best[n] <= spare:
+                return True
+        else:  # best[c]: the most bundles placed for a loss of at most c
+            most = {}
+            for x, b in choices:  # per loss, the most bundles
+                most[x] = b
+            best = [
+                max([best[c]] + [best[c - x] + b for x, b in most.items() if x <= c])
+                for c in range(spare + 1)
+            ]
+            if best[spare] >= n:
+                return True
+    return best[n] <= spare if spare >= n else best[spare] >= n
 
 
 def _binding(nodes: list[NodeShape], trial: TrialShape) -> str | None:

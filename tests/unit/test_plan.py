@@ -865,3 +865,20 @@ def test_a_deadlock_with_a_large_worker_group_is_proven_in_bounded_time() -> Non
     assert counts(p) == (DEADLOCK, 16_000, 0)
     assert p.suggested_max_concurrent == 16_000 // 801  # each trial: a driver + 800 workers
     assert elapsed < 2.0, f"{elapsed:.2f} s"
+
+
+def test_the_largest_sweep_on_the_largest_nodes_file_plans_within_2_s(tmp_path: Path) -> None:
+    """MAX_TRIALS elastic trials (planned at both ends) on MAX_NODES nodes read from a
+    NODES.toml, with drivers that compete with the workers (the slow path)."""
+    path = write(tmp_path, f"[[nodes]]\ncount = {MAX_NODES}\nCPU = 16\nGPU = 4\n")
+    spec = make_spec(
+        tmp_path, tune=TuneSection(num_samples=MAX_TRIALS, trial_resources={"CPU": 1.0}),
+        scaling=ScalingSection(num_workers=(4, 8), resources_per_worker={"CPU": 4.0},
+                               placement_strategy="STRICT_SPREAD"),
+    )  # fmt: skip
+    start = time.perf_counter()
+    sweep = plan_sweep(spec, nodes_from_file(path), str(path))
+    elapsed = time.perf_counter() - start
+    assert [p.verdict for p in sweep.plans] == [UNDER_UTILISED, UNDER_UTILISED]
+    assert sweep.verdict_plan.suggested_max_concurrent == MAX_NODES * 16 // 17
+    assert elapsed < 2.0, f"{elapsed:.2f} s"

@@ -117,6 +117,15 @@ class _Capacity:
         cap_of = {i: min(slots(r, trial.driver), max_drivers) for i, r in self.resources.items()}
         self.caps = [cap_of[i] for i in self.shape_of]
         self._cache: dict[tuple[int, int], int] = {}
+        # Drivers that take nothing a worker needs (the torch default {CPU: 0, memory: 1}
+        # next to {CPU: 1} workers) leave every node's worker slots as they are: then where
+        # they go does not matter, and the worker groups of the empty cluster all run.
+        self.independent = not any(
+            need > 0 and trial.worker.get(r, 0) > 0 for r, need in trial.driver.items()
+        )
+        self.empty_groups = groups(
+            [self.worker_slots(i, 0) for i in range(len(nodes))], trial.num_workers, trial.strategy
+        )
 
     def worker_slots(self, i: int, drivers: int) -> int:
         key = (self.shape_of[i], drivers)
@@ -137,6 +146,8 @@ def best_running(capacity: _Capacity, drivers: int) -> int:
     caps = [min(c, drivers) for c in capacity.caps]
     if sum(caps) < drivers:
         return -1
+    if capacity.independent:
+        return min(drivers, capacity.empty_groups)
 
     def value(placement: list[int] | tuple[int, ...]) -> int:
         s = [capacity.worker_slots(i, d) for i, d in enumerate(placement)]
@@ -254,12 +265,27 @@ def _one_group_fits(capacity: _Capacity, caps: list[int], drivers: int) -> bool:
     return best[n] <= spare if spare >= n else best[spare] >= n
 
 
-def _binding(nodes: list[NodeShape], trial: TrialShape) -> str | None:
+def _trial_need(trial: TrialShape) -> dict[str, float]:
+    """What one running trial holds in all: its driver and its whole worker group."""
     need: dict[str, float] = dict(trial.driver)
     for r, v in trial.worker.items():
         need[r] = need.get(r, 0.0) + v * trial.num_workers
+    return need
+
+
+def _whole_trials(nodes: list[NodeShape], trial: TrialShape) -> int:
+    """How many running trials the cluster's summed totals could hold (an upper bound)."""
+    totals = [
+        sum(n.resources.get(r, 0.0) for n in nodes) / v
+        for r, v in _trial_need(trial).items()
+        if v > 0
+    ]
+    return math.floor(min(min(totals), ALWAYS) + 1e-9) if totals else ALWAYS
+
+
+def _binding(nodes: list[NodeShape], trial: TrialShape) -> str | None:
     ratios = {}
-    for r, v in need.items():
+    for r, v in _trial_need(trial).items():
         if v > 0:
             ratios[r] = sum(n.resources.get(r, 0.0) for n in nodes) / v
     return min(ratios, key=ratios.get) if ratios else None
@@ -317,11 +343,16 @@ def plan(
     running = best_running(capacity, concurrent)
     # The highest concurrency at which every started trial runs. If c trials fit with their
     # workers, so do c - 1: the predicate is monotone, so search it. The ``running`` trials
-    # found above run on their own (the other drivers only took room), and no more trials
-    # can run than worker groups fit on the empty cluster: the search needs only that range.
-    empty = [capacity.worker_slots(i, 0) for i in range(len(nodes))]
+    # found above run on their own (the other drivers only took room); no more trials can
+    # run than worker groups fit on the empty cluster, nor than the cluster's totals hold
+    # whole trials. The top of that range is tried first: on uniform clusters it is the
+    # answer, and the search is one call instead of ~17 at the trial cap.
     lo = min(running, concurrent)
-    hi = max(lo, min(concurrent, groups(empty, trial.num_workers, trial.strategy)))
+    hi = min(concurrent, capacity.empty_groups, _whole_trials(nodes, trial))
+    hi = max(lo, hi)
+    if lo < hi and best_running(capacity, hi) >= hi:
+        lo = hi  # the top holds: nothing left to search
+    hi -= lo < hi  # else the top is out
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if best_running(capacity, mid) >= mid:

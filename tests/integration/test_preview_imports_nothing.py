@@ -254,3 +254,23 @@ async def test_the_tuis_resume_screen_previews_without_importing(
         await pilot.press("a")  # read-only: refused; otherwise it asks first
         await pilot.pause(0.2)
     assert_untouched(folder, before)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"pid": 999999999, "spec": 5}', "expected a JSON object with a 'spec' path"),
+        (b'{"pid": 999999999}', "expected a JSON object with a 'spec' path"),
+        (b'{"pid": 999999999, "spec": ""}', "expected a JSON object with a 'spec' path"),
+        (b'{"pid": 999999999, "spec": "\xff', "unreadable ("),
+    ],
+)
+def test_a_malformed_driver_json_is_one_line(folder: Folder, content: bytes, expected: str):
+    info_file = folder.experiment / RAYTOP_DIR_NAME / "driver.json"
+    info_file.write_bytes(content)
+    before = folder.tree()
+    with pytest.raises(ControlError) as info:
+        plan_resume(str(folder.experiment), "skip")
+    assert str(info.value).startswith(f"{info_file}: {expected}")
+    assert "\n" not in str(info.value)
+    assert_untouched(folder, before)

@@ -187,7 +187,7 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     info_file = raytop_dir / "driver.json"
     if not info_file.exists():
         raise ControlError(f"{where}: not launched by raytop here (no {info_file})")
-    spec_path = Path(json.loads(info_file.read_text())["spec"])
+    spec_path = _launched_spec(info_file)
     # The spec as launched (its copy), resolved against the original's folder.
     launched_copy = raytop_dir / "spec.toml"
     chosen = launched_copy if launched_copy.exists() else spec_path
@@ -213,6 +213,19 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
         warnings=(*experiment.warnings, *snapshots.warnings, *warnings),
     )
     return shown, spec
+
+
+def _launched_spec(info_file: Path) -> Path:
+    """The spec file ``driver.json`` names (the user's, not the saved copy); one line
+    (ControlError) when the file is unreadable or not of that shape."""
+    try:
+        info = json.loads(info_file.read_bytes())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+        raise ControlError(f"{info_file}: unreadable ({exc})") from None
+    spec = info.get("spec") if isinstance(info, dict) else None
+    if not isinstance(spec, str) or not spec.strip():
+        raise ControlError(f"{info_file}: expected a JSON object with a 'spec' path")
+    return Path(spec)
 
 
 def _differs(a: Path, b: Path) -> bool:

@@ -1,16 +1,27 @@
 """The command line: ``raytop`` (attach the TUI), ``run``, ``status``, ``check``, ``down``.
 
 Exit codes are in ``EXIT_CODES`` (shown by ``raytop --help``) and docs/schema.md; ``check``
-has its own (``raytop.diagnose.check``). Errors are one line on stderr, never a traceback.
+has its own (``raytop.diagnose.check``). Errors are one line on stderr, never a traceback:
+``RaytopGroup`` is the one guard that turns what escapes a command into that line.
+
+The group's options (``GROUP_OPTIONS``) mean the same before or after the command name:
+every command takes them, a value given after the name wins, and a command with no use
+for one (``down --refresh 1``) accepts and ignores it. ``READ_ONLY_REFUSES`` is the one
+list of what ``--read-only`` refuses.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import json
+import math
 import os
 import sys
 import time
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -34,6 +45,60 @@ Exit codes:
   3  the embedded cluster could not be started
   12/13  run: refused by the capacity plan (see raytop plan --help); --force overrides
   (raytop check has its own codes: raytop check --help)"""
+
+
+class RaytopGroup(click.Group):
+    """The one top-level guard: whatever escapes a command becomes one line on stderr.
+
+    A usage error (unknown option, bad value) is one line, exit 2; an ``OSError`` names
+    the file (``cannot write ~/.raytop/x.json: Permission denied``), exit 2; anything else
+    is a bug: ``internal error: <Type>: <msg>``, exit 1, with the traceback only when
+    ``RAYTOP_DEBUG=1``. Overriding ``main`` keeps the console script ``raytop.cli:main``."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):  # fmt: skip
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            returned = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            fail(_one_line(exc.format_message()) + where, exc.exit_code)
+        except click.ClickException as exc:
+            fail(_one_line(exc.format_message()), exc.exit_code)
+        except click.Abort:
+            fail("aborted; nothing more was done", EXIT_RUN_FAILED)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader of our output went away
+                sys.exit(EXIT_RUN_FAILED)
+            _debug_traceback()
+            fail(_os_error_line(exc))
+        except Exception as exc:  # the guard of last resort: a bug, said in one line
+            _debug_traceback()
+            fail(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}", EXIT_RUN_FAILED)
+        sys.exit(returned if isinstance(returned, int) else EXIT_OK)
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def _debug_traceback() -> None:
+    if os.environ.get("RAYTOP_DEBUG") == "1":
+        traceback.print_exc()
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``cannot write|read <file>: <strerror>``: a file that exists but cannot be read
+    was being read; anything else (a missing folder, a read-only disk, a file where a
+    folder should be) was on the way to a write."""
+    filename = exc.filename if exc.filename is not None else exc.filename2
+    reason = exc.strerror or str(exc)
+    if filename is None:
+        return f"i/o error: {_one_line(reason)}"
+    name = os.fsdecode(filename)
+    unreadable = os.path.exists(name) and not os.access(name, os.R_OK)
+    return f"cannot {'read' if unreadable else 'write'} {name}: {reason}"
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
@@ -93,21 +158,35 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
 
     controls = ExperimentControls(collector.address)
     app = RaytopApp(collector, refresh_s=refresh_s, read_only=read_only, controls=controls)
-    with _native_stderr_to_log():
+    with _native_stderr_to_log(read_only):
         app.run()
 
 
-@contextlib.contextmanager
-def _native_stderr_to_log():
-    """Ray's C++ GCS client logs straight to fd 2 ("Failed to connect to GCS…"), and fd 2
-    is the terminal Textual draws on. While the TUI runs, Textual gets a duplicate of the
-    terminal and fd 2 goes to ``$RAYTOP_HOME/tui.log``."""
+def _stderr_sink(read_only: bool):
+    """Where fd 2 goes while the TUI runs: ``$RAYTOP_HOME/tui.log`` (the folder created if
+    need be); ``/dev/null`` under read-only (it writes no file) or when the home cannot
+    be written (the TUI must still open)."""
     from raytop.home import raytop_home
 
+    if not read_only:
+        try:
+            home = raytop_home()
+            home.mkdir(parents=True, exist_ok=True)
+            return open(home / "tui.log", "ab")  # noqa: SIM115 (the caller closes it)
+        except OSError:
+            pass
+    return open(os.devnull, "ab")  # noqa: SIM115
+
+
+@contextlib.contextmanager
+def _native_stderr_to_log(read_only: bool = False):
+    """Ray's C++ GCS client logs straight to fd 2 ("Failed to connect to GCS…"), and fd 2
+    is the terminal Textual draws on. While the TUI runs, Textual gets a duplicate of the
+    terminal and fd 2 goes to ``_stderr_sink``."""
     terminal_fd = os.dup(2)
     original = sys.__stderr__
     sys.__stderr__ = os.fdopen(terminal_fd, "w", buffering=1, closefd=False)
-    with open(raytop_home() / "tui.log", "ab") as log:
+    with _stderr_sink(read_only) as log:
         os.dup2(log.fileno(), 2)
         try:
             yield
@@ -117,15 +196,53 @@ def _native_stderr_to_log():
             sys.__stderr__ = original
 
 
+class FiniteFloat(click.ParamType):
+    """A finite number at least ``minimum``: ``click.FloatRange`` lets ``nan`` through
+    (every comparison with it is false) and ``inf`` makes a wait endless."""
+
+    name = "seconds"
+
+    def __init__(self, minimum: float) -> None:
+        self.minimum = minimum
+
+    def convert(self, value, param, ctx) -> float:
+        if isinstance(value, float) and math.isfinite(value) and value >= self.minimum:
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if number < self.minimum:
+            self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
+        return number
+
+
+class Address(click.ParamType):
+    """``HOST:PORT`` or ``auto``; an empty (or blank) value is refused rather than read
+    as "no address given" (which would silently pick another cluster)."""
+
+    name = "address"
+
+    def convert(self, value, param, ctx) -> str:
+        text = str(value).strip()
+        if not text:
+            self.fail("empty: give HOST:PORT or auto (or leave the option out)", param, ctx)
+        return text
+
+
+# The group's options and the value a command gets when neither position sets one.
+GROUP_OPTIONS = {"address": None, "refresh_s": 0.25, "stall_after": 60.0, "read_only": False}
+
 address_option = click.option(
-    "--address",
-    metavar="HOST:PORT|auto",
+    "--address", type=Address(), metavar="HOST:PORT|auto",
     help="Ray cluster (GCS) address; default RAY_ADDRESS, else the cluster raytop started, "
     "else the one running on this machine.",
-)
+)  # fmt: skip
 refresh_option = click.option(
-    "--refresh", "refresh_s", type=click.FloatRange(min=0.1), default=0.25, show_default=True,
-    help="Seconds between snapshots.",
+    "--refresh", "refresh_s", type=FiniteFloat(0.1), metavar="SECONDS",
+    help=f"Seconds between snapshots.  [default: {GROUP_OPTIONS['refresh_s']}]",
 )  # fmt: skip
 
 
@@ -134,21 +251,96 @@ experiment_option = click.option(
     help="An experiment folder to include (repeatable); default: what raytop launched.",
 )  # fmt: skip
 stall_option = click.option(
-    "--stall-after", type=click.FloatRange(min=0), default=60.0, show_default=True,
-    metavar="SECONDS", help="A rank waiting in report this long for another is a stall.",
+    "--stall-after", type=FiniteFloat(0), metavar="SECONDS",
+    help="A rank waiting in report this long for another is a stall.  "
+    f"[default: {GROUP_OPTIONS['stall_after']:g}]",
 )  # fmt: skip
-
-
 read_only_option = click.option(
     "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",
-    help="Refuse anything that changes a run (also RAYTOP_READ_ONLY=1).",
+    help="Refuse anything that changes a run or writes a file: run, resume, stop, down, "
+    "status --stacks; in the TUI x, t, a, s (also RAYTOP_READ_ONLY=1).",
 )  # fmt: skip
+GROUP_OPTION_DECORATORS = (address_option, refresh_option, stall_option, read_only_option)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One thing ``--read-only`` refuses. ``surface`` "cli": ``spelled`` is a command line
+    as typed (a command, then the flags that make it a change); "tui": a key, or a file
+    the TUI writes."""
+
+    surface: str
+    spelled: str
+    changes: str
+
+
+# Every change raytop can make, the one list read-only refuses (tests/integration/
+# test_cli_options.py and tests/tui/test_read_only.py test each entry). Under read-only
+# `raytop resume PATH` is refused at once, preview included: the TUI's Resume screen (u)
+# previews read-only.
+READ_ONLY_REFUSES = (
+    Mutation("cli", "run", "launches a detached driver (and may start a cluster)"),
+    Mutation("cli", "run --resume", "launches a driver that resumes the experiment"),
+    Mutation("cli", "resume", "launches a driver that resumes the experiment"),
+    Mutation("cli", "resume --yes", "launches a driver that resumes the experiment"),
+    Mutation("cli", "stop", "stops the experiment's driver"),
+    Mutation("cli", "stop --trial", "stops a trial"),
+    Mutation("cli", "down", "stops the embedded cluster"),
+    Mutation("cli", "status --stacks", "writes a stack request to the cluster's KV store"),
+    Mutation("tui", "x", "stops the experiment on view"),
+    Mutation("tui", "t", "stops the highlighted trial"),
+    Mutation("tui", "a", "resumes the previewed experiment"),
+    Mutation("tui", "s", "writes a stack request to the cluster's KV store"),
+    Mutation("tui", "tui.log", "the TUI's log in $RAYTOP_HOME (read-only: /dev/null)"),
+)
+
+
+def _refusal(ctx: click.Context, params: dict) -> Mutation | None:
+    """The most specific entry of ``READ_ONLY_REFUSES`` this invocation is, if any."""
+    flags = {opt: params.get(p.name) for p in ctx.command.params for opt in p.opts}
+    matches = [
+        m for m in READ_ONLY_REFUSES
+        if m.surface == "cli" and m.spelled.split()[0] == ctx.command.name
+        and all(flags.get(flag) for flag in m.spelled.split()[1:])
+    ]  # fmt: skip
+    return max(matches, key=lambda m: len(m.spelled), default=None)
+
+
+def group_options(command):
+    """Give ``command`` the group's options too: after the command name they win, else
+    the value given before it, else ``GROUP_OPTIONS``; read-only if either position (or
+    RAYTOP_READ_ONLY) says so, and then refuse a ``READ_ONLY_REFUSES`` entry before
+    anything is read. Apply it first (closest to the function)."""
+
+    @functools.wraps(command)
+    def merged(**params):
+        ctx = click.get_current_context()
+        root = ctx.find_root().params
+        for name, default in GROUP_OPTIONS.items():
+            if name == "read_only":
+                params[name] = bool(params.get(name) or root.get(name))
+            elif params.get(name) is None:
+                given = root.get(name)
+                params[name] = default if given is None else given
+        refused = _refusal(ctx, params) if params["read_only"] else None
+        if refused is not None:
+            fail(
+                f"read-only: `raytop {refused.spelled}` {refused.changes}; nothing was "
+                "changed (drop --read-only / RAYTOP_READ_ONLY)"
+            )
+        return command(**params)
+
+    for option in reversed(GROUP_OPTION_DECORATORS):
+        merged = option(merged)
+    return merged
+
+
 no_tui_option = click.option(
     "--no-tui", is_flag=True, help="Print one line per change; exit when it ends."
 )
 
 
-@click.group(invoke_without_command=True, epilog=EXIT_CODES)
+@click.group(cls=RaytopGroup, invoke_without_command=True, epilog=EXIT_CODES)
 @address_option
 @refresh_option
 @stall_option
@@ -156,27 +348,26 @@ no_tui_option = click.option(
 @click.version_option(package_name="raytop")
 @click.pass_context
 def main(
-    ctx: click.Context, address: str | None, refresh_s: float, stall_after: float,
-    read_only: bool,
+    ctx: click.Context, address: str | None, refresh_s: float | None,
+    stall_after: float | None, read_only: bool,
 ) -> None:  # fmt: skip
     """top for Ray Train and Ray Tune runs. Without a command: attach the TUI to the
-    experiments raytop launched (quitting it leaves them running)."""
+    experiments raytop launched (quitting it leaves them running).
+
+    The options above mean the same after a command's name (which wins): every command
+    takes them, and one with no use for an option ignores it."""
     from raytop.diagnose import Thresholds
 
     if ctx.invoked_subcommand:
-        return
+        return  # each command merges these values itself (``group_options``)
+    refresh_s = GROUP_OPTIONS["refresh_s"] if refresh_s is None else refresh_s
+    stall_after = GROUP_OPTIONS["stall_after"] if stall_after is None else stall_after
     collector = _collector(_resolve_target(address), None, Thresholds(stall_after), watch=True)
     _open_tui(collector, refresh_s, read_only)
 
 
-def _refuse_if_read_only(read_only: bool, what: str) -> None:
-    if read_only:
-        fail(f"read-only: `raytop {what}` would change a run; drop --read-only / RAYTOP_READ_ONLY")
-
-
 @main.command()
 @click.argument("spec")
-@address_option
 @no_tui_option
 @click.option("--force", is_flag=True, help="Launch even if the plan says it can never run.")
 @click.option(
@@ -190,9 +381,7 @@ def _refuse_if_read_only(read_only: bool, what: str) -> None:
     is_flag=True,
     help="The experiment folder exists: start a fresh one beside it, name + time.",
 )
-@refresh_option
-@stall_option
-@read_only_option
+@group_options
 def run(
     spec: str, address: str | None, no_tui: bool, force: bool, resume_existing: bool,
     new_name: bool, refresh_s: float, stall_after: float, read_only: bool,
@@ -204,7 +393,6 @@ def run(
     from raytop.launch.control import holds_tune_experiment, train_runs_with_checkpoints
     from raytop.launch.spec import SpecError, load_spec
 
-    _refuse_if_read_only(read_only, "run")
     try:
         run_spec = load_spec(spec)
     except SpecError as exc:
@@ -249,6 +437,7 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
     from raytop.diagnose import Thresholds
     from raytop.launch.cluster import start_embedded
     from raytop.launch.driver import launch
+    from raytop.launch.spec import SpecError
     from raytop.rundir import driver_alive, raytop_dir_for
     from raytop.sources.ray_adapter import ClusterUnreachable
 
@@ -269,7 +458,10 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
             fail(str(exc), EXIT_CLUSTER_START)
     elif target.embedded:
         _warn_if_cluster_differs(target, run_spec)
-    launched = launch(run_spec, target, errored=errored)
+    try:
+        launched = launch(run_spec, target, errored=errored)  # preflight first (SpecError)
+    except SpecError as exc:
+        fail(str(exc))
     verb = "resumed" if errored else "launched"
     info(
         f"{verb} '{run_spec.experiment.name}' (driver pid {launched.pid}, "
@@ -292,19 +484,16 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
               help="Errored trials: resume from their checkpoint, restart from scratch under a "
                    "new trial id, or leave them in ERROR.")  # fmt: skip
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@address_option
 @no_tui_option
-@refresh_option
-@stall_option
-@read_only_option
+@group_options
 def resume(
     experiment_path: str, errored: str, yes: bool, address: str | None, no_tui: bool,
     refresh_s: float, stall_after: float, read_only: bool,
 ) -> None:  # fmt: skip
     """Preview, then resume an interrupted experiment (Tuner.restore in a detached driver).
 
-    Unfinished trials resume from their latest checkpoint; nothing is deleted."""
-    _refuse_if_read_only(read_only, "resume")
+    Unfinished trials resume from their latest checkpoint; nothing is deleted. Refused
+    at once under read-only (the TUI's Resume screen previews read-only)."""
     _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_after)
 
 
@@ -336,15 +525,16 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
     "--trial", "trial_id", metavar="ID", help="Stop only this trial (at its next result)."
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@read_only_option
-def stop(experiment_path: str | None, trial_id: str | None, yes: bool, read_only: bool) -> None:
+@group_options
+def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group) -> None:
     """Stop gracefully: the whole experiment (its driver saves state and exits; it can be
     resumed) or one trial. Nothing is deleted."""
     from raytop.home import registered_experiments
     from raytop.launch.control import ControlError, stop_experiment, stop_trial
     from raytop.rundir import RAYTOP_DIR_NAME, driver_alive
 
-    _refuse_if_read_only(read_only, "stop")
+    if trial_id is not None and not trial_id.strip():
+        fail("--trial: empty; give a trial id (or leave --trial out to stop the experiment)")
     if experiment_path:
         raytop_dir = Path(experiment_path).expanduser().resolve() / RAYTOP_DIR_NAME
     else:
@@ -353,6 +543,8 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, read_only
         if len(running) != 1:
             fail(f"{len(running)} experiments are running: name the one to stop")
         raytop_dir = running[0]
+    if trial_id is not None:
+        _check_trial_id(raytop_dir, trial_id)
     if not driver_alive(raytop_dir)[1]:
         fail(f"{raytop_dir.parent}: its driver is not running here; nothing to stop")
     what = f"trial {trial_id} of {raytop_dir.parent.name}" if trial_id else raytop_dir.parent.name
@@ -373,6 +565,21 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, read_only
     if not stopped:
         fail("the driver is still saving after 120 s; it keeps going", 1)
     info(f"stopped {what}; resume it with `raytop resume {raytop_dir.parent}`")
+
+
+def _check_trial_id(raytop_dir: Path, trial_id: str) -> None:
+    """A stop for a trial the experiment does not have would be accepted and do nothing:
+    refuse it, naming a few the experiment has."""
+    from raytop.sources.tune_dir import ExperimentReader
+
+    experiment = ExperimentReader(str(raytop_dir.parent), raytop_dir).read()
+    known = [t.trial_id for t in experiment.trials]
+    if trial_id in known:
+        return
+    if not known:
+        fail(f"--trial {trial_id}: {raytop_dir.parent} has no trials recorded yet")
+    shown = ", ".join(known[:5]) + (f", … ({len(known)} in all)" if len(known) > 5 else "")
+    fail(f"--trial {trial_id}: no such trial in {raytop_dir.parent.name} (its trials: {shown})")
 
 
 def _plan_for(run_spec, target, cluster_file: str | None = None):
@@ -489,13 +696,16 @@ def _follow(collector, refresh_s: float, log_path: Path) -> int:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="The snapshot as JSON (docs/schema.md).")
-@click.option("--stacks", is_flag=True, help="Also ask every rank for its Python stack.")
+@click.option(
+    "--stacks", is_flag=True,
+    help="Also ask every rank for its Python stack (a request written to the cluster's "
+    "KV store: refused under read-only).",
+)  # fmt: skip
 @experiment_option
-@address_option
-@stall_option
+@group_options
 def status(
     as_json: bool, stacks: bool, experiments: tuple[str, ...], address: str | None,
-    stall_after: float,
+    stall_after: float, **_group,
 ) -> None:  # fmt: skip
     """Print the snapshot the TUI shows, once."""
     from raytop.diagnose import Thresholds
@@ -512,19 +722,18 @@ def status(
 
 @main.command(epilog="\b\n" + EXIT_CODES_HELP)
 @experiment_option
-@address_option
-@stall_option
 @click.option(
-    "--waiting-after", type=click.FloatRange(min=0), default=300.0, show_default=True,
+    "--waiting-after", type=FiniteFloat(0), default=300.0, show_default=True,
     metavar="SECONDS", help="A placeable group pending this long is reported (code 13).",
 )  # fmt: skip
 @click.option(
     "--teardown", is_flag=True,
     help="Instead: is everything a resume needs on storage? (0 safe, 14 not yet)",
 )  # fmt: skip
+@group_options
 def check(
-    experiments: tuple[str, ...], address: str | None, stall_after: float, waiting_after: float,
-    teardown: bool,
+    experiments: tuple[str, ...], waiting_after: float, teardown: bool, address: str | None,
+    stall_after: float, **_group,
 ) -> None:  # fmt: skip
     """Exit with a code that says whether training is healthy (one line per finding).
 
@@ -614,8 +823,8 @@ def _check_teardown(experiments: tuple[str, ...]) -> int:
     "--cluster", "cluster", default="current", show_default=True, metavar="current|NODES.toml",
     help="Plan on the live cluster, or on the node shapes described in a TOML file.",
 )  # fmt: skip
-@address_option
-def plan(spec: str, cluster: str, address: str | None) -> None:
+@group_options
+def plan(spec: str, cluster: str, address: str | None, **_group) -> None:
     """Can SPEC's sweep place, and how many trials run at once? (before launching it)"""
     from raytop.launch.planning import describe
     from raytop.launch.spec import SpecError, load_spec
@@ -633,7 +842,8 @@ def plan(spec: str, cluster: str, address: str | None) -> None:
 
 
 @main.command()
-def down() -> None:
+@group_options
+def down(**_group) -> None:
     """Stop the embedded cluster raytop started (never any other cluster)."""
     from raytop.launch.cluster import stop_embedded
 

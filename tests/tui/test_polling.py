@@ -40,6 +40,41 @@ async def test_poller_reports_failures_and_recovers(make_app, sweep) -> None:
     assert failures[0].consecutive == 1
 
 
+class MalformedThenGood:
+    """A collector whose source raises on a malformed ledger page until ``fixed`` is set
+    (the message as big and many-lined as such a page makes it), then collects again."""
+
+    PAGE_ERROR = "ledger page 3 of run 5f0c: expected a list, got dict\n" + "{'x': 1} " * 2000
+
+    def __init__(self, good) -> None:
+        self.good = good
+        self.fixed = threading.Event()
+        self.calls = 0
+
+    def collect(self):
+        self.calls += 1
+        if self.calls > 1 and not self.fixed.is_set():
+            raise ValueError(self.PAGE_ERROR)
+        return self.good
+
+
+async def test_a_source_error_degrades_the_view_and_polling_goes_on(make_app, sweep) -> None:
+    collector = MalformedThenGood(sweep)
+    app = make_app(collector=collector, autostart=True, refresh_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        bar = app.screen.query_one(ClusterBar)
+        table = app.screen.query_one(TrialTable)
+        await wait_until(pilot, lambda: bar.has_class("-disconnected"))
+        assert table.row_count == 5  # the last good snapshot stays on view
+        banner = str(bar.query_one("#banner").render())
+        assert "ValueError: ledger page 3 of run 5f0c: expected a list, got dict" in banner
+        assert "\n" not in app.state.problem and len(app.state.problem) < 330  # + " (n attempts)"
+        failing_since = collector.calls
+        collector.fixed.set()
+        await wait_until(pilot, lambda: not bar.has_class("-disconnected"))
+        assert collector.calls > failing_since and app._poller.is_alive()
+
+
 async def test_refresh_key_starts_polling_when_not_autostarted(make_app, sweep) -> None:
     app = make_app(sweep)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -84,6 +119,8 @@ def test_backoff_doubles_then_caps() -> None:
     assert [backoff_delay(0.5, n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
     assert backoff_delay(0.5, 20) == MAX_BACKOFF_S
     assert backoff_delay(60.0, 3) == 60.0  # a slow refresh is never made faster
+    # Hours of failures: 2**n would overflow a float and end the poller.
+    assert backoff_delay(0.5, 100_000) == MAX_BACKOFF_S
 
 
 @pytest.mark.parametrize("older", [SnapshotReady, SourceFailed])

@@ -438,12 +438,8 @@ async def test_a_failing_stack_request_notifies_an_error(make_app, stalled, with
         await wait_until(pilot, lambda: isinstance(app.screen, StacksScreen))
 
 
-async def test_stacks_are_allowed_read_only(make_app, stalled, with_stacks) -> None:
-    app = make_app(collector=StackCollector(stalled, stacks=with_stacks), read_only=True)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await open_run(app, pilot, stalled)
-        await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, StacksScreen))
+# Read-only refuses ``s`` (it writes a request to the cluster's KV store):
+# tests/tui/test_read_only.py, with every other entry of cli.READ_ONLY_REFUSES.
 
 
 def test_order_ranks_missing_then_waiting_then_the_rest() -> None:

@@ -27,13 +27,28 @@ from raytop.tui.theming import DEFAULT_THEME, install_themes, variable_defaults
 
 MAX_BACKOFF_S = 30.0
 _WAKE_CHECK_S = 0.1  # how often a sleeping poller checks for "refresh now"
+_MAX_ERROR_CHARS = 300  # a source's error as shown: one line, at most this long
 
 
 def backoff_delay(refresh_s: float, failures: int) -> float:
     """Seconds to wait before the next poll: doubles per consecutive failure, capped."""
     if failures == 0:
         return refresh_s
-    return min(refresh_s * 2**failures, max(refresh_s, MAX_BACKOFF_S))
+    # The exponent is capped first: 2**1100 seconds would overflow a float, and an error
+    # here (outside the poll's try) would end the poller after hours of failures.
+    return min(refresh_s * 2 ** min(failures, 32), max(refresh_s, MAX_BACKOFF_S))
+
+
+def _describe(exc: Exception) -> str:
+    """``Type: first line`` of what a source raised, bounded: a malformed ledger page or
+    KV value can make a message of any size or shape, and the bar shows one line."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not end the poller either
+        text = "(no message)"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    line = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return line if len(line) <= _MAX_ERROR_CHARS else line[: _MAX_ERROR_CHARS - 1] + "…"
 
 
 class RaytopApp(App[None]):
@@ -120,7 +135,7 @@ class RaytopApp(App[None]):
                 snapshot = self.collector.collect()
             except Exception as exc:  # the poller must survive anything a source does
                 failures += 1
-                self.post_message(SourceFailed(f"{type(exc).__name__}: {exc}", failures))
+                self.post_message(SourceFailed(_describe(exc), failures))
             else:
                 failures = 0
                 self.post_message(SnapshotReady(snapshot))

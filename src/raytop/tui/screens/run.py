@@ -3,6 +3,8 @@
 Pushed from the overview for a trial's run. Like the overview it renders only while on
 view and catches up on resume. ``s`` asks the collector for every rank's Python stack, in
 a daemon thread (``request_stacks`` blocks up to its timeout), and shows them side by side.
+The request is written to the cluster's KV store, so read-only refuses it (``s`` only says
+why), as it refuses the stops.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from textual.widgets import Footer, Static
 from raytop.model import Finding, LedgerStatus, Snapshot, TrainRun
 from raytop.model.format import fmt_duration
 from raytop.tui.messages import StacksFailed, StacksReady
-from raytop.tui.screens.base import SnapshotScreen
+from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.stacks import StacksScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
@@ -33,6 +35,8 @@ from raytop.tui.widgets.stall_banner import (
 from raytop.tui.widgets.worker_table import WorkerTable
 
 STACKS_TIMEOUT_S = 5.0
+STACKS_IDS = frozenset({"raytop.stacks"})
+READ_ONLY = "read-only: asking for stacks is disabled (it writes to the cluster's KV store)"
 
 
 def find_run(snapshot: Snapshot | None, run_id: str) -> TrainRun | None:
@@ -94,7 +98,7 @@ class RunScreen(SnapshotScreen):
             "stacks",
             "Stacks",
             id="raytop.stacks",
-            tooltip="Ask every rank for its Python stack (read-only).",
+            tooltip="Ask every rank for its Python stack (a request in the cluster's KV store).",
         ),
     ]
 
@@ -111,6 +115,8 @@ class RunScreen(SnapshotScreen):
         self._run = find_run(state.body, run_id)
         self._gone = False
         self._fetching = False
+        if read_only:
+            mark_bindings(self, STACKS_IDS, "read-only")
 
     @property
     def run(self) -> TrainRun | None:
@@ -183,6 +189,9 @@ class RunScreen(SnapshotScreen):
     # -- stacks -------------------------------------------------------------------------
 
     def action_stacks(self) -> None:
+        if self._read_only:
+            self.notify(READ_ONLY, severity="warning")
+            return
         collector = getattr(self.app, "collector", None)
         request = getattr(collector, "request_stacks", None)
         if request is None:

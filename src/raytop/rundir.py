@@ -8,8 +8,13 @@ under ``$RAYTOP_HOME/runs/<name>``.
 
 from __future__ import annotations
 
+import os
 import socket
+import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from raytop.home import raytop_home, read_json
 
@@ -53,19 +58,99 @@ def raytop_dir_for(experiment_path: str, name: str) -> Path:
     return Path(local_path(experiment_path)) / RAYTOP_DIR_NAME
 
 
+CREATE_TIME_TOLERANCE_S = 0.05  # psutil's create_time is derived from clock ticks
+DRIVER_MODULE = "raytop.launch.driver"
+
+
+@dataclass(frozen=True)
+class DriverCheck:
+    """What ``driver.json`` says and whether its pid is provably the driver raytop started.
+
+    ``alive``: True (proven), False (gone, finished, or a live pid that is not proven: see
+    ``problem``), None (another host, or no valid record: pid is then None too)."""
+
+    pid: int | None
+    alive: bool | None
+    problem: str | None = None
+    process: psutil.Process | None = None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f".{int(t * 100) % 100:02d}"
+
+
+def _same_path(arg: str, path: Path) -> bool:
+    if arg == str(path):
+        return True
+    try:
+        return os.path.realpath(arg) == os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+
+
+def check_driver(raytop_dir: Path) -> DriverCheck:
+    """The driver recorded in ``raytop_dir``, proven by pid, start time and command line
+    (the module and this raytop dir). Never raises on a malformed ``driver.json``."""
+    info = read_json(raytop_dir / "driver.json")
+    if not isinstance(info, dict):
+        return DriverCheck(None, None)
+    pid = info.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
+        return DriverCheck(None, None)
+    if (raytop_dir / "exit.json").exists():
+        return DriverCheck(pid, False)
+    if info.get("host") != socket.gethostname():
+        return DriverCheck(pid, None)
+    name = info.get("experiment_name")
+    name = name if isinstance(name, str) and name else raytop_dir.parent.name
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return DriverCheck(pid, False)
+        started = process.create_time()
+    except psutil.NoSuchProcess:
+        return DriverCheck(pid, False)
+    except (psutil.Error, OSError):
+        return DriverCheck(pid, False, f"pid {pid} cannot be inspected; not signalled")
+    refused = f"pid {pid} is not the driver raytop started for {name}"
+    recorded = info.get("pid_create_time")
+    if not _is_number(recorded):
+        why = "driver.json records no start time (an older raytop), so it cannot be proven"
+        return DriverCheck(pid, False, f"{refused} ({why}); not signalled")
+    if abs(started - float(recorded)) > CREATE_TIME_TOLERANCE_S:
+        when = f"started at {_stamp(started)}, recorded {_stamp(float(recorded))}"
+        return DriverCheck(pid, False, f"{refused} ({when}); not signalled")
+    try:
+        argv = process.cmdline()
+    except psutil.NoSuchProcess:
+        return DriverCheck(pid, False)
+    except (psutil.Error, OSError):
+        return DriverCheck(pid, False, f"{refused} (its command line is unreadable); not signalled")
+    if DRIVER_MODULE not in argv or not any(_same_path(a, raytop_dir) for a in argv):
+        why = f"its command line does not name {DRIVER_MODULE} with {raytop_dir}"
+        return DriverCheck(pid, False, f"{refused} ({why}); not signalled")
+    return DriverCheck(pid, True, None, process)
+
+
 def driver_alive(raytop_dir: Path) -> tuple[int | None, bool | None]:
     """(pid, alive) of the driver recorded in ``raytop_dir``; alive is None when it ran on
-    another host (cannot tell from here)."""
-    info = read_json(raytop_dir / "driver.json")
-    if not info:
-        return None, None
-    pid = int(info["pid"])
-    if (raytop_dir / "exit.json").exists():
-        return pid, False
-    if info.get("host") != socket.gethostname():
-        return pid, None
+    another host (cannot tell from here), True only for the proven driver (``check_driver``)."""
+    check = check_driver(raytop_dir)
+    return check.pid, check.alive
+
+
+def driver_identity_problem(raytop_dir: Path) -> str | None:
+    """One line when ``driver.json`` names a live pid that is not provably raytop's driver."""
+    return check_driver(raytop_dir).problem
+
+
+def process_create_time(pid: int) -> float | None:
+    """The start time psutil reports for ``pid`` (recorded at launch), None if unknown."""
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return pid, False
-    return pid, b"raytop.launch.driver" in cmdline
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None

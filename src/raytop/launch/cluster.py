@@ -22,8 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from raytop.home import raytop_home, read_json, write_json_atomic
 from raytop.launch.spec import ClusterSection
+from raytop.rundir import CREATE_TIME_TOLERANCE_S, process_create_time
 from raytop.sources import ray_adapter
 from raytop.sources.ray_adapter import ClusterUnreachable
 
@@ -43,20 +46,62 @@ def _cluster_record_path() -> Path:
     return raytop_home() / "cluster.json"
 
 
-def _pid_alive(pid: int) -> bool:
+class ClusterRecordUnproven(ClusterUnreachable):
+    """``cluster.json`` names a live pid that is not provably the cluster raytop started:
+    nothing was signalled and the record is kept. The message is one line for the user."""
+
+
+def _valid_record(record: object) -> tuple[int, int] | None:
+    """(pid, port) of a well-shaped ``cluster.json``, else None."""
+    if not isinstance(record, dict):
+        return None
+    pid, address = record.get("pid"), record.get("address")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
+        return None
+    if not isinstance(address, str):
+        return None
+    _, _, port = address.rpartition(":")
+    if not port.isdigit():
+        return None
+    return pid, int(port)
+
+
+def _identity(record: dict, pid: int, port: int) -> tuple[psutil.Process | None, str | None]:
+    """(the proven process, None), (None, None) when the pid is gone, or (None, why) when
+    a live pid is not provably ``ray start --head --block --port=<port>`` started by raytop."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None, None
+        started = process.create_time()
+        argv = process.cmdline()
+    except psutil.NoSuchProcess:
+        return None, None
+    except (psutil.Error, OSError):
+        return None, "it cannot be inspected"
+    recorded = record.get("pid_create_time")
+    if not isinstance(recorded, (int, float)) or isinstance(recorded, bool):
+        return None, "cluster.json records no start time (an older raytop)"
+    if abs(started - float(recorded)) > CREATE_TIME_TOLERANCE_S:
+        return None, f"it started at {started:.2f}, recorded {float(recorded):.2f}"
+    head = next((i for i, a in enumerate(argv) if os.path.basename(a) == "ray"), None)
+    rest = argv[head + 1 :] if head is not None else []
+    if not (rest[:1] == ["start"] and {"--head", "--block", f"--port={port}"} <= set(rest)):
+        return None, f"its command line is not `ray start --head --block --port={port}`"
+    return process, None
+
+
+def _proven(record: object) -> psutil.Process | None:
+    shape = _valid_record(record)
+    if shape is None:
+        return None
+    return _identity(record, *shape)[0]  # type: ignore[arg-type]
 
 
 def embedded_record() -> dict | None:
-    """The embedded cluster raytop started, if its owning process still runs."""
+    """The embedded cluster raytop started, if its owning process provably still runs."""
     record = read_json(_cluster_record_path())
-    if not record or not _pid_alive(int(record.get("pid", -1))):
+    if _proven(record) is None:
         return None
     return record
 
@@ -147,8 +192,9 @@ def start_embedded(
         )  # fmt: skip
     write_json_atomic(
         _cluster_record_path(),
-        {"address": address, "pid": proc.pid, "started_at": time.time(), "log": str(log_path)},
-    )
+        {"address": address, "pid": proc.pid, "pid_create_time": process_create_time(proc.pid),
+         "started_at": time.time(), "log": str(log_path)},
+    )  # fmt: skip
     progress(f"starting an embedded Ray cluster at {address} (log: {log_path})")
     reader = ray_adapter.GcsReader(address)
     deadline = time.monotonic() + EMBEDDED_START_TIMEOUT_S
@@ -179,22 +225,52 @@ def start_embedded(
 
 
 def stop_embedded(progress: Callable[[str], None] = lambda _msg: None) -> bool:
-    """Stop the cluster raytop started; False when there is none. Never touches others."""
-    record = read_json(_cluster_record_path())
-    if not record:
+    """Stop the cluster raytop started; False when none is recorded. Never touches others:
+    the recorded pid is signalled only while provably that ``ray start --head --block``
+    (start time and command line); otherwise ClusterRecordUnproven, the record kept."""
+    path = _cluster_record_path()
+    record = read_json(path)
+    if record is None:
         return False
-    pid = int(record["pid"])
-    if _pid_alive(pid):
+    shape = _valid_record(record)
+    if shape is None:
+        raise ClusterRecordUnproven(f"{path} is not a valid cluster record; nothing signalled")
+    pid, port = shape
+    process, why = _identity(record, pid, port)
+    if why is not None:
+        raise ClusterRecordUnproven(
+            f"the recorded cluster pid {pid} is not the one raytop started ({why}); not signalled"
+        )
+    if process is not None:
         progress(f"stopping the embedded Ray cluster at {record['address']} (pid {pid})")
-        os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGTERM)  # psutil re-checks the start time first
         deadline = time.monotonic() + EMBEDDED_STOP_TIMEOUT_S
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while _still(process) and time.monotonic() < deadline:
             _reap(pid)
             time.sleep(0.2)
-        if _pid_alive(pid):
-            os.killpg(pid, signal.SIGKILL)
-    _cluster_record_path().unlink(missing_ok=True)
+        # Proven again, and its own group leader (start_new_session): only then the group.
+        if _identity(record, pid, port)[0] is not None and _group_leader(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            _reap(pid)
+    path.unlink(missing_ok=True)
     return True
+
+
+def _still(process: psutil.Process) -> bool:
+    """Whether ``process`` (the same one: psutil compares start times) still runs."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _group_leader(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
 
 
 def _reap(pid: int) -> None:

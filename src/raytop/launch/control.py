@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import signal
 import sys
 import time
@@ -27,6 +26,7 @@ from raytop.rundir import (
     STOP_MARKER,
     STOP_REQUESTS,
     TRAIN_RUNS_DIR,
+    check_driver,
     driver_alive,
     is_uri,
     join_path,
@@ -46,9 +46,11 @@ class ControlError(RuntimeError):
 
 
 def stop_trial(raytop_dir: Path, trial_id: str) -> None:
-    _, alive = driver_alive(raytop_dir)
-    if not alive:
-        raise ControlError(f"{raytop_dir.parent.name}: its driver is not running here")
+    check = check_driver(raytop_dir)
+    if not check.alive:
+        raise ControlError(
+            check.problem or f"{raytop_dir.parent.name}: its driver is not running here"
+        )
     requests = raytop_dir / STOP_REQUESTS
     stopping = set(json.loads(requests.read_text())) if requests.exists() else set()
     write_json_atomic(requests, sorted(stopping | {trial_id}))
@@ -60,13 +62,20 @@ def stop_experiment(
     progress: Callable[[str], None] = lambda _msg: None,
 ) -> bool:
     """Ask the driver to stop; True once it has exited (within ``wait_s``; 0: don't wait)."""
-    pid, alive = driver_alive(raytop_dir)
-    if not alive or pid is None:
-        raise ControlError(f"{raytop_dir.parent.name}: its driver is not running here")
+    import psutil
+
+    check = check_driver(raytop_dir)
+    if not check.alive or check.process is None:
+        # A live pid that is not provably the driver raytop started is never signalled.
+        raise ControlError(
+            check.problem or f"{raytop_dir.parent.name}: its driver is not running here"
+        )
     # Tune ends the trials it interrupts as if they finished; the marker tells readers to
     # trust Tune's saved (restorable) state over the driver's last live table.
     write_json_atomic(raytop_dir / STOP_MARKER, {"requested_at": time.time()})
-    os.kill(pid, signal.SIGINT)
+    # psutil re-checks the pid's start time just before signalling; gone: the wait sees it.
+    with contextlib.suppress(psutil.NoSuchProcess):
+        check.process.send_signal(signal.SIGINT)
     deadline = time.monotonic() + wait_s
     while driver_alive(raytop_dir)[1]:
         if time.monotonic() >= deadline:

@@ -1,9 +1,9 @@
 """The detached Tune driver (DESIGN decision 4): it outlives the terminal that started it.
 
 ``launch(spec, target)`` starts ``python -m raytop.launch.driver`` in its own session with
-its output in ``<raytop_dir>/driver.log`` and writes ``driver.json`` (pid, host, spec,
-address). When the driver ends it writes ``exit.json``. The raytop dir sits inside the
-experiment folder for local storage (see ``raytop.rundir``).
+its output in ``<raytop_dir>/driver.log`` and writes ``driver.json`` (pid and its start
+time, host, spec, address, experiment path). When the driver ends it writes ``exit.json``.
+The raytop dir sits inside the experiment folder for local storage (see ``raytop.rundir``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from raytop.home import read_json, register_experiment, write_json_atomic
 from raytop.launch.cluster import Target
 from raytop.launch.spec import RunSpec, load_spec
-from raytop.rundir import STOP_MARKER, raytop_dir_for
+from raytop.rundir import STOP_MARKER, process_create_time, raytop_dir_for
 
 # Set for launched drivers unless the user set them; propagated by Ray to the Train
 # controller and workers (RAY_NOTES h). The 0.5 s poll lets a worker's report reach the
@@ -80,6 +80,8 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
         raytop_dir / "driver.json",
         {
             "pid": proc.pid,
+            # With the pid, what proves later that a live pid is still this driver.
+            "pid_create_time": process_create_time(proc.pid),
             "host": socket.gethostname(),
             "spec": spec_file,
             "address": target.address,

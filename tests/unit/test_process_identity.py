@@ -1,0 +1,247 @@
+"""Signals go only to the process raytop started: a recorded pid is proven by its start
+time and command line before `stop` SIGINTs a driver or `down` stops a cluster."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from raytop.home import write_json_atomic
+from raytop.launch import cluster
+from raytop.launch.control import ControlError, stop_experiment, stop_trial
+from raytop.rundir import driver_alive, driver_identity_problem
+
+SLEEP = "import time; time.sleep(60)"
+# Exits 0 on SIGINT, and says when its handler is in place.
+ON_SIGINT_EXIT = (
+    "import signal, sys, time, pathlib\n"
+    "signal.signal(signal.SIGINT, lambda *a: sys.exit(0))\n"
+    "pathlib.Path(sys.argv[3]).write_text('ready')\n"
+    "time.sleep(60)\n"
+)
+
+
+def _wait_for_cmdline(proc: subprocess.Popen, marker: str) -> None:
+    for _ in range(200):  # right after fork the child still shows pytest's command line
+        try:
+            if marker in psutil.Process(proc.pid).cmdline():
+                return
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"{proc.pid} never showed {marker!r}")
+
+
+@pytest.fixture
+def spawn():
+    started: list[subprocess.Popen] = []
+
+    def _spawn(args: list[str], marker: str, **kwargs) -> subprocess.Popen:
+        proc = subprocess.Popen(args, **kwargs)
+        started.append(proc)
+        _wait_for_cmdline(proc, marker)
+        return proc
+
+    yield _spawn
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def _rdir(tmp_path: Path, name: str = "exp") -> Path:
+    rdir = tmp_path / name / ".raytop"
+    rdir.mkdir(parents=True)
+    return rdir
+
+
+def _record_driver(rdir: Path, pid: int, create_time: float | None) -> None:
+    info = {
+        "pid": pid, "host": socket.gethostname(), "experiment_name": rdir.parent.name,
+        "experiment_path": str(rdir.parent), "metric": "loss", "mode": "min",
+    }  # fmt: skip
+    if create_time is not None:
+        info["pid_create_time"] = create_time
+    write_json_atomic(rdir / "driver.json", info)
+
+
+def _create_time(proc: subprocess.Popen) -> float:
+    return psutil.Process(proc.pid).create_time()
+
+
+def test_wrong_start_time_is_not_the_driver_and_is_not_signalled(tmp_path, spawn):
+    rdir = _rdir(tmp_path)
+    proc = spawn([sys.executable, "-c", SLEEP, "raytop.launch.driver", str(rdir)],
+                 "raytop.launch.driver")  # fmt: skip
+    _record_driver(rdir, proc.pid, _create_time(proc) - 3600)  # the pid was reused
+    assert driver_alive(rdir) == (proc.pid, False)
+    problem = driver_identity_problem(rdir)
+    assert problem and f"pid {proc.pid} is not the driver raytop started for exp" in problem
+    assert "started at" in problem and "recorded" in problem and "\n" not in problem
+    with pytest.raises(ControlError, match="not signalled"):
+        stop_experiment(rdir, wait_s=0)
+    with pytest.raises(ControlError, match="not the driver"):
+        stop_trial(rdir, "t1")
+    time.sleep(0.2)
+    assert proc.poll() is None  # still running: nothing was sent
+    assert not (rdir / "stop_requested.json").exists()
+
+
+def test_right_start_time_but_another_experiment_is_refused(tmp_path, spawn):
+    rdir, other = _rdir(tmp_path), _rdir(tmp_path, "other")
+    proc = spawn([sys.executable, "-c", SLEEP, "raytop.launch.driver", str(other)],
+                 "raytop.launch.driver")  # fmt: skip
+    _record_driver(rdir, proc.pid, _create_time(proc))
+    assert driver_alive(rdir) == (proc.pid, False)
+    assert str(rdir) in (driver_identity_problem(rdir) or "")
+    with pytest.raises(ControlError, match=f"pid {proc.pid} is not the driver"):
+        stop_experiment(rdir, wait_s=0)
+    time.sleep(0.2)
+    assert proc.poll() is None
+
+
+def test_a_record_without_start_time_is_not_proven(tmp_path, spawn):
+    rdir = _rdir(tmp_path)
+    proc = spawn([sys.executable, "-c", SLEEP, "raytop.launch.driver", str(rdir)],
+                 "raytop.launch.driver")  # fmt: skip
+    _record_driver(rdir, proc.pid, None)  # written by an older raytop
+    assert driver_alive(rdir) == (proc.pid, False)
+    with pytest.raises(ControlError, match="older raytop"):
+        stop_experiment(rdir, wait_s=0)
+    assert proc.poll() is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["[]", '"a string"', "[1, 2]", "{}", '{"pid": "abc"}', '{"pid": [1]}', '{"pid": true}',
+     '{"pid": 1}', '{"pid": -5}', '{"pid": 12.5}', "{not json", "null"],
+)  # fmt: skip
+def test_a_driver_record_of_bad_shape_raises_nothing(tmp_path, content):
+    rdir = _rdir(tmp_path)
+    (rdir / "driver.json").write_text(content)
+    assert driver_alive(rdir) == (None, None)
+    assert driver_identity_problem(rdir) is None
+    with pytest.raises(ControlError, match="not running here"):
+        stop_experiment(rdir, wait_s=0)
+
+
+def test_a_gone_pid_is_not_alive(tmp_path):
+    rdir = _rdir(tmp_path)
+    _record_driver(rdir, 2**22 + 1, 123.0)
+    assert driver_alive(rdir) == (2**22 + 1, False)
+    assert driver_identity_problem(rdir) is None
+
+
+def test_the_proven_driver_is_alive_and_stop_signals_it(tmp_path, spawn):
+    rdir = _rdir(tmp_path)
+    ready = tmp_path / "ready"
+    proc = spawn([sys.executable, "-c", ON_SIGINT_EXIT, "raytop.launch.driver", str(rdir),
+                  str(ready)], "raytop.launch.driver")  # fmt: skip
+    for _ in range(250):
+        if ready.exists():
+            break
+        time.sleep(0.02)
+    _record_driver(rdir, proc.pid, _create_time(proc))
+    assert driver_alive(rdir) == (proc.pid, True)
+    assert driver_identity_problem(rdir) is None
+    stop_trial(rdir, "t1")  # the proven driver takes trial stop requests
+    assert json.loads((rdir / "stop_trials.json").read_text()) == ["t1"]
+    assert stop_experiment(rdir, wait_s=10) is True
+    assert proc.wait(timeout=5) == 0  # it got SIGINT
+    assert (rdir / "stop_requested.json").exists()
+
+
+# --- the embedded cluster -------------------------------------------------------------
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def _fake_ray(tmp_path: Path) -> Path:
+    """A stand-in for the ``ray`` console script: same command-line shape, just sleeps."""
+    script = tmp_path / "bin" / "ray"
+    script.parent.mkdir()
+    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    script.chmod(0o755)
+    return script
+
+
+def _record_cluster(home: Path, pid: int, port: int, create_time: float | None) -> Path:
+    record = {"address": f"127.0.0.1:{port}", "pid": pid, "started_at": time.time(), "log": "x"}
+    if create_time is not None:
+        record["pid_create_time"] = create_time
+    path = home / "cluster.json"
+    write_json_atomic(path, record)
+    return path
+
+
+def test_down_never_signals_a_reused_cluster_pid(tmp_path, home, spawn):
+    proc = spawn([sys.executable, "-c", SLEEP, "unrelated"], "unrelated",
+                 start_new_session=True)  # fmt: skip
+    path = _record_cluster(home, proc.pid, 6379, _create_time(proc) - 3600)
+    assert cluster.embedded_record() is None
+    with pytest.raises(cluster.ClusterRecordUnproven) as err:
+        cluster.stop_embedded()
+    message = str(err.value)
+    assert f"the recorded cluster pid {proc.pid} is not the one raytop started" in message
+    assert message.endswith("not signalled") and "\n" not in message
+    assert isinstance(err.value, cluster.ClusterUnreachable)
+    time.sleep(0.2)
+    assert proc.poll() is None and path.exists()  # untouched, record kept
+
+
+def test_down_refuses_a_right_start_time_with_another_command_line(tmp_path, home, spawn):
+    ray = _fake_ray(tmp_path)
+    proc = spawn([str(ray), "start", "--head", "--block", "--port=7000"], "--port=7000",
+                 start_new_session=True)  # fmt: skip
+    path = _record_cluster(home, proc.pid, 6379, _create_time(proc))  # another port
+    assert cluster.embedded_record() is None
+    with pytest.raises(cluster.ClusterRecordUnproven, match="--port=6379"):
+        cluster.stop_embedded()
+    assert proc.poll() is None and path.exists()
+
+
+def test_down_stops_the_proven_cluster(tmp_path, home, spawn):
+    ray = _fake_ray(tmp_path)
+    proc = spawn([str(ray), "start", "--head", "--block", "--port=7001"], "--port=7001",
+                 start_new_session=True)  # fmt: skip
+    path = _record_cluster(home, proc.pid, 7001, _create_time(proc))
+    assert cluster.embedded_record()["pid"] == proc.pid
+    assert cluster.stop_embedded() is True
+    assert proc.wait(timeout=5) != 0  # SIGTERM
+    assert not path.exists()
+
+
+def test_down_forgets_a_record_whose_pid_is_gone(home):
+    path = _record_cluster(home, 2**22 + 1, 7002, 123.0)
+    assert cluster.embedded_record() is None
+    assert cluster.stop_embedded() is True
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["[]", '"s"', '{"pid": "abc", "address": "127.0.0.1:1"}', '{"address": "127.0.0.1:1"}',
+     '{"pid": 1, "address": "127.0.0.1:1"}', '{"pid": 4242}', '{"pid": 4242, "address": "x"}',
+     '{"pid": true, "address": "127.0.0.1:1"}'],
+)  # fmt: skip
+def test_a_cluster_record_of_bad_shape_raises_nothing_unexpected(home, content):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "cluster.json").write_text(content)
+    assert cluster.embedded_record() is None
+    with pytest.raises(cluster.ClusterRecordUnproven, match="not a valid cluster record"):
+        cluster.stop_embedded()
+
+
+def test_no_record_means_nothing_to_stop(home):
+    assert cluster.stop_embedded() is False
+    assert os.environ["RAYTOP_HOME"] == str(home)

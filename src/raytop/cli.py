@@ -40,8 +40,10 @@ PLAN_EXIT_CODES = """Exit codes:
 EXIT_CODES = """\b
 Exit codes:
   0  success (run --no-tui: every trial TERMINATED)
-  1  run --no-tui: the experiment ended with trials not TERMINATED, or an error finding
-  2  bad usage or input: spec errors, unreachable --address, no terminal for the TUI
+  1  run --no-tui: the experiment ended with trials not TERMINATED, or an error finding;
+     an internal error (RAYTOP_DEBUG=1 shows its traceback)
+  2  bad usage or input: spec errors, a bad option value, unreachable --address,
+     refused under --read-only, a file that cannot be read or written, no terminal
   3  the embedded cluster could not be started
   12/13  run: refused by the capacity plan (see raytop plan --help); --force overrides
   (raytop check has its own codes: raytop check --help)"""
@@ -806,9 +808,9 @@ def _check_teardown(experiments: tuple[str, ...]) -> int:
     problems = []
     for path, raytop_dir in chosen:
         storages = Storages()  # local folders and remote (pyarrow) storage alike
-        experiment = ExperimentReader(path, raytop_dir, storages).read()
-        # Storage that cannot be read proves nothing is safe.
-        problems += [f"{path}: {w}" for w in experiment.warnings if "unreachable" in w]
+        # Safe only on positive evidence: Tune's state read as valid (``state_read``),
+        # every snapshot parsed; torn, wrong-shape, unreachable or unknown is unsafe.
+        experiment = ExperimentReader(path, raytop_dir, storages).read(require_state=True)
         problems += teardown_problems(teardown_facts(experiment, storages))
     for line in problems:
         click.echo(f"teardown_unsafe {line}")

@@ -345,3 +345,42 @@ def test_the_console_command_honours_options_before_the_command(tmp_path) -> Non
         "raytop: error: read-only: `raytop down` stops the embedded cluster; nothing was "
         "changed (drop --read-only / RAYTOP_READ_ONLY)"
     )
+
+
+# -- the one top-level guard -------------------------------------------------------------
+
+
+def _raising(exc: BaseException):
+    def stop_embedded(*args, **kwargs):
+        raise exc
+
+    return stop_embedded
+
+
+def test_an_os_error_is_one_line_naming_the_file(where, monkeypatch) -> None:
+    target = where["experiment"].parent / "cluster.json"
+    error = PermissionError(13, "Permission denied", str(target))
+    monkeypatch.setattr("raytop.launch.cluster.stop_embedded", _raising(error))
+    result = invoke(["down"])
+    assert result.exit_code == 2
+    assert one_line_error(result) == f"raytop: error: cannot write {target}: Permission denied"
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_internal_error_is_one_line_exit_1(where, monkeypatch, debug) -> None:
+    monkeypatch.setattr("raytop.launch.cluster.stop_embedded", _raising(KeyError("pid")))
+    result = invoke(["down"], env={"RAYTOP_DEBUG": "1"} if debug else None)
+    assert result.exit_code == 1
+    if debug:
+        assert "Traceback" in result.stderr
+        assert result.stderr.strip().splitlines()[-1] == (
+            "raytop: error: internal error: KeyError: 'pid'"
+        )
+    else:
+        assert one_line_error(result) == "raytop: error: internal error: KeyError: 'pid'"
+
+
+def test_an_unknown_option_is_one_line(where) -> None:
+    result = invoke(["status", "--no-such-option"])
+    assert result.exit_code == 2
+    assert "--no-such-option" in one_line_error(result)

@@ -1,17 +1,39 @@
 """check --teardown over experiment folders laid out as Tune and Train write them."""
 
+import dataclasses
 import json
 import os
 
+import pytest
+
 from raytop.diagnose.teardown import teardown_problems
-from raytop.model import Experiment, ExperimentStatus, Trial
+from raytop.model import Trial
+from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import SNAPSHOT_FILE, teardown_facts
+from raytop.sources.tune_dir import ExperimentReader
+
+STATE = "experiment_state-2026-12-02_00-00-00.json"
+
+
+def good_state(*trial_ids: str) -> str:
+    rows = [
+        [json.dumps({"trial_id": t, "status": "TERMINATED", "config": {}}),
+         json.dumps({"last_result": {"training_iteration": 1}})]
+        for t in trial_ids
+    ]  # fmt: skip
+    return json.dumps({"trial_data": rows})
+
+
+def read(folder):
+    return ExperimentReader(str(folder)).read(require_state=True)
 
 
 def layout(tmp_path, listed: list[str], on_disk: list[str], state=True):
+    folder = tmp_path / "exp"
+    folder.mkdir(exist_ok=True)
     if state:
-        (tmp_path / "experiment_state-2026-12-02_00-00-00.json").write_text("{}")
-    run_dir = tmp_path / "train_runs" / "exp-t1"
+        (folder / STATE).write_text(good_state("t1"))
+    run_dir = folder / "train_runs" / train_run_name("exp", "t1")
     run_dir.mkdir(parents=True)
     results = [{"checkpoint_dir_name": name, "metrics": {}} for name in listed]
     latest = results[-1] if results else None
@@ -19,9 +41,13 @@ def layout(tmp_path, listed: list[str], on_disk: list[str], state=True):
     (run_dir / SNAPSHOT_FILE).write_text(json.dumps(snapshot))
     for name in on_disk:
         (run_dir / name).mkdir()
-    trials = (Trial("t1", "TERMINATED"),)
-    return Experiment("exp", str(tmp_path), ExperimentStatus.FINISHED, trials=trials,
-                      driver_alive=False)  # fmt: skip
+    exp = read(folder)
+    if state:
+        assert exp.state_read == "ok", exp.state_reason
+        assert [t.trial_id for t in exp.trials] == ["t1"]
+    else:  # e.g. a probe's table with no state synced yet
+        exp = dataclasses.replace(exp, trials=(Trial("t1", "TERMINATED"),))
+    return dataclasses.replace(exp, driver_alive=False)
 
 
 def test_everything_committed_is_safe(tmp_path):
@@ -44,14 +70,71 @@ def test_a_missing_latest_checkpoint_and_no_state(tmp_path):
 
 def test_a_running_driver_is_not_safe(tmp_path):
     exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
-    running = Experiment(exp.name, exp.path, ExperimentStatus.RUNNING, trials=exp.trials,
-                         driver_alive=True)  # fmt: skip
+    running = dataclasses.replace(exp, driver_alive=True)
     (problem,) = teardown_problems(teardown_facts(running))
     assert "the Tune driver is running" in problem
 
 
 def test_folders_cut_off_by_an_earlier_crash_do_not_block(tmp_path):
     exp = layout(tmp_path, ["checkpoint_b"], ["checkpoint_a", "checkpoint_b"])
-    run_dir = tmp_path / "train_runs" / "exp-t1"
+    run_dir = tmp_path / "exp" / "train_runs" / train_run_name("exp", "t1")
     os.utime(run_dir / "checkpoint_a", (1_000_000, 1_000_000))  # older than the committed b
     assert teardown_problems(teardown_facts(exp)) == []
+
+
+BAD_STATES = {
+    "torn": b'{"trial_data": [["{\\"trial_id',
+    "empty list": b"[]",
+    "string": b'"x"',
+    "no trial_data": b"{}",
+    "trial_data a number": b'{"trial_data": 5}',
+    "pairs of numbers": b'{"trial_data": [[1, 2]]}',
+    "binary": b"\xff\xfe\x00",
+    "no trial_id": json.dumps({"trial_data": [[json.dumps({"status": "X"}), "{}"]]}).encode(),
+    "not pairs": b'{"trial_data": [["a"]]}',
+    "meta not an object": json.dumps(
+        {"trial_data": [[json.dumps({"trial_id": "t1"}), "[1]"]]}
+    ).encode(),
+}
+
+
+@pytest.mark.parametrize("content", BAD_STATES.values(), ids=BAD_STATES.keys())
+def test_a_bad_experiment_state_is_not_safe(tmp_path, content):
+    exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
+    (tmp_path / "exp" / STATE).write_bytes(content)
+    exp = dataclasses.replace(read(tmp_path / "exp"), driver_alive=False)
+    assert exp.state_read in ("torn", "invalid"), exp.state_read
+    problems = teardown_problems(teardown_facts(exp))
+    assert problems and any(STATE in p for p in problems), problems
+
+
+def test_state_listing_no_trials_is_not_safe(tmp_path):
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / STATE).write_text(json.dumps({"trial_data": []}))
+    exp = read(folder)
+    assert exp.state_read == "ok"
+    assert teardown_problems(teardown_facts(exp)) == [
+        "exp: the experiment state lists no trials: nothing to resume"
+    ]
+
+
+def test_unreadable_snapshot_is_tracked_structurally(tmp_path):
+    exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
+    run_dir = tmp_path / "exp" / "train_runs" / train_run_name("exp", "t1")
+    for content in ('{"checkpoint_results": [', "[]", '{"checkpoint_results": 3}'):
+        (run_dir / SNAPSHOT_FILE).write_text(content)
+        facts = teardown_facts(exp)
+        assert facts.stale_runs == ("t1",)
+        (problem,) = teardown_problems(facts)
+        assert problem.startswith("exp trial t1: checkpoint snapshot unusable")
+    (run_dir / SNAPSHOT_FILE).unlink()
+    (problem,) = teardown_problems(teardown_facts(exp))
+    assert SNAPSHOT_FILE in problem
+
+
+def test_an_unread_state_is_not_safe(tmp_path):
+    exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
+    unknown = dataclasses.replace(exp, state_read="unknown", state_reason=None)
+    (problem,) = teardown_problems(teardown_facts(unknown))
+    assert "experiment state unknown" in problem

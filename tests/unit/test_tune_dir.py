@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from raytop.home import write_json_atomic
 from raytop.model import ExperimentStatus
 from raytop.sources.tune_dir import ExperimentReader
@@ -112,3 +114,55 @@ def test_empty_folder_is_unknown(tmp_path):
     exp = ExperimentReader(str(tmp_path)).read()
     assert exp.status == ExperimentStatus.UNKNOWN and exp.trials == ()
     assert os.listdir(tmp_path) == []  # reading never writes
+
+
+def _nested(meta: str, trial: dict | None = None) -> bytes:
+    return json.dumps({"trial_data": [[json.dumps(trial or {"trial_id": "a"}), meta]]}).encode()
+
+
+WRONG_SHAPES = {
+    "empty list": (b"[]", "is a list, not an object"),
+    "string": (b'"x"', "is a string, not an object"),
+    "no trial_data": (b"{}", "has no trial_data"),
+    "trial_data a number": (b'{"trial_data": 5}', "trial_data is a number, not a list"),
+    "pairs of numbers": (b'{"trial_data": [[1, 2]]}', "is a number, not a JSON string"),
+    "not pairs": (b'{"trial_data": ["ab"]}', "not a [trial, meta] pair"),
+    "no trial_id": (_nested("{}", {"status": "X"}), "has no trial_id"),
+    "last_result a list": (_nested('{"last_result": [1]}'), "last_result is a list"),
+}
+
+
+def _state_folder(tmp_path, content: bytes):
+    folder = tmp_path / "foreign"
+    folder.mkdir()
+    (folder / "experiment_state-x.json").write_bytes(content)
+    return folder
+
+
+@pytest.mark.parametrize("content,why", WRONG_SHAPES.values(), ids=WRONG_SHAPES.keys())
+def test_wrong_shape_state_is_a_warning_naming_the_file(tmp_path, content, why):
+    exp = ExperimentReader(str(_state_folder(tmp_path, content))).read()
+    assert exp.state_read == "invalid"
+    assert "experiment_state-x.json" in exp.state_reason and why in exp.state_reason
+    assert any("experiment_state-x.json" in w and why in w for w in exp.warnings)
+
+
+@pytest.mark.parametrize("content", [b'{"trial_data": [["{', b"\xff\xfe"], ids=["torn", "bytes"])
+def test_torn_state_with_no_good_copy_is_torn_not_missing(tmp_path, content):
+    exp = ExperimentReader(str(_state_folder(tmp_path, content))).read()
+    assert (exp.state_read, exp.trials) == ("torn", ())
+    assert "experiment_state-x.json" in exp.state_reason
+
+
+def test_state_outcomes_ok_missing_and_incomplete(tmp_path):
+    assert ExperimentReader(str(tmp_path)).read().state_read == "missing"
+    trial = json.dumps({"trial_id": "t1", "status": "TERMINATED", "config": {}})
+    folder = _state_folder(tmp_path, json.dumps({"trial_data": [[trial, "{}"]]}).encode())
+    exp = ExperimentReader(str(folder)).read()
+    assert (exp.state_read, exp.state_reason) == ("ok", None)
+    # A raytop run whose probe saw a trial the synced state does not list yet.
+    rows = [trial_row("t1", "TERMINATED"), trial_row("t2", "TERMINATED")]
+    write_json_atomic(folder / ".raytop" / "trials.json", {"trials": rows})
+    exp = ExperimentReader(str(folder)).read(require_state=True)
+    assert exp.state_read == "incomplete" and "t2" in exp.state_reason
+    assert ExperimentReader(str(folder)).read().state_read == "unknown"  # not asked for

@@ -16,6 +16,7 @@ class RunFacts:
     latest: str | None  # latest committed checkpoint dir (from the run's snapshot)
     latest_present: bool  # that folder exists on storage
     uncommitted: tuple[str, ...] = ()  # checkpoint folders the snapshot does not list yet
+    snapshot_problem: str | None = None  # why the run's snapshot could not be used (else None)
 
 
 @dataclass(frozen=True)
@@ -24,21 +25,39 @@ class ExperimentFacts:
     driver_alive: bool | None
     state_on_storage: bool  # an experiment_state-*.json in the storage folder
     runs: tuple[RunFacts, ...] = field(default_factory=tuple)
-    stale_runs: tuple[str, ...] = ()  # runs whose snapshot is unreadable
+    stale_runs: tuple[str, ...] = ()  # trial ids whose run snapshot is unreadable
+    # How Tune's experiment state read (``model.Experiment.state_read``) and why not "ok".
+    state_read: str = "ok"
+    state_reason: str | None = None
+    trials: int = 1  # trials known (from the probe or the state)
 
 
 def teardown_problems(facts: ExperimentFacts) -> list[str]:
-    """One line per thing that is not yet durable; empty when teardown is safe."""
+    """One line per thing that is not yet durable; empty when teardown is safe.
+
+    Safe only on positive evidence: Tune's experiment state read as valid and listing the
+    trials, every torch trial's snapshot parsed and its latest checkpoint present, nothing
+    uncommitted, the driver stopped."""
     problems = []
     if facts.driver_alive:
         problems.append(
             f"{facts.name}: the Tune driver is running; its state reaches storage only every "
             "10 s or more: stop it first (`raytop stop`), it saves and syncs on the way out"
         )
-    if not facts.state_on_storage:
+    if facts.state_read == "missing" or (facts.state_read == "ok" and not facts.state_on_storage):
         problems.append(f"{facts.name}: no experiment_state file on storage: not resumable")
+    elif facts.state_read != "ok":
+        reason = facts.state_reason or "the experiment state could not be read"
+        problems.append(
+            f"{facts.name}: experiment state {facts.state_read}: {reason}: not resumable"
+        )
+    elif facts.trials == 0:
+        problems.append(f"{facts.name}: the experiment state lists no trials: nothing to resume")
     for run in facts.runs:
         where = f"{facts.name} trial {run.trial_id}"
+        if run.snapshot_problem is not None:
+            problems.append(f"{where}: checkpoint snapshot unusable: {run.snapshot_problem}")
+            continue
         if run.latest is not None and not run.latest_present:
             problems.append(f"{where}: its latest checkpoint {run.latest} is missing on storage")
         if run.uncommitted:
@@ -46,5 +65,10 @@ def teardown_problems(facts: ExperimentFacts) -> list[str]:
                 f"{where}: {len(run.uncommitted)} checkpoint(s) not committed yet "
                 f"({', '.join(run.uncommitted[:3])}): an upload is in flight or was cut off"
             )
-    problems += [f"{facts.name}: {run}: checkpoint snapshot unreadable" for run in facts.stale_runs]
+    flagged = {r.trial_id for r in facts.runs if r.snapshot_problem is not None}
+    problems += [
+        f"{facts.name}: {run}: checkpoint snapshot unreadable"
+        for run in facts.stale_runs
+        if run not in flagged
+    ]
     return problems

@@ -214,6 +214,9 @@ class LedgerStatus:
     restarted_at: float | None = None  # set when the ledger was recreated while watched
     gap_s: float | None = None  # how long it was gone then
     error: str | None = None
+    # One line per index or page that could not be used (over its cap, wrong shape),
+    # naming its KV key; the last good copy of a page is kept.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -229,6 +232,11 @@ class Experiment:
     warnings: tuple[str, ...] = ()  # e.g. "experiment state unreadable; showing last good copy"
     runs: tuple[TrainRun, ...] = ()  # the latest attempt of each Train run of its trials
     job_id: str | None = None  # the Ray job of its Tune driver (owner of its trial groups)
+    # How Tune's experiment_state-*.json read: "ok", "missing", "torn" (does not parse now),
+    # "invalid" (wrong shape), "incomplete" (lacks trials raytop saw), "unreachable"
+    # (storage), "unknown" (not read). ``state_reason``: one line on why it is not "ok".
+    state_read: str = "unknown"
+    state_reason: str | None = None
 
     @property
     def all_terminated(self) -> bool:
@@ -292,7 +300,11 @@ class Snapshot:
             experiments=tuple(experiments),
             findings=findings,
             runs=tuple(_run_from_json(r) for r in data.get("runs", ())),
-            ledger=LedgerStatus(**ledger) if ledger else None,
+            ledger=(
+                LedgerStatus(**{**ledger, "warnings": tuple(ledger.get("warnings", ()))})
+                if ledger
+                else None
+            ),
             placement_groups=tuple(
                 PlacementGroup(**{**pg, "bundles": tuple(Bundle(**b) for b in pg["bundles"])})
                 for pg in data.get("placement_groups", ())

@@ -28,12 +28,26 @@ class CheckpointSnapshots:
         self.warnings: list[str] = []
 
     def read(self, run_path: str | Path) -> dict[str, Any] | None:
+        data, _problem = self.read_checked(run_path)
+        return data
+
+    def read_checked(self, run_path: str | Path) -> tuple[dict[str, Any] | None, str | None]:
+        """(snapshot, problem): the snapshot if it has the expected shape (None if absent or
+        not), and why it cannot be trusted as it is now (torn, unreachable, wrong shape)."""
         storage, rel = self.storages.locate(str(run_path))
         name = split_path(str(run_path))[1]
-        data, warning = storage.read_json(_join(rel, SNAPSHOT_FILE), f"{name}/{SNAPSHOT_FILE}")
+        label = f"{name}/{SNAPSHOT_FILE}"
+        data, warning = storage.read_json(_join(rel, SNAPSHOT_FILE), label)
         if warning:
             self.warnings.append(warning)
-        return data
+        if data is None:
+            return None, warning
+        shape = _shape_problem(data)
+        if shape is not None:
+            problem = f"{label}: {shape}"
+            self.warnings.append(problem)
+            return None, problem
+        return data, warning
 
     def folders(self, run_path: str | Path) -> list[Entry] | None:
         """The run folder's sub-folders (checkpoints, and uploads not yet committed)."""
@@ -52,6 +66,25 @@ class CheckpointSnapshots:
                 epoch = epoch if isinstance(epoch, int) else None
                 found[trial.trial_id] = Checkpoint(latest["checkpoint_dir_name"], epoch)
         return found
+
+
+def _shape_problem(data: Any) -> str | None:
+    """What is wrong with a checkpoint_manager_snapshot's shape (None: usable)."""
+    if not isinstance(data, dict):
+        return "not an object"
+    results = data.get("checkpoint_results", [])
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        return "checkpoint_results is not a list of objects"
+    latest = data.get("latest_checkpoint_result")
+    if latest is not None and not isinstance(latest, dict):
+        return "latest_checkpoint_result is not an object"
+    for r in [*results, latest or {}]:
+        name = r.get("checkpoint_dir_name")
+        if name is not None and not isinstance(name, str):
+            return "a checkpoint_dir_name is not a string"
+        if r.get("metrics") is not None and not isinstance(r.get("metrics"), dict):
+            return "a checkpoint's metrics is not an object"
+    return None
 
 
 def _join(rel: str, name: str) -> str:
@@ -73,7 +106,13 @@ def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> 
         folders = snapshots.folders(path)
         if folders is None:
             continue  # a function trial, or a torch trial that never started its run
-        snapshot = snapshots.read(path) or {}
+        snapshot, problem = snapshots.read_checked(path)
+        if snapshot is None and problem is None:
+            problem = f"no {SNAPSHOT_FILE} in its run folder"
+        if problem is not None:
+            runs.append(RunFacts(trial.trial_id, None, False, snapshot_problem=problem))
+            continue
+        assert snapshot is not None
         listed = {r.get("checkpoint_dir_name") for r in snapshot.get("checkpoint_results", [])}
         latest = (snapshot.get("latest_checkpoint_result") or {}).get("checkpoint_dir_name")
         mtimes = {f.name: f.mtime or 0.0 for f in folders}
@@ -95,5 +134,8 @@ def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> 
         driver_alive=experiment.driver_alive,
         state_on_storage=bool(storage.glob("", "experiment_state-*.json")),
         runs=tuple(runs),
-        stale_runs=tuple(w.split("/")[0] for w in snapshots.warnings),
+        stale_runs=tuple(r.trial_id for r in runs if r.snapshot_problem is not None),
+        state_read=experiment.state_read,
+        state_reason=experiment.state_reason,
+        trials=len(experiment.trials),
     )

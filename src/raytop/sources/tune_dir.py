@@ -25,28 +25,86 @@ from raytop.rundir import (
 )
 from raytop.sources.storage import Storages
 
+STATE_OK, STATE_MISSING, STATE_TORN = "ok", "missing", "torn"
+STATE_INVALID, STATE_INCOMPLETE = "invalid", "incomplete"
+STATE_UNREACHABLE, STATE_UNKNOWN = "unreachable", "unknown"
 
-def _trial_from_state(trial_json: str, meta_json: str) -> Trial:
-    trial = json.loads(trial_json)
-    meta = json.loads(meta_json)
+
+class _BadShape(ValueError):
+    """What is wrong with one part of a state file, in a few words."""
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")  # fmt: skip
+
+
+def _object(text: Any, what: str) -> dict:
+    if not isinstance(text, str):
+        raise _BadShape(f"{what} is {_kind(text)}, not a JSON string")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise _BadShape(f"{what} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise _BadShape(f"{what} is {_kind(value)}, not an object")
+    return value
+
+
+def _number(value: Any, default: float | None) -> Any:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _trial_from_state(entry: Any) -> Trial:
+    if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+        raise _BadShape(f"an entry of trial_data is {_kind(entry)}, not a [trial, meta] pair")
+    trial = _object(entry[0], "a trial of trial_data")
+    meta = _object(entry[1], "a trial's metadata")
+    trial_id = trial.get("trial_id")
+    if not isinstance(trial_id, str) or not trial_id:
+        raise _BadShape("a trial of trial_data has no trial_id")
     last = meta.get("last_result") or {}
     if isinstance(last, str):
-        last = json.loads(last)
+        last = _object(last, f"trial {trial_id}'s last_result")
+    if not isinstance(last, dict):
+        raise _BadShape(f"trial {trial_id}'s last_result is {_kind(last)}, not an object")
+    config = trial.get("config") or {}
+    if not isinstance(config, dict):
+        raise _BadShape(f"trial {trial_id}'s config is {_kind(config)}, not an object")
+    status = trial.get("status", "PENDING")
     metrics = {
         k: v
         for k, v in last.items()
         if k != "config" and isinstance(v, (int, float, str, bool)) and not k.startswith("time_")
     }
     return Trial(
-        trial_id=trial["trial_id"],
-        status=trial.get("status", "PENDING"),
-        config={k: v for k, v in (trial.get("config") or {}).items() if not isinstance(v, dict)},
+        trial_id=trial_id,
+        status=status if isinstance(status, str) else "PENDING",
+        config={k: v for k, v in config.items() if not isinstance(v, dict)},
         metrics=metrics,
-        num_failures=int(meta.get("num_failures") or 0),
-        iterations=int(last.get("training_iteration") or 0),
-        elapsed_s=last.get("time_total_s"),
+        num_failures=int(_number(meta.get("num_failures"), 0) or 0),
+        iterations=int(_number(last.get("training_iteration"), 0) or 0),
+        elapsed_s=_number(last.get("time_total_s"), None),
         error=None,
     )
+
+
+def _parse_state(name: str, data: Any) -> tuple[list[Trial], list[str]]:
+    """The trials of Tune's state file ``name`` and one warning per problem (naming it)."""
+    if not isinstance(data, dict):
+        return [], [f"{name} is {_kind(data)}, not an object: not a Tune experiment state"]
+    if "trial_data" not in data:
+        return [], [f"{name} has no trial_data: not a Tune experiment state"]
+    rows = data["trial_data"]
+    if not isinstance(rows, list):
+        return [], [f"{name}: trial_data is {_kind(rows)}, not a list"]
+    trials, problems = [], []
+    for row in rows:
+        try:
+            trials.append(_trial_from_state(row))
+        except (ValueError, TypeError, OverflowError) as exc:
+            problems.append(f"{name}: {exc}")
+    return trials, problems
 
 
 class ExperimentReader:
@@ -65,6 +123,8 @@ class ExperimentReader:
         self._storage = self._storages.root(self.path)
         # The trials of the last state read: a watched, unchanged file is not parsed again.
         self._parsed: tuple[Any, list[Trial], list[str]] | None = None
+        # How Tune's state read the last time: (one of the STATE_* values, reason or None).
+        self.state: tuple[str, str | None] = (STATE_UNKNOWN, None)
         if self.raytop_dir is not None:
             # Inside a local experiment folder it shares that watch; else it gets its own.
             self._storages.locate(str(self.raytop_dir))
@@ -81,64 +141,101 @@ class ExperimentReader:
         warnings = [warning] if warning else []
         if data is None:
             return None, warnings
-        return [Trial(**row) for row in data.get("trials", [])], warnings
+        try:
+            rows = data.get("trials", [])
+            return [Trial(**row) for row in rows], warnings
+        except (AttributeError, TypeError, ValueError):
+            return None, [*warnings, "trials.json has the wrong shape: ignored"]
 
     def _trials_from_tune_state(self) -> tuple[list[Trial] | None, list[str]]:
+        """Trials from Tune's newest experiment_state, and (in ``self.state``) how it read."""
         states = self._storage.glob("", "experiment_state-*.json")
         if not states:
             unreachable = self._storage.unreachable()
-            return None, [unreachable] if unreachable else []
-        data, warning = self._storage.read_json(states[-1])
+            if unreachable:
+                self.state = (STATE_UNREACHABLE, unreachable)
+                return None, [unreachable]
+            self.state = (STATE_MISSING, "no experiment_state-*.json on storage")
+            return None, []
+        name = states[-1]
+        data, warning = self._storage.read_json(name)
         warnings = [warning] if warning else []
+        if warning is not None:  # not read as it is now: storage unreachable, or torn
+            kind = STATE_UNREACHABLE if self._storage.error else STATE_TORN
+            self.state = (kind, f"{name}: {warning}" if kind == STATE_UNREACHABLE else warning)
         if data is None:
             return None, warnings
         if self._parsed is not None and self._parsed[0] is data:  # unchanged since last time
-            return list(self._parsed[1]), warnings + self._parsed[2]
-        trials, problems = [], []
-        for trial_json, meta_json in data.get("trial_data", []):
-            try:
-                trials.append(_trial_from_state(trial_json, meta_json))
-            except (ValueError, KeyError, TypeError):
-                problems.append("a trial in the experiment state could not be parsed")
-        self._parsed = (data, trials, problems)
+            trials, problems = self._parsed[1], self._parsed[2]
+        else:
+            trials, problems = _parse_state(name, data)
+            self._parsed = (data, trials, problems)
+        if warning is None:
+            self.state = (STATE_INVALID, problems[0]) if problems else (STATE_OK, None)
         return list(trials), warnings + problems
 
     def _job_id(self) -> str | None:
         if self.raytop_dir is None:
             return None
         data, _ = self._read_raytop("job.json")
-        return data.get("job_id") if data else None
+        job_id = data.get("job_id") if isinstance(data, dict) else None
+        return job_id if isinstance(job_id, str) else None
 
-    def read(self) -> Experiment:
+    def read(self, require_state: bool = False) -> Experiment:
+        """The experiment now. ``require_state``: read Tune's experiment state even when the
+        probe's table is there, so ``state_read`` says whether a resume could use it."""
         name = split_path(self.path)[1]
-        info: dict[str, Any] = {}
+        self.state = (STATE_UNKNOWN, "the experiment state was not read")
+        info: Any = {}
         pid: int | None = None
         alive: bool | None = None
         if self.raytop_dir is not None:
             info, _ = self._read_raytop("driver.json")
-            info = info or {}
             pid, alive = driver_alive(self.raytop_dir)
+        info = info if isinstance(info, dict) else {}
         stopped = alive is False and (self.raytop_dir / STOP_MARKER).exists()
         if stopped:  # a user stop: Tune's saved state says which trials are unfinished
             trials, warnings = self._trials_from_tune_state()
         else:
             trials, warnings = self._trials_from_probe()
+        state_trials = trials if stopped else None
         if trials is None:
-            trials, more = (self._trials_from_tune_state() if not stopped
-                            else self._trials_from_probe())  # fmt: skip
+            if stopped:
+                trials, more = self._trials_from_probe()
+            else:
+                trials, more = self._trials_from_tune_state()
+                state_trials = trials
+            warnings += more
+        elif require_state and not stopped:
+            state_trials, more = self._trials_from_tune_state()
             warnings += more
         trials = trials or []
+        state_read, state_reason = self.state
+        if state_read == STATE_OK and state_trials is not None:
+            listed = {t.trial_id for t in state_trials}
+            lacking = sorted(t.trial_id for t in trials if t.trial_id not in listed)
+            if lacking:
+                state_read = STATE_INCOMPLETE
+                state_reason = (f"the experiment state lists {len(listed)} trial(s) but not "
+                                f"{', '.join(lacking[:3])}: not yet synced")  # fmt: skip
+
+        def text(key: str, default: str | None) -> str | None:
+            value = info.get(key, default)
+            return value if isinstance(value, str) else default
+
         return Experiment(
-            name=info.get("experiment_name", name),
-            path=info.get("experiment_path", self.path),
+            name=text("experiment_name", name) or name,
+            path=text("experiment_path", self.path) or self.path,
             status=_status(trials, alive, found=bool(info) or bool(trials)),
-            metric=info.get("metric"),
-            mode=info.get("mode"),
+            metric=text("metric", None),
+            mode=text("mode", None),
             trials=tuple(trials),
             driver_pid=pid,
             driver_alive=alive,
             warnings=tuple(warnings),
             job_id=self._job_id(),
+            state_read=state_read,
+            state_reason=state_reason,
         )
 
 

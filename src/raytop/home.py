@@ -3,21 +3,28 @@
 It holds the record of an embedded cluster raytop started (``cluster.json``) and the list
 of experiments raytop launched (``experiments.json``), so that a bare ``raytop`` can
 re-attach after the terminal was closed.
+
+Reading it never creates it: a home that is missing, unreadable, a regular file or
+malformed reads as "nothing recorded"; writers create what they write
+(``write_json_atomic``), and an ``OSError`` from writing there propagates to the caller.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from raytop.model import untrusted
+
 
 def raytop_home() -> Path:
-    home = Path(os.environ.get("RAYTOP_HOME") or Path.home() / ".raytop")
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    """Where raytop's own state lives (not created here: see the module's docstring)."""
+    return Path(os.environ.get("RAYTOP_HOME") or Path.home() / ".raytop")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -33,17 +40,37 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
-def read_json(path: Path) -> Any | None:
-    """The parsed file, or None when it is missing or unreadable."""
+def read_json(path: Path, max_bytes: int = untrusted.MAX_RECORD_BYTES) -> Any | None:
+    """The parsed file, or None when it is missing, unreadable, not a regular file (a FIFO
+    would block), over ``max_bytes`` or not JSON. Callers check its shape."""
     try:
-        return json.loads(path.read_text())
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+                return None
+            return untrusted.parse(f.read(max_bytes + 1), max_bytes)
     except (OSError, ValueError):
         return None
 
 
 def registered_experiments() -> list[dict[str, Any]]:
-    """Experiments raytop launched, oldest first: ``{"name", "path", "raytop_dir"}``."""
-    return read_json(raytop_home() / "experiments.json") or []
+    """Experiments raytop launched, oldest first: ``{"name", "path", "raytop_dir"}``.
+    A file of the wrong shape reads as empty, an entry of the wrong shape is left out
+    (the next ``register_experiment`` rewrites the file without it)."""
+    data = read_json(raytop_home() / "experiments.json", untrusted.MAX_REGISTRY_BYTES)
+    try:
+        entries = untrusted.registry(data) if data is not None else []
+    except untrusted.Invalid:
+        return []
+    good = []
+    for i, entry in enumerate(entries):
+        with contextlib.suppress(untrusted.Invalid):
+            good.append(untrusted.registered_experiment(entry, f"[{i}]"))
+    return good
 
 
 def register_experiment(name: str, path: str, raytop_dir: Path) -> None:

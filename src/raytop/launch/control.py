@@ -125,7 +125,11 @@ def _can_restore(path: str) -> bool:
 
 def experiments_under(storage_path: str) -> list[StoredExperiment]:
     """The experiment folders in ``storage_path`` (or ``storage_path`` itself if it is
-    one), local or remote (``s3://…``), newest first."""
+    one), local or remote (``s3://…``), newest first. Each folder is read on its own: one
+    that cannot be read is listed as UNKNOWN, and the others still are."""
+    import os
+
+    from raytop.model import ExperimentStatus
     from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 
@@ -133,7 +137,8 @@ def experiments_under(storage_path: str) -> list[StoredExperiment]:
     if is_uri(storage_path):
         root = storage_path.rstrip("/")
     else:
-        root = str(Path(local_path(storage_path)).expanduser().resolve())
+        # realpath, not Path.resolve: a symlink loop must not raise (RuntimeError)
+        root = os.path.realpath(os.path.expanduser(local_path(storage_path)))
         if not Path(root).is_dir():
             raise ControlError(f"{storage_path}: no such folder")
     top = storages.root(root)
@@ -147,14 +152,14 @@ def experiments_under(storage_path: str) -> list[StoredExperiment]:
         candidates = [(join_path(root, e.name), e.mtime or 0.0) for e in entries if e.is_dir]
     found = []
     for path, _mtime in sorted(candidates, key=lambda c: c[1], reverse=True):
-        if path != root and not _holds(storages.root(path)):
-            continue
         name = split_path(path)[1]
-        raytop_dir = raytop_dir_for(path, name)
-        known = raytop_dir if raytop_dir.is_dir() else None
-        read = ExperimentReader(path, known, storages).read()
-        found.append(
-            StoredExperiment(
+        try:
+            if path != root and not _holds(storages.root(path)):
+                continue
+            raytop_dir = raytop_dir_for(path, name)
+            known = raytop_dir if raytop_dir.is_dir() else None
+            read = ExperimentReader(path, known, storages).read()
+            stored = StoredExperiment(
                 path=path,
                 name=name,
                 status=read.status.value,
@@ -163,7 +168,11 @@ def experiments_under(storage_path: str) -> list[StoredExperiment]:
                 running=bool(read.driver_alive),
                 launched_by_raytop=(raytop_dir / "driver.json").exists(),
             )
-        )
+        except Exception:  # whatever is in one folder, the listing of the others stands
+            stored = StoredExperiment(path, name, ExperimentStatus.UNKNOWN.value, 0,
+                                      can_restore=False, running=False,
+                                      launched_by_raytop=False)  # fmt: skip
+        found.append(stored)
     return found
 
 

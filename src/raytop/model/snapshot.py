@@ -214,8 +214,8 @@ class LedgerStatus:
     restarted_at: float | None = None  # set when the ledger was recreated while watched
     gap_s: float | None = None  # how long it was gone then
     error: str | None = None
-    # One line per index or page that could not be used (over its cap, wrong shape),
-    # naming its KV key; the last good copy of a page is kept.
+    # One line per KV value that could not be used (the ledger's index or a page, a trial
+    # registration: over its size cap, wrong shape), naming its key; last good copy kept.
     warnings: tuple[str, ...] = ()
 
 

@@ -133,6 +133,11 @@ class SnapshotCollector:
         self._snapshots.warnings.clear()
         runs, ledger = self._runs(cluster)
         groups = self._groups(cluster, experiments, runs)
+        if ledger is not None and self._placement is not None and self._placement.warnings:
+            # Bad trial registrations are KV values too: said where the ledger's are.
+            ledger = dataclasses.replace(
+                ledger, warnings=(*ledger.warnings, *self._placement.warnings)
+            )
         experiments, unmatched = attach_runs(experiments, runs)
         experiments = [_with_run_warnings(e, self._snapshots.warnings) for e in experiments]
         snapshot = Snapshot(

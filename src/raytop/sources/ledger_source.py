@@ -3,6 +3,11 @@
 One ``get`` of the index and one ``multi_get`` of the pages whose version changed per
 refresh (see ``raytop.probe.ledger``). Notices when the ledger was recreated (its start
 time changed) and when it stopped publishing.
+
+Every value is untrusted input (``model.untrusted``): an index or page over its size cap
+or of the wrong shape is a one-line warning naming its key (``LedgerStatus.warnings``);
+the last good copy of that page is kept and ``read`` goes on, so one bad page can neither
+end a command nor stop the TUI's poller.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import time
 import uuid
 from typing import Any
 
-from raytop.model import LedgerStatus, TrainRun, Worker
+from raytop.model import LedgerStatus, TrainRun, Worker, untrusted
 from raytop.probe.ledger import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
 from raytop.sources.ray_adapter import GcsKv
 
@@ -49,6 +54,12 @@ def worker_from_record(record: dict[str, Any], now: float) -> Worker:
     )
 
 
+def _parse(raw: Any, max_bytes: int) -> Any:
+    if not isinstance(raw, (bytes, str)):
+        raise untrusted.Invalid(f"expected bytes, got {type(raw).__name__}")
+    return untrusted.parse(raw, max_bytes)
+
+
 class LedgerReader:
     def __init__(self, kv: GcsKv) -> None:
         self._kv = kv
@@ -65,7 +76,16 @@ class LedgerReader:
         if raw is None:
             status = LedgerStatus(False, error="no ledger yet: no instrumented Train run reported")
             return (), status
-        index = json.loads(raw)
+        try:
+            index = untrusted.ledger_index(_parse(raw, untrusted.MAX_LEDGER_INDEX_BYTES))
+        except ValueError as exc:
+            # The runs as last read; marked unavailable so the view says its counts are frozen.
+            problem = untrusted.problem(INDEX_KEY, exc)
+            status = LedgerStatus(
+                False, self._started_at, self._last_published,
+                error=f"{problem}; counts are frozen", warnings=(problem,),
+            )  # fmt: skip
+            return self._latest_attempts(now), status
         if self._started_at is not None and index["started_at"] != self._started_at:
             gap = index["started_at"] - (self._last_published or index["started_at"])
             self._restarted = (index["started_at"], max(0.0, gap))
@@ -76,13 +96,19 @@ class LedgerReader:
         self._last_published = index["published_at"]
         pages = index.get("pages", {})
         changed = [k for k, v in pages.items() if self._versions.get(k) != v]
+        warnings = []
         for key, blob in self._kv.multi_get([PAGE_PREFIX + k for k in changed]).items():
             page_key = key[len(PAGE_PREFIX) :]
+            if page_key not in pages:
+                continue  # not asked for
             try:
-                self._pages[page_key] = json.loads(blob)
-                self._versions[page_key] = pages[page_key]
-            except (ValueError, KeyError):
-                continue  # read again next time
+                page = untrusted.ledger_page(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
+            except ValueError as exc:
+                # Its last good copy (if any) stays; the page is fetched again next time.
+                warnings.append(untrusted.problem(key, exc))
+                continue
+            self._pages[page_key] = page
+            self._versions[page_key] = pages[page_key]
         for gone in set(self._pages) - set(pages):
             self._pages.pop(gone, None)
             self._versions.pop(gone, None)
@@ -99,6 +125,7 @@ class LedgerReader:
                 if stale
                 else None
             ),
+            warnings=tuple(warnings),
         )
         return self._latest_attempts(now), status
 
@@ -130,12 +157,12 @@ class LedgerReader:
     def uploads(self, run_id: str, attempt_id: str) -> dict[int, list[dict[str, Any]]]:
         """The probes' checkpoint upload records of one attempt, per rank."""
         page = self._pages.get(f"{run_id}.{attempt_id}") or {"ranks": {}}
-        return {int(r): rec.get("checkpoints", []) for r, rec in page["ranks"].items()}
+        return {int(r): rec.get("checkpoints") or [] for r, rec in page["ranks"].items()}
 
     def syncs(self, run_id: str, attempt_id: str) -> dict[int, list[list[Any]]]:
         """The probes' recent report-barrier waits ``[report, start, end]``, per rank."""
         page = self._pages.get(f"{run_id}.{attempt_id}") or {"ranks": {}}
-        return {int(r): rec.get("syncs", []) for r, rec in page["ranks"].items()}
+        return {int(r): rec.get("syncs") or [] for r, rec in page["ranks"].items()}
 
     def request_stacks(self, run_id: str | None = None) -> str:
         """Ask every rank (of ``run_id``, or of every run) for its stack; the answers

@@ -4,17 +4,19 @@ Owners: a raytop trial registers its actor and placement group (``trial/<actor i
 the KV store); a Train worker group is known from the ledger (the probes report their
 group) or from its creator, a TrainController owned by a registered trial actor; a group
 created by a watched experiment's Tune driver with no owner yet is a pending trial's.
+
+A registration is untrusted input (``model.untrusted.trial_registration``): one over its
+size cap or of the wrong shape is left out and ``warnings`` names its key.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from typing import Any
 
 from raytop.diagnose.placement import why_pending
-from raytop.model import Bundle, Experiment, Node, PlacementGroup, TrainRun
+from raytop.model import Bundle, Experiment, Node, PlacementGroup, TrainRun, untrusted
 from raytop.probe.trial_registry import TRIAL_PREFIX
 from raytop.sources.ray_adapter import GcsKv, GcsReader
 
@@ -24,16 +26,24 @@ class PlacementReader:
         self._reader = reader
         self._kv = kv
         self._trials: dict[str, dict[str, Any]] = {}  # actor id → registration
+        self._bad: dict[str, str] = {}  # key → why its registration is left out
+        self.warnings: list[str] = []  # the keys left out, one line each
 
     def _registrations(self) -> dict[str, dict[str, Any]]:
         keys = [
-            k for k in self._kv.keys(TRIAL_PREFIX) if k[len(TRIAL_PREFIX) :] not in self._trials
+            k
+            for k in self._kv.keys(TRIAL_PREFIX)
+            if k[len(TRIAL_PREFIX) :] not in self._trials and k not in self._bad
         ]
         for key, blob in self._kv.multi_get(keys).items():
             try:
-                self._trials[key[len(TRIAL_PREFIX) :]] = json.loads(blob)
-            except ValueError:
-                continue
+                if not isinstance(blob, (bytes, str)):
+                    raise untrusted.Invalid(f"expected bytes, got {type(blob).__name__}")
+                record = untrusted.parse(blob, untrusted.MAX_KV_VALUE_BYTES)
+                self._trials[key[len(TRIAL_PREFIX) :]] = untrusted.trial_registration(record)
+            except ValueError as exc:
+                self._bad[key] = untrusted.problem(key, exc)  # a registration is written once
+        self.warnings = list(self._bad.values())
         return self._trials
 
     def read(

@@ -9,8 +9,11 @@ machine, and reading them mid-write gives a parse error. So (DESIGN decision 8):
   filesystems whose changes inotify cannot see, e.g. NFS written from another node);
 - any other filesystem (``s3://``, ``gs://``… through pyarrow, as Ray Train reads it) is
   polled, each file and listing at most once per ``period_s``;
-- a file that does not parse is re-read a few times, then its last good copy is kept and a
-  one-line warning says so.
+- a file that does not parse, or parses into the wrong shape (a ``model.untrusted``
+  validator given by the caller), is re-read a few times, then its last good copy is kept
+  and a one-line warning names the file and what was wrong;
+- a file over its size cap, or that is not a regular file (a FIFO would block the read), is
+  not read at all; a symlink loop is an unreadable entry, never an exception.
 
 Paths are relative to the storage's root (``"experiment_state-….json"``,
 ``"train_runs/<run>/checkpoint_manager_snapshot.json"``).
@@ -19,15 +22,17 @@ Paths are relative to the storage's root (``"experiment_state-….json"``,
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import queue
+import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from raytop.model import untrusted
 from raytop.rundir import is_uri, local_path
 
 PARSE_RETRIES = 3
@@ -57,15 +62,17 @@ class Storage:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._files: dict[str, tuple[float, Any]] = {}  # rel → (read at, parsed)
+        # rel → (read at, parsed or last good copy, the warning of that read)
+        self._files: dict[str, tuple[float, Any, str | None]] = {}
         self._last_good: dict[str, Any] = {}
         self._listings: dict[str, tuple[float, list[Entry] | None]] = {}
         self.reads = 0  # files actually read (for tests and benchmarks)
 
     # -- what subclasses provide ----------------------------------------------------
 
-    def _read_bytes(self, rel: str) -> bytes | None:
-        """The file's bytes; None if it does not exist; OSError if unreadable."""
+    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
+        """The file's bytes; None if it does not exist; OSError if unreadable;
+        ``untrusted.Refused`` (read no further) over ``max_bytes``."""
         raise NotImplementedError
 
     def _list(self, rel: str) -> list[Entry] | None:
@@ -80,25 +87,46 @@ class Storage:
 
     # -- reads -------------------------------------------------------------------------
 
-    def read_json(self, rel: str, label: str | None = None) -> tuple[Any | None, str | None]:
-        """(data, warning): the parsed file (None if absent); a file that does not parse is
-        retried, then its last good copy is returned with a one-line warning naming
-        ``label`` (default: the file's name)."""
+    def read_json(
+        self,
+        rel: str,
+        label: str | None = None,
+        validate: Callable[[Any], Any] | None = None,
+        max_bytes: int = untrusted.MAX_STATE_BYTES,
+    ) -> tuple[Any | None, str | None]:
+        """(data, warning): the parsed file (None if absent), passed through ``validate``
+        (a ``model.untrusted`` check: its result is what is returned and kept). A file that
+        does not parse or validate is retried, then its last good copy is returned with a
+        one-line warning naming ``label`` (default: the file's name); one over
+        ``max_bytes`` is not read."""
         with self._lock:
             cached = self._files.get(rel)
             if cached is not None and self._fresh(rel, cached[0]):
-                return cached[1], None
+                return cached[1], cached[2]
         read_at = time.time()
+        name = label or rel.rsplit("/", 1)[-1]
+        invalid: untrusted.Invalid | None = None
         for attempt in range(PARSE_RETRIES):
             try:
                 self.reads += 1
-                raw = self._read_bytes(rel)
-                data = None if raw is None else json.loads(raw)
+                raw = self._read_bytes(rel, max_bytes)
+                data = None if raw is None else untrusted.parse(raw, max_bytes)
+                if data is not None and validate is not None:
+                    data = validate(data)
             except StorageUnreachable as exc:
+                warning = f"{self.root} unreachable ({exc})"
                 with self._lock:
-                    self._files[rel] = (read_at, self._last_good.get(rel))
-                return self._last_good.get(rel), f"{self.root} unreachable ({exc})"
+                    self._files[rel] = (read_at, self._last_good.get(rel), warning)
+                return self._last_good.get(rel), warning
+            except untrusted.Refused as exc:
+                return self._keep(rel, read_at, f"{name}: {exc}")
+            except untrusted.Invalid as exc:
+                invalid = exc
+                if attempt + 1 < PARSE_RETRIES:
+                    time.sleep(0.05)
+                continue
             except (OSError, ValueError):
+                invalid = None
                 if attempt + 1 < PARSE_RETRIES:
                     time.sleep(0.05)
                 continue
@@ -107,12 +135,21 @@ class Storage:
                     data = self._last_good.get(rel)  # gone: keep what was last seen
                 else:
                     self._last_good[rel] = data
-                self._files[rel] = (read_at, data)
+                self._files[rel] = (read_at, data, None)
             return data, None
-        good = self._last_good.get(rel)
-        warning = f"{label or rel.rsplit('/', 1)[-1]} is unreadable (partly written?); " + (
-            "using the last good copy" if good is not None else "no good copy yet"
-        )
+        if invalid is not None:
+            return self._keep(rel, read_at, f"{name}: {invalid}")
+        return self._keep(rel, read_at, f"{name} is unreadable (partly written?)")
+
+    def _keep(self, rel: str, read_at: float, problem: str) -> tuple[Any | None, str]:
+        """The last good copy, and the warning saying so. Cached like a good read, so a
+        file that stays bad is not re-read (and re-warned about) faster than a good one."""
+        with self._lock:
+            good = self._last_good.get(rel)
+            warning = f"{problem}; " + (
+                "using the last good copy" if good is not None else "no good copy yet"
+            )
+            self._files[rel] = (read_at, good, warning)
         return good, warning
 
     def listing(self, rel: str = "") -> list[Entry] | None:
@@ -148,7 +185,7 @@ class LocalStorage(Storage):
         self, root: str | Path, max_age_s: float = LOCAL_MAX_AGE_S, watch: bool = True
     ) -> None:
         super().__init__()
-        self.root = str(Path(local_path(str(root))).resolve())
+        self.root = _real(str(root))
         self.max_age_s = max_age_s
         self.watch = watch
         self._changed: dict[str, float] = {}  # abs path → when the watcher saw it change
@@ -197,21 +234,40 @@ class LocalStorage(Storage):
             return False
         return self._changed.get(_join(self.root, rel).rstrip("/"), 0.0) < read_at
 
-    def _read_bytes(self, rel: str) -> bytes | None:
+    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
         try:
-            return Path(_join(self.root, rel)).read_bytes()
+            # Non-blocking: a FIFO planted under the file's name must not hang the reader.
+            fd = os.open(_join(self.root, rel), os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise untrusted.Refused("not a regular file: not read")
+            untrusted.check_size(info.st_size, max_bytes)
+            return f.read(max_bytes + 1)
 
     def _list(self, rel: str) -> list[Entry] | None:
         try:
             with os.scandir(_join(self.root, rel)) as it:
-                return [Entry(e.name, e.is_dir(), e.stat().st_mtime) for e in it]
+                return [entry for e in it if (entry := _entry(e)) is not None]
         except OSError:
             return None
 
     def close(self) -> None:
         self._stop.set()
+
+
+def _entry(e: os.DirEntry) -> Entry | None:
+    """One listed entry; a dangling link or a symlink loop is listed as a plain file (its
+    own time), so one bad entry cannot hide the folder's others."""
+    try:
+        return Entry(e.name, e.is_dir(), e.stat().st_mtime)
+    except OSError:
+        try:
+            return Entry(e.name, False, e.stat(follow_symlinks=False).st_mtime)
+        except OSError:
+            return None
 
 
 class StorageUnreachable(OSError):
@@ -235,6 +291,7 @@ class RemoteStorage(Storage):
         self._queue: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._pending: set[tuple[str, str]] = set()
         self._refresher: threading.Thread | None = None
+        self._how: dict[str, tuple] = {}  # rel → the label, validator and cap it is read with
 
     def _filesystem(self) -> Any:
         import pyarrow.fs
@@ -250,15 +307,21 @@ class RemoteStorage(Storage):
     def _fresh(self, rel: str, read_at: float) -> bool:
         return time.time() - read_at < self.period_s
 
-    def read_json(self, rel: str, label: str | None = None) -> tuple[Any | None, str | None]:
+    def read_json(
+        self,
+        rel: str,
+        label: str | None = None,
+        validate: Callable[[Any], Any] | None = None,
+        max_bytes: int = untrusted.MAX_STATE_BYTES,
+    ) -> tuple[Any | None, str | None]:
         with self._lock:
             cached = self._files.get(rel)
         if cached is None or self.period_s <= 0:
-            return super().read_json(rel, label)
+            return super().read_json(rel, label, validate, max_bytes)
         if not self._fresh(rel, cached[0]):
-            self._refresh("file", rel)
+            self._refresh("file", rel, (label, validate, max_bytes))
         warning = self.unreachable()
-        return cached[1], f"{warning}; showing the last copy read" if warning else None
+        return cached[1], f"{warning}; showing the last copy read" if warning else cached[2]
 
     def listing(self, rel: str = "") -> list[Entry] | None:
         with self._lock:
@@ -269,11 +332,13 @@ class RemoteStorage(Storage):
             self._refresh("listing", rel)
         return cached[1]
 
-    def _refresh(self, kind: str, rel: str) -> None:
+    def _refresh(self, kind: str, rel: str, how: tuple = ()) -> None:
         with self._lock:
             if (kind, rel) in self._pending:
                 return
             self._pending.add((kind, rel))
+            if kind == "file":
+                self._how[rel] = how
             if self._refresher is None:
                 self._refresher = threading.Thread(
                     target=self._refresh_loop, name="raytop-storage-poll", daemon=True
@@ -286,20 +351,20 @@ class RemoteStorage(Storage):
             kind, rel = self._queue.get()
             try:
                 if kind == "file":
-                    Storage.read_json(self, rel)
+                    Storage.read_json(self, rel, *self._how.get(rel, ()))
                 else:
                     Storage.listing(self, rel)
             finally:
                 with self._lock:
                     self._pending.discard((kind, rel))
 
-    def _read_bytes(self, rel: str) -> bytes | None:
+    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
         import pyarrow
 
         fs = self._filesystem()
         try:
             with fs.open_input_stream(_join(self._base, rel)) as f:
-                data = f.read()
+                data = f.read(max_bytes + 1)
         except FileNotFoundError:
             data = None
         except (OSError, pyarrow.ArrowException) as exc:
@@ -330,6 +395,12 @@ class RemoteStorage(Storage):
         ]
 
 
+def _real(path: str) -> str:
+    """The absolute, symlink-free path. ``os.path.realpath``, not ``Path.resolve``: on a
+    symlink loop that raises RuntimeError, this leaves the looping part as it is."""
+    return os.path.realpath(local_path(path))
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:200]
@@ -354,7 +425,7 @@ class Storages:
         self._by_root: dict[str, Storage] = {}
 
     def root(self, path: str) -> Storage:
-        key = path if is_uri(path) else str(Path(local_path(path)).resolve())
+        key = path if is_uri(path) else _real(path)
         if key not in self._by_root:
             self._by_root[key] = open_storage(key, self.watch)
         return self._by_root[key]
@@ -362,7 +433,7 @@ class Storages:
     def locate(self, path: str) -> tuple[Storage, str]:
         """The storage holding ``path`` (the deepest known root above it, else a new one
         rooted at ``path``) and ``path`` relative to its root."""
-        key = path if is_uri(path) else str(Path(local_path(path)).resolve())
+        key = path if is_uri(path) else _real(path)
         bare, _, query = key.partition("?") if is_uri(key) else (key, "", "")
         for root, storage in sorted(self._by_root.items(), key=lambda kv: -len(kv[0])):
             root_bare, _, root_query = root.partition("?") if is_uri(root) else (root, "", "")

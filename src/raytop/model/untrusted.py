@@ -1,0 +1,312 @@
+"""The one validating layer: every file raytop reads and every value it takes from the
+cluster's KV store is untrusted input (issue 8).
+
+A file on shared storage may be torn, truncated, of another Ray version, or written by
+anyone; a KV value may come from another raytop version or from a buggy probe. Each
+validator here takes the parsed JSON and returns the value in the shape raytop's readers
+rely on, or raises ``Invalid`` whose message says where (``trial_data[3]``, ``ranks.2.pid``)
+and what was wrong; the reader prefixes the file's name or the KV key and turns it into a
+one-line warning, keeping its last good copy. ``parse`` refuses bytes over a size cap
+before parsing them, so a huge or hostile file cannot exhaust memory.
+
+Pure and stdlib only (``model`` layer): no Ray, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MiB = 1024 * 1024
+
+# Size caps, in bytes, per kind of input. A file or value above its cap is refused with a
+# warning instead of being parsed. Each is far above what a real run writes:
+# Any file read from storage (sources.storage's default): Tune's experiment_state-*.json
+# is the largest, ~2 KiB per trial.
+MAX_STATE_BYTES = 256 * MiB
+MAX_RECORD_BYTES = 1 * MiB  # driver.json, cluster.json, job.json, exit.json
+MAX_REGISTRY_BYTES = 16 * MiB  # $RAYTOP_HOME/experiments.json
+MAX_LEDGER_INDEX_BYTES = 4 * MiB  # KV ledger/index
+MAX_LEDGER_PAGE_BYTES = 16 * MiB  # KV ledger/page/<key> (one attempt, all its ranks)
+MAX_KV_VALUE_BYTES = 1 * MiB  # any other KV value (trial/<actor id> registrations)
+
+# Count caps (the planner's own bound: 10,000 workers per trial).
+MAX_RANKS = 10_000
+MAX_LEDGER_PAGES = 4_096  # the ledger keeps 256 (probe.ledger.MAX_PAGES)
+MAX_REGISTERED = 100_000  # experiments.json entries
+MAX_RECORDS = 100_000  # upload / sync records of one rank
+
+
+class Invalid(ValueError):
+    """A value of the wrong shape (or size); the message names where and what."""
+
+
+class Refused(Invalid):
+    """Input refused unread: over its size cap, or not a regular file (re-reading will not
+    help)."""
+
+
+def kind(value: Any) -> str:
+    """A value's JSON kind, for messages: 'a dict', 'a list', 'a string'…"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a dict"
+    return type(value).__name__
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:.1f} MiB" if n >= MiB else f"{n} bytes"
+
+
+def check_size(n: int, max_bytes: int) -> None:
+    if n > max_bytes:
+        raise Refused(f"{_size(n)}, over the {_size(max_bytes)} cap: not read")
+
+
+def parse(raw: bytes | str, max_bytes: int) -> Any:
+    """The JSON in ``raw``; ``Refused`` above ``max_bytes``, ``ValueError`` if it does not
+    parse (torn, binary, nested too deep)."""
+    check_size(len(raw), max_bytes)
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def problem(label: str, exc: BaseException) -> str:
+    """The one-line warning for input ``label`` (a file's name or a KV key)."""
+    if isinstance(exc, Invalid):
+        return f"{label}: {exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{label}: not text (binary bytes?)"
+    return f"{label}: not valid JSON ({_first_line(exc)})"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:200]
+
+
+# -- the checks every validator is built from ---------------------------------------------
+
+
+def _at(where: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def _fail(where: str, expected: str, value: Any) -> Invalid:
+    return Invalid(f"{where or 'top level'}: expected {expected}, got {kind(value)}")
+
+
+def obj(value: Any, where: str = "") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, "a dict", value)
+    return value
+
+
+def seq(value: Any, where: str, max_len: int) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(where, "a list", value)
+    if len(value) > max_len:
+        raise Invalid(f"{where}: {len(value)} entries, over the cap of {max_len}")
+    return value
+
+
+def text(d: dict[str, Any], key: str, where: str = "", *, optional: bool = False,
+         nonempty: bool = False) -> str | None:  # fmt: skip
+    """``d[key]`` as a string (absent or null only when ``optional``)."""
+    value = d.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise _fail(_at(where, key), "a string", value) if key in d else _missing(where, key)
+    if nonempty and not value:
+        raise Invalid(f"{_at(where, key)}: expected a non-empty string")
+    return value
+
+
+def integer(d: dict[str, Any], key: str, where: str = "", *, default: int | None = None,
+            optional: bool = False, minimum: int | None = 0,
+            maximum: int | None = None) -> int | None:  # fmt: skip
+    """``d[key]`` as an int (a float with no fraction is accepted: JSON has one number)."""
+    value = d.get(key)
+    if value is None:
+        if optional:
+            return None
+        if default is not None:
+            return default
+        raise _missing(where, key)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(_at(where, key), "an integer", value)
+    if minimum is not None and value < minimum:
+        raise Invalid(f"{_at(where, key)}: {value} is below {minimum}")
+    if maximum is not None and value > maximum:
+        raise Invalid(f"{_at(where, key)}: {value} is over the cap of {maximum}")
+    return value
+
+
+def number(d: dict[str, Any], key: str, where: str = "", *,
+           optional: bool = False) -> float | None:  # fmt: skip
+    """``d[key]`` as a finite number."""
+    value = d.get(key)
+    if value is None:
+        if optional:
+            return None
+        raise _missing(where, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(_at(where, key), "a finite number", value)
+    return float(value)
+
+
+def flag(d: dict[str, Any], key: str, where: str = "") -> bool:
+    value = d.get(key, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise _fail(_at(where, key), "true or false", value)
+    return value
+
+
+def _missing(where: str, key: str) -> Invalid:
+    return Invalid(f"{where or 'top level'}: missing key '{key}'")
+
+
+# -- $RAYTOP_HOME/experiments.json (home) -------------------------------------------------------
+
+
+def registered_experiment(entry: Any, where: str) -> dict[str, str]:
+    entry = obj(entry, where)
+    return {key: text(entry, key, where, nonempty=True) for key in ("name", "path", "raytop_dir")}
+
+
+def registry(data: Any) -> list[Any]:
+    """The list itself; each entry is checked on its own (``registered_experiment``)."""
+    return seq(data, "top level", MAX_REGISTERED)
+
+
+# -- the ledger's KV values (probe.ledger, probe.report_probe) ---------------------------------
+
+
+def ledger_index(data: Any) -> dict[str, Any]:
+    """``ledger/index``: ``{"started_at", "published_at", "pages": {key: version}}``."""
+    index = obj(data)
+    number(index, "started_at")
+    number(index, "published_at")
+    pages = obj(index.get("pages") or {}, "pages")
+    if len(pages) > MAX_LEDGER_PAGES:
+        raise Invalid(f"pages: {len(pages)} entries, over the cap of {MAX_LEDGER_PAGES}")
+    for key in pages:
+        integer(pages, key, "pages", minimum=None)
+    return {**index, "pages": pages}
+
+
+def _rank_record(record: Any, where: str) -> dict[str, Any]:
+    record = obj(record, where)
+    integer(record, "rank", where, maximum=MAX_RANKS)
+    for key in ("entered", "exited", "dropped"):
+        integer(record, key, where, default=0)
+    for key in ("local_rank", "node_rank", "pid", "rss_bytes", "gpu_memory_bytes"):
+        integer(record, key, where, optional=True, minimum=None)
+    for key in ("last_enter_at", "last_exit_at", "received_at", "cpu_percent",
+                "usual_interval_s"):  # fmt: skip
+        number(record, key, where, optional=True)
+    for key in ("node_id", "stack", "stack_request", "run_path"):
+        text(record, key, where, optional=True)
+    flag(record, "done", where)
+    gpu_ids = seq(record.get("gpu_ids") or [], _at(where, "gpu_ids"), MAX_RANKS)
+    for i, gpu in enumerate(gpu_ids):
+        if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
+            raise _fail(f"{_at(where, 'gpu_ids')}[{i}]", "a string", gpu)
+    uploads = seq(record.get("checkpoints") or [], _at(where, "checkpoints"), MAX_RECORDS)
+    for i, upload in enumerate(uploads):
+        at = f"{_at(where, 'checkpoints')}[{i}]"
+        upload = obj(upload, at)
+        text(upload, "dir_name", at)
+        number(upload, "start", at)
+        number(upload, "end", at, optional=True)
+        number(upload, "sync_s", at, optional=True)
+        integer(upload, "report", at, optional=True)
+        text(upload, "error", at, optional=True)
+        text(upload, "mode", at, optional=True)
+        files = obj(upload.get("files") or {}, _at(at, "files"))
+        for path in files:
+            integer(files, path, _at(at, "files"), minimum=None)
+    syncs = seq(record.get("syncs") or [], _at(where, "syncs"), MAX_RECORDS)
+    for i, sync in enumerate(syncs):
+        at = f"{_at(where, 'syncs')}[{i}]"
+        if (
+            not isinstance(sync, list)
+            or len(sync) != 3
+            or not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in sync
+            )
+        ):
+            raise _fail(at, "[report, start, end] (numbers)", sync)
+    return record
+
+
+def ledger_page(data: Any) -> dict[str, Any]:
+    """``ledger/page/<run_id>.<attempt_id>``: one attempt and the record of each rank."""
+    page = obj(data)
+    for key in ("run_id", "run_name", "attempt_id"):
+        text(page, key)
+    integer(page, "world_size", maximum=MAX_RANKS)
+    number(page, "first_seen_at")
+    text(page, "placement_group_id", optional=True)
+    ranks = obj(page.get("ranks") or {}, "ranks")
+    if len(ranks) > MAX_RANKS:
+        raise Invalid(f"ranks: {len(ranks)} entries, over the cap of {MAX_RANKS}")
+    for key, record in ranks.items():
+        if not key.isdigit():
+            raise Invalid(f"ranks: key '{key[:40]}' is not a rank number")
+        _rank_record(record, f"ranks.{key}")
+    return {**page, "ranks": ranks}
+
+
+def trial_registration(data: Any) -> dict[str, Any]:
+    """``trial/<actor id>`` (probe.trial_registry): which trial owns which group."""
+    record = obj(data)
+    text(record, "trial_id", nonempty=True)
+    text(record, "experiment")
+    text(record, "pg_id", optional=True)
+    return record
+
+
+# -- raytop's own records (for rundir / cluster: driver.json, cluster.json) ------------------
+
+
+def driver_record(data: Any) -> dict[str, Any]:
+    """``.raytop/driver.json`` (launch.driver): a pid, and what proves it is that driver."""
+    record = obj(data)
+    integer(record, "pid", minimum=1)
+    number(record, "pid_create_time", optional=True)
+    for key in ("host", "spec", "address", "experiment_name", "experiment_path", "metric",
+                "mode"):  # fmt: skip
+        text(record, key, optional=True)
+    number(record, "started_at", optional=True)
+    return record
+
+
+def cluster_record(data: Any) -> dict[str, Any]:
+    """``$RAYTOP_HOME/cluster.json`` (launch.cluster): the embedded cluster raytop started."""
+    record = obj(data)
+    integer(record, "pid", minimum=1)
+    number(record, "pid_create_time", optional=True)
+    text(record, "address")
+    text(record, "log", optional=True)
+    number(record, "started_at", optional=True)
+    return record

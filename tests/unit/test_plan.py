@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -827,6 +826,7 @@ def test_nodes_file_name_must_be_a_string(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["torch", "function"])
+@pytest.mark.timeout(60)  # a deadline, not a figure: benchmarks/plan_bench.py --at-cap
 def test_a_sweep_at_the_trial_cap_plans_in_bounded_time(tmp_path: Path, kind: str) -> None:
     """num_samples at MAX_TRIALS on the embedded cluster: the planner once counted the
     started drivers down one by one (100,000 calls, each over every node)."""
@@ -834,11 +834,8 @@ def test_a_sweep_at_the_trial_cap_plans_in_bounded_time(tmp_path: Path, kind: st
         tmp_path, kind=kind, tune=TuneSection(num_samples=MAX_TRIALS),
         cluster_section=ClusterSection(num_cpus=4),
     )  # fmt: skip
-    start = time.perf_counter()
     sweep = plan_sweep(spec, nodes_from_spec(spec), "embedded")
-    elapsed = time.perf_counter() - start
     assert sweep.verdict_plan.trials == MAX_TRIALS
-    assert elapsed < 2.0, f"{elapsed:.2f} s"
 
 
 def test_started_drivers_are_exactly_those_that_fit() -> None:
@@ -856,18 +853,17 @@ def test_a_tiny_need_counts_as_always_not_infinity() -> None:
     assert counts(p) == (FITS, 3, 3)
 
 
+@pytest.mark.timeout(60)  # a deadline, not a figure: benchmarks/plan_bench.py --at-cap
 def test_a_deadlock_with_a_large_worker_group_is_proven_in_bounded_time() -> None:
     """1,000 nodes of 16 CPUs, 16,000 {CPU: 1} drivers, groups of 800 {CPU: 1} workers: the
     exact one-group check once ran a dynamic programme cubic in the group size (7 s)."""
-    start = time.perf_counter()
     p = plan(cluster({"CPU": 16.0}, count=1000), TrialShape(CPU1, CPU1, 800), 16_000, None)
-    elapsed = time.perf_counter() - start
     assert counts(p) == (DEADLOCK, 16_000, 0)
     assert p.suggested_max_concurrent == 16_000 // 801  # each trial: a driver + 800 workers
-    assert elapsed < 2.0, f"{elapsed:.2f} s"
 
 
-def test_the_largest_sweep_on_the_largest_nodes_file_plans_within_2_s(tmp_path: Path) -> None:
+@pytest.mark.timeout(60)  # a deadline, not a figure: benchmarks/plan_bench.py --at-cap
+def test_the_largest_sweep_on_the_largest_nodes_file_plans(tmp_path: Path) -> None:
     """MAX_TRIALS elastic trials (planned at both ends) on MAX_NODES nodes read from a
     NODES.toml, with drivers that compete with the workers (the slow path)."""
     path = write(tmp_path, f"[[nodes]]\ncount = {MAX_NODES}\nCPU = 16\nGPU = 4\n")
@@ -876,9 +872,6 @@ def test_the_largest_sweep_on_the_largest_nodes_file_plans_within_2_s(tmp_path: 
         scaling=ScalingSection(num_workers=(4, 8), resources_per_worker={"CPU": 4.0},
                                placement_strategy="STRICT_SPREAD"),
     )  # fmt: skip
-    start = time.perf_counter()
     sweep = plan_sweep(spec, nodes_from_file(path), str(path))
-    elapsed = time.perf_counter() - start
     assert [p.verdict for p in sweep.plans] == [UNDER_UTILISED, UNDER_UTILISED]
     assert sweep.verdict_plan.suggested_max_concurrent == MAX_NODES * 16 // 17
-    assert elapsed < 2.0, f"{elapsed:.2f} s"

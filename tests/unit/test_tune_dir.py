@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from raytop.home import write_json_atomic
@@ -24,21 +25,24 @@ def trial_row(trial_id: str, status: str, loss: float | None = None) -> dict:
     }  # fmt: skip
 
 
-def launched(tmp_path, pid: int, rows: list[dict]):
+def launched(tmp_path, pid: int, rows: list[dict], create_time: float | None = None):
     rdir = tmp_path / "exp" / ".raytop"
     write_json_atomic(
         rdir / "driver.json",
-        {"pid": pid, "host": socket.gethostname(), "experiment_name": "exp",
-         "experiment_path": str(tmp_path / "exp"), "metric": "loss", "mode": "min"},
+        {"pid": pid, "pid_create_time": create_time, "host": socket.gethostname(),
+         "experiment_name": "exp", "experiment_path": str(tmp_path / "exp"),
+         "metric": "loss", "mode": "min"},
     )  # fmt: skip
     write_json_atomic(rdir / "trials.json", {"trials": rows})
     return rdir
 
 
 def test_live_driver_means_running(tmp_path):
-    # Any process whose command line names the driver module counts as the driver.
+    # The driver is proven by its start time and a command line naming the module and
+    # this experiment's raytop dir (see tests/unit/test_process_identity.py).
+    rdir = tmp_path / "exp" / ".raytop"
     fake_driver = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", "raytop.launch.driver"]
+        [sys.executable, "-c", "import time; time.sleep(60)", "raytop.launch.driver", str(rdir)]
     )
     cmdline = Path(f"/proc/{fake_driver.pid}/cmdline")
     for _ in range(100):  # right after fork the child still shows pytest's command line
@@ -46,7 +50,8 @@ def test_live_driver_means_running(tmp_path):
             break
         time.sleep(0.05)
     try:
-        launched(tmp_path, fake_driver.pid, [trial_row("t1", "RUNNING", 0.5)])
+        started = psutil.Process(fake_driver.pid).create_time()
+        launched(tmp_path, fake_driver.pid, [trial_row("t1", "RUNNING", 0.5)], started)
         exp = ExperimentReader(str(tmp_path / "exp")).read()
         assert (exp.driver_pid, exp.driver_alive) == (fake_driver.pid, True)
         assert exp.status == ExperimentStatus.RUNNING

@@ -58,7 +58,10 @@ def raytop_dir_for(experiment_path: str, name: str) -> Path:
     return Path(local_path(experiment_path)) / RAYTOP_DIR_NAME
 
 
-CREATE_TIME_TOLERANCE_S = 0.05  # psutil's create_time is derived from clock ticks
+# psutil's create_time is boot time (whole seconds in /proc/stat, moved when the clock is
+# stepped) plus clock ticks: a second of slack keeps a real driver proven, and a pid is
+# not reused within a second of the process it replaced starting.
+CREATE_TIME_TOLERANCE_S = 1.0
 DRIVER_MODULE = "raytop.launch.driver"
 
 
@@ -66,8 +69,10 @@ DRIVER_MODULE = "raytop.launch.driver"
 class DriverCheck:
     """What ``driver.json`` says and whether its pid is provably the driver raytop started.
 
-    ``alive``: True (proven), False (gone, finished, or a live pid that is not proven: see
-    ``problem``), None (another host, or no valid record: pid is then None too)."""
+    ``alive``: True (proven), False (gone, finished, or a live pid that is clearly another
+    process: see ``problem``), None (cannot tell: another host, no valid record (pid None
+    too), or a live raytop driver for this dir whose start time cannot be proven — it is
+    never signalled, and never taken for stopped either)."""
 
     pid: int | None
     alive: bool | None
@@ -115,24 +120,26 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
     except psutil.NoSuchProcess:
         return DriverCheck(pid, False)
     except (psutil.Error, OSError):
-        return DriverCheck(pid, False, f"pid {pid} cannot be inspected; not signalled")
+        return DriverCheck(pid, None, f"pid {pid} cannot be inspected; not signalled")
     refused = f"pid {pid} is not the driver raytop started for {name}"
-    recorded = info.get("pid_create_time")
-    if not _is_number(recorded):
-        why = "driver.json records no start time (an older raytop), so it cannot be proven"
-        return DriverCheck(pid, False, f"{refused} ({why}); not signalled")
-    if abs(started - float(recorded)) > CREATE_TIME_TOLERANCE_S:
-        when = f"started at {_stamp(started)}, recorded {_stamp(float(recorded))}"
-        return DriverCheck(pid, False, f"{refused} ({when}); not signalled")
     try:
         argv = process.cmdline()
     except psutil.NoSuchProcess:
         return DriverCheck(pid, False)
     except (psutil.Error, OSError):
-        return DriverCheck(pid, False, f"{refused} (its command line is unreadable); not signalled")
+        return DriverCheck(pid, None, f"{refused} (its command line is unreadable); not signalled")
     if DRIVER_MODULE not in argv or not any(_same_path(a, raytop_dir) for a in argv):
         why = f"its command line does not name {DRIVER_MODULE} with {raytop_dir}"
         return DriverCheck(pid, False, f"{refused} ({why}); not signalled")
+    # A raytop driver for this very dir: if its start time is not the recorded one it may
+    # still be running this experiment, so it is "cannot tell", never "stopped".
+    recorded = info.get("pid_create_time")
+    if not _is_number(recorded):
+        why = "driver.json records no start time (an older raytop), so it cannot be proven"
+        return DriverCheck(pid, None, f"{refused} ({why}); not signalled; stop it by hand")
+    if abs(started - float(recorded)) > CREATE_TIME_TOLERANCE_S:
+        when = f"started at {_stamp(started)}, recorded {_stamp(float(recorded))}"
+        return DriverCheck(pid, None, f"{refused} ({when}); not signalled")
     return DriverCheck(pid, True, None, process)
 
 

@@ -138,3 +138,15 @@ def test_an_unread_state_is_not_safe(tmp_path):
     unknown = dataclasses.replace(exp, state_read="unknown", state_reason=None)
     (problem,) = teardown_problems(teardown_facts(unknown))
     assert "experiment state unknown" in problem
+
+
+def test_a_driver_that_cannot_be_proven_stopped_is_never_safe() -> None:
+    """driver.json names a pid raytop cannot prove (another host, an older record, a start
+    time that differs): the driver may still be writing, so teardown is not safe."""
+    from raytop.diagnose.teardown import ExperimentFacts, teardown_problems
+
+    facts = ExperimentFacts(name="exp", driver_alive=None, state_on_storage=True, driver_pid=42)
+    (problem,) = teardown_problems(facts)
+    assert "cannot tell whether its Tune driver (pid 42) has stopped" in problem
+    # Not launched by raytop (no pid recorded): nothing to wait for.
+    assert teardown_problems(ExperimentFacts("exp", None, True)) == []

@@ -22,7 +22,7 @@ class RunFacts:
 @dataclass(frozen=True)
 class ExperimentFacts:
     name: str
-    driver_alive: bool | None
+    driver_alive: bool | None  # None: cannot tell (another host, an unproven pid)
     state_on_storage: bool  # an experiment_state-*.json in the storage folder
     runs: tuple[RunFacts, ...] = field(default_factory=tuple)
     stale_runs: tuple[str, ...] = ()  # trial ids whose run snapshot is unreadable
@@ -30,6 +30,7 @@ class ExperimentFacts:
     state_read: str = "ok"
     state_reason: str | None = None
     trials: int = 1  # trials known (from the probe or the state)
+    driver_pid: int | None = None  # the pid driver.json records (None: not launched by raytop)
 
 
 def teardown_problems(facts: ExperimentFacts) -> list[str]:
@@ -43,6 +44,12 @@ def teardown_problems(facts: ExperimentFacts) -> list[str]:
         problems.append(
             f"{facts.name}: the Tune driver is running; its state reaches storage only every "
             "10 s or more: stop it first (`raytop stop`), it saves and syncs on the way out"
+        )
+    elif facts.driver_alive is None and facts.driver_pid is not None:
+        problems.append(
+            f"{facts.name}: cannot tell whether its Tune driver (pid {facts.driver_pid}) has "
+            "stopped (another host, or a process raytop cannot prove is its driver): "
+            "make sure it has exited first"
         )
     if facts.state_read == "missing" or (facts.state_read == "ok" and not facts.state_on_storage):
         problems.append(f"{facts.name}: no experiment_state file on storage: not resumable")

@@ -132,6 +132,7 @@ def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> 
     return ExperimentFacts(
         name=experiment.name,
         driver_alive=experiment.driver_alive,
+        driver_pid=experiment.driver_pid,
         state_on_storage=bool(storage.glob("", "experiment_state-*.json")),
         runs=tuple(runs),
         stale_runs=tuple(r.trial_id for r in runs if r.snapshot_problem is not None),

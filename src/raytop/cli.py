@@ -533,7 +533,7 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
     resumed) or one trial. Nothing is deleted."""
     from raytop.home import registered_experiments
     from raytop.launch.control import ControlError, stop_experiment, stop_trial
-    from raytop.rundir import RAYTOP_DIR_NAME, driver_alive
+    from raytop.rundir import RAYTOP_DIR_NAME, driver_alive, driver_identity_problem
 
     if trial_id is not None and not trial_id.strip():
         fail("--trial: empty; give a trial id (or leave --trial out to stop the experiment)")
@@ -548,7 +548,10 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
     if trial_id is not None:
         _check_trial_id(raytop_dir, trial_id)
     if not driver_alive(raytop_dir)[1]:
-        fail(f"{raytop_dir.parent}: its driver is not running here; nothing to stop")
+        fail(
+            driver_identity_problem(raytop_dir)
+            or f"{raytop_dir.parent}: its driver is not running here; nothing to stop"
+        )
     what = f"trial {trial_id} of {raytop_dir.parent.name}" if trial_id else raytop_dir.parent.name
     if not yes:
         if not sys.stdin.isatty():
@@ -847,9 +850,13 @@ def plan(spec: str, cluster: str, address: str | None, **_group) -> None:
 @group_options
 def down(**_group) -> None:
     """Stop the embedded cluster raytop started (never any other cluster)."""
-    from raytop.launch.cluster import stop_embedded
+    from raytop.launch.cluster import ClusterRecordUnproven, stop_embedded
 
-    if stop_embedded(progress=info):
+    try:
+        stopped = stop_embedded(progress=info)
+    except ClusterRecordUnproven as exc:  # a reused pid: never signalled
+        fail(str(exc))
+    if stopped:
         info("embedded cluster stopped")
     else:
         info("no cluster started by raytop is recorded; nothing to stop")

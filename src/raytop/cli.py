@@ -439,7 +439,7 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
     from raytop.diagnose import Thresholds
     from raytop.launch.cluster import start_embedded
     from raytop.launch.driver import launch
-    from raytop.launch.spec import SpecError
+    from raytop.launch.spec import SpecError, preflight
     from raytop.rundir import driver_alive, raytop_dir_for
     from raytop.sources.ray_adapter import ClusterUnreachable
 
@@ -450,6 +450,12 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
             f"experiment '{run_spec.experiment.name}' is already running (driver pid {pid}); "
             "attach with `raytop`"
         )
+    try:
+        # Before the plan and any cluster: an entrypoint that cannot import is one line,
+        # and nothing was started for it. launch() preflights again (it is idempotent).
+        preflight(run_spec)
+    except SpecError as exc:
+        fail(str(exc))
     target = _resolve_target(address)
     if errored is None:
         _check_plan(run_spec, target, force)

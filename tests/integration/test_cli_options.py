@@ -38,6 +38,7 @@ def where(tmp_path, monkeypatch) -> dict[str, Path]:
         '[experiment]\nname = "opts"\nstorage_path = "results"\n'
         '[trainable]\nkind = "function"\nentrypoint = "opts_train:train"\n'
     )
+    (tmp_path / "opts_train.py").write_text("def train(config):\n    pass\n")  # preflight
     experiment = tmp_path / "results" / "lr_search"
     (experiment / ".raytop").mkdir(parents=True)
     rows = [{"trial_id": t, "status": "RUNNING"} for t in TRIALS]

@@ -88,3 +88,35 @@ def test_stack_requests_go_through_the_kv_store():
     request = LedgerReader(kv).request_stacks("run1")
     command = json.loads(kv.data[STACKS_COMMAND_KEY])
     assert command["request_id"] == request and command["run_id"] == "run1"
+
+
+def test_a_malformed_page_is_a_warning_and_its_last_good_copy_stays():
+    kv = FakeKv()
+    reader = LedgerReader(kv)
+    publish(kv, 1.0, 100.0, {"run1.a1": page("a1", 10.0, 1, rank(0, 3), rank(1, 3))})
+    reader.read(now=100.5)
+    bad = page("a1", 10.0, 2, {**rank(0, 4), "pid": "abc"}, rank(1, 4))
+    publish(kv, 1.0, 101.0, {"run1.a1": bad})
+    (kept,), status = reader.read(now=101.5)
+    assert [w.reports_entered for w in kept.workers] == [3, 3]  # the last good copy
+    assert status.available
+    assert status.warnings == (
+        "ledger/page/run1.a1: ranks.0.pid: expected an integer, got a string",
+    )
+    publish(kv, 1.0, 102.0, {"run1.a1": page("a1", 10.0, 3, rank(0, 5), rank(1, 5))})
+    (fixed,), status = reader.read(now=102.5)  # fetched again: its version never counted
+    assert [w.reports_entered for w in fixed.workers] == [5, 5] and status.warnings == ()
+
+
+def test_a_malformed_index_freezes_the_counts_and_says_so():
+    kv = FakeKv()
+    reader = LedgerReader(kv)
+    publish(kv, 1.0, 100.0, {"run1.a1": page("a1", 10.0, 1, rank(0, 3), rank(1, 3))})
+    reader.read(now=100.5)
+    for raw in (b"[]", b"{", b"\xff", json.dumps({"started_at": "x", "published_at": 1}).encode()):
+        kv.data[INDEX_KEY] = raw
+        (again,), status = reader.read(now=101.0)
+        assert [w.reports_entered for w in again.workers] == [3, 3] and not status.available
+        assert status.error.startswith("ledger/index: ") and status.error.endswith(
+            "counts are frozen"
+        )

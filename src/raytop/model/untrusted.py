@@ -31,7 +31,8 @@ MAX_LEDGER_INDEX_BYTES = 4 * MiB  # KV ledger/index
 MAX_LEDGER_PAGE_BYTES = 16 * MiB  # KV ledger/page/<key> (one attempt, all its ranks)
 MAX_KV_VALUE_BYTES = 1 * MiB  # any other KV value (trial/<actor id> registrations)
 
-# Count caps (the planner's own bound: 10,000 workers per trial).
+# Count caps (the planner's own bounds: 100,000 trials, 10,000 workers per trial).
+MAX_TRIALS = 100_000  # the planner's bound on a sweep
 MAX_RANKS = 10_000
 MAX_LEDGER_PAGES = 4_096  # the ledger keeps 256 (probe.ledger.MAX_PAGES)
 MAX_REGISTERED = 100_000  # experiments.json entries
@@ -65,7 +66,7 @@ def kind(value: Any) -> str:
 
 
 def _size(n: int) -> str:
-    return f"{n / MiB:.1f} MiB" if n >= MiB else f"{n} bytes"
+    return f"{n:,} bytes" + (f" ({n / MiB:.1f} MiB)" if n >= MiB else "")
 
 
 def check_size(n: int, max_bytes: int) -> None:
@@ -185,6 +186,36 @@ def _missing(where: str, key: str) -> Invalid:
     return Invalid(f"{where or 'top level'}: missing key '{key}'")
 
 
+# -- .raytop/trials.json (probe.trial_probe) ----------------------------------------------------
+
+
+def probe_trial(row: Any, where: str) -> dict[str, Any]:
+    """One row of the TrialProbe's table → the keyword arguments of ``model.Trial`` (keys
+    another raytop version may add are dropped)."""
+    row = obj(row, where)
+    config = obj(row.get("config") or {}, _at(where, "config"))
+    metrics = obj(row.get("metrics") or {}, _at(where, "metrics"))
+    return {
+        "trial_id": text(row, "trial_id", where, nonempty=True),
+        "status": text(row, "status", where),
+        "config": config,
+        "metrics": metrics,
+        "num_failures": integer(row, "num_failures", where, default=0),
+        "iterations": integer(row, "iterations", where, default=0),
+        "elapsed_s": number(row, "elapsed_s", where, optional=True),
+        "error": text(row, "error", where, optional=True),
+        "pending_reason": text(row, "pending_reason", where, optional=True),
+    }
+
+
+def probe_trials(data: Any) -> list[dict[str, Any]]:
+    """``{"updated_at", "trials": [row…]}``. The probe writes the table whole (atomic
+    rename), so one bad row makes the file bad: its last good copy is kept."""
+    table = obj(data)
+    rows = seq(table.get("trials") or [], "trials", MAX_TRIALS)
+    return [probe_trial(row, f"trials[{i}]") for i, row in enumerate(rows)]
+
+
 # -- $RAYTOP_HOME/experiments.json (home) -------------------------------------------------------
 
 
@@ -204,50 +235,43 @@ def registry(data: Any) -> list[Any]:
 def ledger_index(data: Any) -> dict[str, Any]:
     """``ledger/index``: ``{"started_at", "published_at", "pages": {key: version}}``."""
     index = obj(data)
-    number(index, "started_at")
-    number(index, "published_at")
     pages = obj(index.get("pages") or {}, "pages")
     if len(pages) > MAX_LEDGER_PAGES:
         raise Invalid(f"pages: {len(pages)} entries, over the cap of {MAX_LEDGER_PAGES}")
-    for key in pages:
-        integer(pages, key, "pages", minimum=None)
-    return {**index, "pages": pages}
+    return {
+        **index,
+        "started_at": number(index, "started_at"),
+        "published_at": number(index, "published_at"),
+        "pages": {key: integer(pages, key, "pages", minimum=None) for key in pages},
+    }
 
 
 def _rank_record(record: Any, where: str) -> dict[str, Any]:
-    record = obj(record, where)
-    integer(record, "rank", where, maximum=MAX_RANKS)
+    """One rank's record, normalized: every field the readers use has its type (absent
+    counters are 0, absent optional fields None)."""
+    out = dict(obj(record, where))
+    out["rank"] = integer(out, "rank", where, maximum=MAX_RANKS)
     for key in ("entered", "exited", "dropped"):
-        integer(record, key, where, default=0)
+        out[key] = integer(out, key, where, default=0)
     for key in ("local_rank", "node_rank", "pid", "rss_bytes", "gpu_memory_bytes"):
-        integer(record, key, where, optional=True, minimum=None)
+        out[key] = integer(out, key, where, optional=True, minimum=None)
     for key in ("last_enter_at", "last_exit_at", "received_at", "cpu_percent",
                 "usual_interval_s"):  # fmt: skip
-        number(record, key, where, optional=True)
+        out[key] = number(out, key, where, optional=True)
     for key in ("node_id", "stack", "stack_request", "run_path"):
-        text(record, key, where, optional=True)
-    flag(record, "done", where)
-    gpu_ids = seq(record.get("gpu_ids") or [], _at(where, "gpu_ids"), MAX_RANKS)
+        out[key] = text(out, key, where, optional=True)
+    out["done"] = flag(out, "done", where)
+    gpu_ids = seq(out.get("gpu_ids") or [], _at(where, "gpu_ids"), MAX_RANKS)
     for i, gpu in enumerate(gpu_ids):
         if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
             raise _fail(f"{_at(where, 'gpu_ids')}[{i}]", "a string", gpu)
-    uploads = seq(record.get("checkpoints") or [], _at(where, "checkpoints"), MAX_RECORDS)
-    for i, upload in enumerate(uploads):
-        at = f"{_at(where, 'checkpoints')}[{i}]"
-        upload = obj(upload, at)
-        text(upload, "dir_name", at)
-        number(upload, "start", at)
-        number(upload, "end", at, optional=True)
-        number(upload, "sync_s", at, optional=True)
-        integer(upload, "report", at, optional=True)
-        text(upload, "error", at, optional=True)
-        text(upload, "mode", at, optional=True)
-        files = obj(upload.get("files") or {}, _at(at, "files"))
-        for path in files:
-            integer(files, path, _at(at, "files"), minimum=None)
-    syncs = seq(record.get("syncs") or [], _at(where, "syncs"), MAX_RECORDS)
+    out["gpu_ids"] = [str(gpu) for gpu in gpu_ids]
+    uploads = seq(out.get("checkpoints") or [], _at(where, "checkpoints"), MAX_RECORDS)
+    out["checkpoints"] = [
+        _upload(upload, f"{_at(where, 'checkpoints')}[{i}]") for i, upload in enumerate(uploads)
+    ]
+    syncs = seq(out.get("syncs") or [], _at(where, "syncs"), MAX_RECORDS)
     for i, sync in enumerate(syncs):
-        at = f"{_at(where, 'syncs')}[{i}]"
         if (
             not isinstance(sync, list)
             or len(sync) != 3
@@ -255,26 +279,44 @@ def _rank_record(record: Any, where: str) -> dict[str, Any]:
                 v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in sync
             )
         ):
-            raise _fail(at, "[report, start, end] (numbers)", sync)
-    return record
+            raise _fail(f"{_at(where, 'syncs')}[{i}]", "[report, start, end] (numbers)", sync)
+    out["syncs"] = syncs
+    return out
+
+
+def _upload(upload: Any, where: str) -> dict[str, Any]:
+    """One checkpoint upload record of a rank (``ReportProbe.upload_started``)."""
+    out = dict(obj(upload, where))
+    out["dir_name"] = text(out, "dir_name", where)
+    out["start"] = number(out, "start", where)
+    for key in ("end", "sync_s"):
+        out[key] = number(out, key, where, optional=True)
+    out["report"] = integer(out, "report", where, optional=True, minimum=None)
+    for key in ("error", "mode"):
+        out[key] = text(out, key, where, optional=True)
+    out["custom_upload"] = flag(out, "custom_upload", where)
+    files = obj(out.get("files") or {}, _at(where, "files"))
+    out["files"] = {path: integer(files, path, _at(where, "files"), minimum=None)
+                    for path in files}  # fmt: skip
+    return out
 
 
 def ledger_page(data: Any) -> dict[str, Any]:
     """``ledger/page/<run_id>.<attempt_id>``: one attempt and the record of each rank."""
-    page = obj(data)
+    page = dict(obj(data))
     for key in ("run_id", "run_name", "attempt_id"):
-        text(page, key)
-    integer(page, "world_size", maximum=MAX_RANKS)
-    number(page, "first_seen_at")
-    text(page, "placement_group_id", optional=True)
+        page[key] = text(page, key)
+    page["world_size"] = integer(page, "world_size", maximum=MAX_RANKS)
+    page["first_seen_at"] = number(page, "first_seen_at")
+    page["placement_group_id"] = text(page, "placement_group_id", optional=True)
     ranks = obj(page.get("ranks") or {}, "ranks")
     if len(ranks) > MAX_RANKS:
         raise Invalid(f"ranks: {len(ranks)} entries, over the cap of {MAX_RANKS}")
-    for key, record in ranks.items():
-        if not key.isdigit():
+    for key in ranks:
+        if not (key.isascii() and key.isdigit()):
             raise Invalid(f"ranks: key '{key[:40]}' is not a rank number")
-        _rank_record(record, f"ranks.{key}")
-    return {**page, "ranks": ranks}
+    page["ranks"] = {key: _rank_record(record, f"ranks.{key}") for key, record in ranks.items()}
+    return page
 
 
 def trial_registration(data: Any) -> dict[str, Any]:

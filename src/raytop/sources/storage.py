@@ -111,6 +111,8 @@ class Storage:
                 self.reads += 1
                 raw = self._read_bytes(rel, max_bytes)
                 data = None if raw is None else untrusted.parse(raw, max_bytes)
+                if raw is not None and data is None:  # None means absent: a null is bad
+                    raise untrusted.Invalid("top level: expected a dict or a list, got null")
                 if data is not None and validate is not None:
                     data = validate(data)
             except StorageUnreachable as exc:

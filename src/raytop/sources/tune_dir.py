@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from raytop.model import Experiment, ExperimentStatus, Trial
+from raytop.model import Experiment, ExperimentStatus, Trial, untrusted
 from raytop.rundir import (
     RAYTOP_DIR_NAME,
     STOP_MARKER,
@@ -137,15 +137,13 @@ class ExperimentReader:
     def _trials_from_probe(self) -> tuple[list[Trial] | None, list[str]]:
         if self.raytop_dir is None:
             return None, []
-        data, warning = self._read_raytop("trials.json")
+        storage, rel = self._storages.locate(str(self.raytop_dir / "trials.json"))
+        # Checked row by row (model.untrusted); a bad table keeps its last good copy.
+        rows, warning = storage.read_json(rel, "trials.json", untrusted.probe_trials)
         warnings = [warning] if warning else []
-        if data is None:
+        if rows is None:
             return None, warnings
-        try:
-            rows = data.get("trials", [])
-            return [Trial(**row) for row in rows], warnings
-        except (AttributeError, TypeError, ValueError):
-            return None, [*warnings, "trials.json has the wrong shape: ignored"]
+        return [Trial(**row) for row in rows], warnings
 
     def _trials_from_tune_state(self) -> tuple[list[Trial] | None, list[str]]:
         """Trials from Tune's newest experiment_state, and (in ``self.state``) how it read."""

@@ -1,0 +1,215 @@
+"""Property: every reader of a file or a KV value survives any input. Random bytes, random
+JSON shapes and valid documents with one part replaced by a random value go to the
+experiment reader (Tune's state, the probe's table, driver.json, job.json), the checkpoint
+snapshot reader, the ledger reader, the trial registrations and experiments.json: no
+exception escapes, and whatever could not be used is a warning."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from raytop.home import registered_experiments
+from raytop.probe.ledger import INDEX_KEY, PAGE_PREFIX
+from raytop.probe.trial_registry import TRIAL_PREFIX
+from raytop.sources import storage
+from raytop.sources.checkpoints import SNAPSHOT_FILE, CheckpointSnapshots
+from raytop.sources.ledger_source import LedgerReader
+from raytop.sources.placement_source import PlacementReader
+from raytop.sources.tune_dir import ExperimentReader
+
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+garbage = st.binary(max_size=64) | json_values.map(lambda v: json.dumps(v).encode())
+
+
+def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every place in a document a value could be replaced."""
+    found = [prefix]
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            found += _paths(value, (*prefix, i))
+    return found
+
+
+def _replace(doc: Any, path: tuple, value: Any) -> Any:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(doc, dict):
+        return {**doc, head: _replace(doc[head], rest, value)}
+    return [_replace(v, rest, value) if i == head else v for i, v in enumerate(doc)]
+
+
+@st.composite
+def mutated(draw, valid: Any) -> bytes:
+    """``valid`` with one part replaced by a random JSON value (or left as it is), or
+    random bytes."""
+    if draw(st.integers(0, 5)) == 0:
+        return draw(garbage)
+    path = draw(st.sampled_from(_paths(valid)))
+    doc = _replace(valid, path, draw(json_values)) if draw(st.booleans()) else valid
+    return json.dumps(doc).encode()
+
+
+@pytest.fixture(autouse=True)
+def _one_try(monkeypatch):
+    """A bad file is re-read a few times, 50 ms apart (test_storage covers that): once here."""
+    monkeypatch.setattr(storage, "PARSE_RETRIES", 1)
+
+
+# -- what raytop's and Ray's writers write ---------------------------------------------------
+
+TRIAL = {"trial_id": "t1", "status": "RUNNING", "config": {"lr": 0.1}}
+META = {"num_failures": 0, "last_result": {"training_iteration": 2, "time_total_s": 3.0, "loss": 1}}
+STATE = {"trial_data": [[json.dumps(TRIAL), json.dumps(META)]], "runner_data": {}}
+ROW = {"trial_id": "t1", "status": "RUNNING", "config": {"lr": 0.1}, "metrics": {"loss": 1.0},
+       "num_failures": 0, "iterations": 1, "elapsed_s": 1.0, "error": None}  # fmt: skip
+DRIVER = {"pid": 2**22 + 1, "pid_create_time": 1.0, "host": "h", "experiment_name": "exp",
+          "experiment_path": "/x", "metric": "loss", "mode": "min"}  # fmt: skip
+CHECKPOINT = {"checkpoint_dir_name": "checkpoint_1", "metrics": {"epoch": 1}}
+SNAPSHOT = {"checkpoint_results": [CHECKPOINT], "latest_checkpoint_result": CHECKPOINT}
+RANK = {"rank": 0, "entered": 3, "exited": 3, "pid": 11, "last_enter_at": 90.0,
+        "received_at": 100.0, "gpu_ids": ["0"], "done": False, "run_path": "/r",
+        "checkpoints": [{"dir_name": "checkpoint_1", "report": 1, "mode": "SYNC",
+                         "files": {"a": 1}, "start": 95.0, "end": 96.0, "error": None}],
+        "syncs": [[1, 95.0, 95.5]]}  # fmt: skip
+PAGE = {"run_id": "r", "run_name": "exp-t1", "attempt_id": "a", "world_size": 1,
+        "first_seen_at": 10.0, "version": 1, "ranks": {"0": RANK}}  # fmt: skip
+INDEX = {"started_at": 1.0, "published_at": 100.0, "pages": {"r.a": 1}}
+REGISTRATION = {"experiment": "exp", "trial_id": "t1", "actor_id": "a1", "pg_id": "pg1"}
+REGISTRY = [{"name": "exp", "path": "/x", "raytop_dir": "/x/.raytop"}]
+
+
+@FUZZ
+@given(
+    state=mutated(STATE),
+    trials=mutated({"updated_at": 1.0, "trials": [ROW]}),
+    driver=mutated(DRIVER),
+    job=mutated({"job_id": "01000000"}),
+    stopped=st.booleans(),
+)
+def test_the_experiment_reader_survives_any_folder(state, trials, driver, job, stopped):
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "exp"
+        rdir = folder / ".raytop"
+        rdir.mkdir(parents=True)
+        (folder / "experiment_state-2026-12-03_00-00-00.json").write_bytes(state)
+        (rdir / "trials.json").write_bytes(trials)
+        (rdir / "driver.json").write_bytes(driver)
+        (rdir / "job.json").write_bytes(job)
+        if stopped:
+            (rdir / "stop").write_text("")
+        reader = ExperimentReader(str(folder))
+        exp = reader.read()
+        assert all(isinstance(w, str) and "\n" not in w for w in exp.warnings)
+        exp = reader.read(require_state=True)
+        try:
+            parsed = json.loads(state)
+        except ValueError:
+            parsed = None
+        if exp.state_read == "ok":  # only ever for a state of Tune's shape
+            assert isinstance(parsed, dict) and isinstance(parsed["trial_data"], list)
+        else:
+            assert exp.state_reason and (exp.warnings or exp.state_read == "missing")
+        if parsed is None:
+            assert exp.state_read != "ok" and exp.warnings
+
+
+@FUZZ
+@given(snapshot=mutated(SNAPSHOT))
+def test_the_checkpoint_snapshot_reader_survives_any_snapshot(snapshot):
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "exp-t1"
+        run.mkdir()
+        (run / SNAPSHOT_FILE).write_bytes(snapshot)
+        snapshots = CheckpointSnapshots()
+        data, problem = snapshots.read_checked(run)
+        assert (data is None) == (problem is not None)
+        if problem is not None:
+            assert problem in snapshots.warnings
+
+
+class FakeKv:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def get(self, key):
+        return self.data.get(key)
+
+    def multi_get(self, keys):
+        return {k: self.data[k] for k in keys if k in self.data}
+
+    def keys(self, prefix):
+        return [k for k in self.data if k.startswith(prefix)]
+
+    def put(self, key, value):
+        self.data[key] = value
+
+
+@FUZZ
+@given(index=mutated(INDEX), page=mutated(PAGE), again=mutated(PAGE))
+def test_the_ledger_reader_survives_any_index_and_page(index, page, again):
+    kv = FakeKv({INDEX_KEY: index, PAGE_PREFIX + "r.a": page})
+    reader = LedgerReader(kv)
+    runs, status = reader.read(now=100.5)
+    for run in runs:  # what the collector asks of each run next
+        reader.uploads(run.run_id, run.attempt_id)
+        reader.syncs(run.run_id, run.attempt_id)
+    good_index = index == json.dumps(INDEX).encode()
+    if good_index and page != json.dumps(PAGE).encode() and not runs:
+        assert status.warnings  # a page that could not be used is said
+    if not good_index and not status.available:
+        assert status.error
+    kv.data[PAGE_PREFIX + "r.a"] = again  # the next refresh, over the last good copy
+    kv.data[INDEX_KEY] = json.dumps({**INDEX, "pages": {"r.a": 2}}).encode()
+    reader.read(now=101.0)
+
+
+@FUZZ
+@given(values=st.lists(mutated(REGISTRATION), max_size=3))
+def test_trial_registrations_survive_any_value(values):
+    class NoGroups:
+        def placement_groups(self):
+            return []
+
+    kv = FakeKv({f"{TRIAL_PREFIX}a{i}": v for i, v in enumerate(values)})
+    reader = PlacementReader(NoGroups(), kv)
+    good = reader._registrations()
+    assert len(good) + len(reader.warnings) == len(values)
+
+
+@FUZZ
+@given(content=mutated(REGISTRY))
+def test_experiments_json_survives_any_content(content):
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "experiments.json").write_bytes(content)
+        before = os.environ.get("RAYTOP_HOME")
+        os.environ["RAYTOP_HOME"] = tmp
+        try:
+            entries = registered_experiments()
+        finally:
+            if before is None:
+                del os.environ["RAYTOP_HOME"]
+            else:
+                os.environ["RAYTOP_HOME"] = before
+        assert all(set(e) == {"name", "path", "raytop_dir"} for e in entries)
+        assert all(isinstance(v, str) and v for e in entries for v in e.values())

@@ -1,0 +1,202 @@
+"""The validating layer (model.untrusted): each validator accepts what raytop's own writers
+write and refuses, with a message naming where and what, every other shape; the readers
+over it (storage, home, ledger, trial registrations) turn a refusal into one warning."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from raytop.home import registered_experiments, write_json_atomic
+from raytop.model import untrusted
+from raytop.probe.trial_registry import TRIAL_PREFIX
+from raytop.sources.placement_source import PlacementReader
+from raytop.sources.storage import LocalStorage, Storages
+
+RANK = {"rank": 0, "entered": 3, "exited": 3, "local_rank": 0, "node_rank": 0,
+        "node_id": "n1", "pid": 11, "last_enter_at": 90.0, "last_exit_at": 90.5,
+        "received_at": 100.0, "cpu_percent": 5.0, "rss_bytes": 1000, "gpu_memory_bytes": None,
+        "gpu_ids": [], "usual_interval_s": 1.0, "done": False, "dropped": 0,
+        "run_path": "/tmp/x", "sent_at": 99.0, "run_id": "r", "attempt_id": "a",
+        "checkpoints": [{"dir_name": "checkpoint_1", "report": 1, "mode": "SYNC",
+                         "custom_upload": False, "files": {"model.pt": 10}, "sync_s": None,
+                         "start": 95.0, "end": 96.0, "error": None}],
+        "syncs": [[1, 95.0, 95.5]]}  # fmt: skip
+PAGE = {"run_id": "r", "run_name": "exp-t1", "attempt_id": "a", "world_size": 1,
+        "placement_group_id": None, "first_seen_at": 10.0, "ranks": {"0": RANK},
+        "version": 3}  # fmt: skip
+
+
+def invalid(validator, value) -> str:
+    with pytest.raises(untrusted.Invalid) as exc:
+        validator(value)
+    return str(exc.value)
+
+
+def test_what_the_ledger_writes_is_accepted():
+    page = untrusted.ledger_page(json.loads(json.dumps(PAGE)))
+    assert page["ranks"]["0"]["pid"] == 11 and page["ranks"]["0"]["stack"] is None
+    absent = untrusted.ledger_page({**PAGE, "ranks": {"0": {"rank": 0, "entered": None}}})
+    assert absent["ranks"]["0"]["entered"] == 0 and absent["ranks"]["0"]["checkpoints"] == []
+    index = {"started_at": 1.0, "published_at": 2.0, "pages": {"r.a": 3}}
+    assert untrusted.ledger_index(index) == index
+
+
+@pytest.mark.parametrize(
+    ("page", "message"),
+    [
+        ([], "top level: expected a dict, got a list"),
+        ("page", "top level: expected a dict, got a string"),
+        ({**PAGE, "world_size": "2"}, "world_size: expected an integer, got a string"),
+        ({**PAGE, "world_size": 10**9}, "world_size: 1000000000 is over the cap of 10000"),
+        ({k: v for k, v in PAGE.items() if k != "run_id"}, "top level: missing key 'run_id'"),
+        ({**PAGE, "ranks": {"0": {**RANK, "pid": "abc"}}},
+         "ranks.0.pid: expected an integer, got a string"),
+        ({**PAGE, "ranks": {"x": RANK}}, "ranks: key 'x' is not a rank number"),
+        ({**PAGE, "ranks": {"0": {**RANK, "syncs": [[1, 2]]}}},
+         "ranks.0.syncs[0]: expected [report, start, end] (numbers), got a list"),
+        ({**PAGE, "ranks": {"0": {**RANK, "checkpoints": [{"dir_name": 3}]}}},
+         "ranks.0.checkpoints[0].dir_name: expected a string, got a number"),
+        ({**PAGE, "ranks": {"0": {**RANK, "done": "yes"}}},
+         "ranks.0.done: expected true or false, got a string"),
+        ({**PAGE, "first_seen_at": float("nan")},
+         "first_seen_at: expected a finite number, got a number"),
+    ],
+)  # fmt: skip
+def test_a_bad_ledger_page_names_where(page, message):
+    assert invalid(untrusted.ledger_page, page) == message
+
+
+def test_too_many_ranks_or_pages_are_refused():
+    ranks = {str(r): {**RANK, "rank": r} for r in range(untrusted.MAX_RANKS + 1)}
+    assert "over the cap of 10000" in invalid(untrusted.ledger_page, {**PAGE, "ranks": ranks})
+    pages = {f"r.{i}": 1 for i in range(untrusted.MAX_LEDGER_PAGES + 1)}
+    index = {"started_at": 1.0, "published_at": 2.0, "pages": pages}
+    assert "pages: 4097 entries" in invalid(untrusted.ledger_index, index)
+
+
+def test_parse_refuses_oversize_and_deep_nesting():
+    with pytest.raises(untrusted.Refused, match="over the 10 bytes cap"):
+        untrusted.parse(b"[" * 11, 10)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        untrusted.parse("[" * 100_000 + "]" * 100_000, untrusted.MiB)
+
+
+def test_driver_and_cluster_records():
+    driver = {"pid": 123, "pid_create_time": 1.5, "host": "h", "spec": "s.toml",
+              "address": "a:1", "experiment_name": "e", "experiment_path": "/p",
+              "metric": "loss", "mode": "min", "started_at": 2.0}  # fmt: skip
+    assert untrusted.driver_record(driver) is driver
+    assert invalid(untrusted.driver_record, {**driver, "pid": "abc"}) == (
+        "pid: expected an integer, got a string"
+    )
+    assert invalid(untrusted.driver_record, {**driver, "pid": 0}) == "pid: 0 is below 1"
+    assert invalid(untrusted.driver_record, [123]) == "top level: expected a dict, got a list"
+    cluster = {"address": "127.0.0.1:6379", "pid": 5, "pid_create_time": 1.0,
+               "started_at": 1.0, "log": "/x"}  # fmt: skip
+    assert untrusted.cluster_record(cluster) is cluster
+    assert invalid(untrusted.cluster_record, {"pid": 5}) == "top level: missing key 'address'"
+
+
+def test_storage_keeps_the_last_good_copy_on_a_shape_error(tmp_path):
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(PAGE))
+    storage = LocalStorage(tmp_path, watch=False)
+    good = untrusted.ledger_page(PAGE)
+    assert storage.read_json("ledger.json", validate=untrusted.ledger_page) == (good, None)
+    path.write_text(json.dumps({**PAGE, "world_size": "two"}))
+    data, warning = storage.read_json("ledger.json", validate=untrusted.ledger_page)
+    assert data == good
+    assert warning == (
+        "ledger.json: world_size: expected an integer, got a string; using the last good copy"
+    )
+
+
+def test_storage_refuses_an_oversize_file_and_a_fifo_unread(tmp_path):
+    (tmp_path / "big.json").write_text("[" + "0," * 1000 + "0]")
+    storage = LocalStorage(tmp_path, watch=False)
+    data, warning = storage.read_json("big.json", max_bytes=100)
+    assert data is None and warning.startswith("big.json: 2,003 bytes, over the 100 bytes cap")
+    os.mkfifo(tmp_path / "fifo.json")  # opening it for a blocking read would hang
+    data, warning = storage.read_json("fifo.json")
+    assert data is None and "fifo.json: not a regular file" in warning
+
+
+def test_a_symlink_loop_is_an_unreadable_entry_not_a_crash(tmp_path):
+    (tmp_path / "good.json").write_text("{}")
+    os.symlink(tmp_path / "loop-b", tmp_path / "loop-a")
+    os.symlink(tmp_path / "loop-a", tmp_path / "loop-b")
+    storages = Storages()
+    storage, rel = storages.locate(str(tmp_path / "loop-a"))  # Path.resolve would raise
+    assert storage.read_json(rel or "x.json")[0] is None
+    top = storages.root(str(tmp_path))
+    names = {e.name: e.is_dir for e in top.listing("")}
+    assert names == {"good.json": False, "loop-a": False, "loop-b": False}
+    data, warning = top.read_json("loop-a")
+    assert data is None and "loop-a is unreadable" in warning
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe binary", b"[", b"{}", b'"experiments"', b"[1, 2]", b"null", b"[" * 100_000],
+)
+def test_a_malformed_experiments_json_reads_as_nothing_recorded(tmp_path, monkeypatch, content):
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path))
+    (tmp_path / "experiments.json").write_bytes(content)
+    assert registered_experiments() == []
+
+
+def test_bad_entries_of_experiments_json_are_left_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path))
+    good = {"name": "e", "path": "/p", "raytop_dir": "/p/.raytop"}
+    entries = [good, {"name": "x"}, "e", {**good, "path": 3}]
+    (tmp_path / "experiments.json").write_text(json.dumps(entries))
+    assert registered_experiments() == [good]
+
+
+def test_a_home_that_is_a_file_or_missing_records_nothing_and_is_not_created(tmp_path, monkeypatch):
+    (tmp_path / "home").write_text("not a folder")
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
+    assert registered_experiments() == []
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "absent"))
+    assert registered_experiments() == []
+    assert not (tmp_path / "absent").exists()  # reading never creates it
+    write_json_atomic(tmp_path / "absent" / "x.json", {})  # writers create what they write
+    assert (tmp_path / "absent" / "x.json").exists()
+
+
+class FakeGcs:
+    def placement_groups(self):
+        return []
+
+
+class FakeKv:
+    def __init__(self, data):
+        self.data = data
+
+    def keys(self, prefix):
+        return [k for k in self.data if k.startswith(prefix)]
+
+    def multi_get(self, keys):
+        return {k: self.data[k] for k in keys if k in self.data}
+
+
+def test_bad_trial_registrations_are_warnings_naming_the_key():
+    good = {"experiment": "e", "trial_id": "t1", "actor_id": "a1", "pg_id": "pg1"}
+    kv = FakeKv({
+        TRIAL_PREFIX + "a1": json.dumps(good).encode(),
+        TRIAL_PREFIX + "a2": b"[1]",
+        TRIAL_PREFIX + "a3": b"\xff",
+        TRIAL_PREFIX + "a4": json.dumps({**good, "trial_id": 5}).encode(),
+        TRIAL_PREFIX + "a5": b"0" * (untrusted.MAX_KV_VALUE_BYTES + 1),
+    })  # fmt: skip
+    reader = PlacementReader(FakeGcs(), kv)
+    assert reader._registrations() == {"a1": good}
+    assert sorted(reader.warnings) == [
+        "trial/a2: top level: expected a dict, got a list",
+        "trial/a3: not text (binary bytes?)",
+        "trial/a4: trial_id: expected a string, got a number",
+        "trial/a5: 1,048,577 bytes (1.0 MiB), over the 1,048,576 bytes (1.0 MiB) cap: not read",
+    ]

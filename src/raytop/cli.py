@@ -544,15 +544,16 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
     if trial_id is not None and not trial_id.strip():
         fail("--trial: empty; give a trial id (or leave --trial out to stop the experiment)")
     if experiment_path:
-        raytop_dir = Path(experiment_path).expanduser().resolve() / RAYTOP_DIR_NAME
+        experiment_path = str(Path(experiment_path).expanduser().resolve())
+        raytop_dir = Path(experiment_path) / RAYTOP_DIR_NAME
     else:
-        running = [Path(e["raytop_dir"]) for e in registered_experiments()
+        running = [e for e in registered_experiments()
                    if driver_alive(Path(e["raytop_dir"]))[1]]  # fmt: skip
         if len(running) != 1:
             fail(f"{len(running)} experiments are running: name the one to stop")
-        raytop_dir = running[0]
+        experiment_path, raytop_dir = running[0]["path"], Path(running[0]["raytop_dir"])
     if trial_id is not None:
-        _check_trial_id(raytop_dir, trial_id)
+        _check_trial_id(experiment_path, raytop_dir, trial_id)
     if not driver_alive(raytop_dir)[1]:
         fail(
             driver_identity_problem(raytop_dir)
@@ -578,19 +579,20 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
     info(f"stopped {what}; resume it with `raytop resume {raytop_dir.parent}`")
 
 
-def _check_trial_id(raytop_dir: Path, trial_id: str) -> None:
+def _check_trial_id(experiment_path: str, raytop_dir: Path, trial_id: str) -> None:
     """A stop for a trial the experiment does not have would be accepted and do nothing:
-    refuse it, naming a few the experiment has."""
+    refuse it, naming a few the experiment has (a remote experiment's ``raytop_dir`` is
+    under $RAYTOP_HOME, so the path is given apart)."""
     from raytop.sources.tune_dir import ExperimentReader
 
-    experiment = ExperimentReader(str(raytop_dir.parent), raytop_dir).read()
+    experiment = ExperimentReader(experiment_path, raytop_dir).read()
     known = [t.trial_id for t in experiment.trials]
     if trial_id in known:
         return
     if not known:
-        fail(f"--trial {trial_id}: {raytop_dir.parent} has no trials recorded yet")
+        fail(f"--trial {trial_id}: {experiment_path} has no trials recorded yet")
     shown = ", ".join(known[:5]) + (f", … ({len(known)} in all)" if len(known) > 5 else "")
-    fail(f"--trial {trial_id}: no such trial in {raytop_dir.parent.name} (its trials: {shown})")
+    fail(f"--trial {trial_id}: no such trial in {experiment.name} (its trials: {shown})")
 
 
 def _plan_for(run_spec, target, cluster_file: str | None = None):

@@ -129,7 +129,7 @@ def test_the_experiment_reader_survives_any_folder(state, trials, driver, job, s
         if exp.state_read == "ok":  # only ever for a state of Tune's shape
             assert isinstance(parsed, dict) and isinstance(parsed["trial_data"], list)
         else:
-            assert exp.state_reason and (exp.warnings or exp.state_read == "missing")
+            assert exp.state_reason  # the one line teardown prints
         if parsed is None:
             assert exp.state_read != "ok" and exp.warnings
 

@@ -185,6 +185,7 @@ def start_embedded(
     if cluster.resources:
         cmd.append(f"--resources={json.dumps(cluster.resources)}")
     log_path = raytop_home() / "cluster.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)  # reading never creates the home
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -81,6 +81,7 @@ class Outcome:
         text = text.replace(socket.gethostname(), "<host>")
         text = re.sub(r"\bpid \d+", "pid <pid>", text)
         text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?", "<time>", text)
+        text = re.sub(r"\b1[6-9]\d{8}\.\d+\b", "<epoch>", text)  # a Unix time, 2020-2033
         return re.sub(r"\b\d+\.\d+ s\b", "<t> s", text)
 
     def the_line(self) -> str | None:
@@ -137,7 +138,8 @@ class Outcome:
     def row(self, number: int) -> str:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.case.env.items())
         argv = " ".join(shlex.quote(a) for a in self.case.argv)
-        command = self.normalise(f"{env + ' ' if env else ''}raytop {argv}".format(tmp=self.tmp))
+        command = " ".join(x for x in (env, "raytop", argv) if x)
+        command = self.normalise(command.format(tmp=self.tmp))
         line = self.normalise(self.the_line() or "(none)")
         return f"| {number} | {self.case.id} | {_code(command)} | {self.code} | {_code(line)} |"
 
@@ -188,9 +190,16 @@ TRIAL_ID = "a_00000"
 DEAD_PID = 2**22 + 1  # above the default pid_max: never a live process
 
 
-def spec(edit: dict[str, str] | None = None, text: str = SPEC, nodes: str = NODES):
-    """A setup writing ``text`` (each ``old -> new`` of ``edit`` applied) as spec.toml and
-    a valid nodes.toml beside it."""
+OBJECTIVE = "def objective(config):\n    return {'score': config['x']}\n"
+
+
+def spec(
+    edit: dict[str, str] | None = None, text: str = SPEC, nodes: str = NODES,
+    module: str = OBJECTIVE,
+):  # fmt: skip
+    """A setup writing ``text`` (each ``old -> new`` of ``edit`` applied) as spec.toml, a
+    valid nodes.toml and the trainable's module (``module``) beside it: preflight, on the
+    way to a launch, imports it."""
 
     def setup(tmp: Path) -> None:
         body = text
@@ -199,6 +208,20 @@ def spec(edit: dict[str, str] | None = None, text: str = SPEC, nodes: str = NODE
             body = body.replace(old, new)
         (tmp / "spec.toml").write_text(body)
         (tmp / "nodes.toml").write_text(nodes)
+        (tmp / "objective.py").write_text(module)
+
+    return setup
+
+
+def storage_as(kind: str):
+    """A setup: a valid spec whose storage folder is a file or a symlink to itself."""
+
+    def setup(tmp: Path) -> None:
+        spec()(tmp)
+        if kind == "file":
+            (tmp / "store").write_text("x\n")
+        else:
+            (tmp / "store").symlink_to("store")
 
     return setup
 
@@ -768,6 +791,56 @@ CASES: list[Case] = [
         r"127\.0\.0\.1:1",
         spec(),
         within_s=10,
+    ),
+    # --- preflight: only on the way to a launch (before any cluster is looked for) --------
+    Case(
+        "entrypoint not importable",
+        ("run", "{tmp}/spec.toml", "--address", "127.0.0.1:1"),
+        2,
+        r"\[trainable\] entrypoint 'no_such_module_x:f': cannot import module",
+        spec({"objective:objective": "no_such_module_x:f"}),
+    ),
+    Case(
+        "entrypoint module raises on import",
+        ("run", "{tmp}/spec.toml", "--address", "127.0.0.1:1"),
+        2,
+        r"\[trainable\] entrypoint 'objective:objective'.*ZeroDivisionError",
+        spec(module="1 / 0\n"),
+    ),
+    Case(
+        "entrypoint module exits on import",
+        ("run", "{tmp}/spec.toml", "--address", "127.0.0.1:1"),
+        2,
+        r"\[trainable\] entrypoint 'objective:objective'.*SystemExit",
+        spec(module="raise SystemExit(3)\n"),
+    ),
+    Case(
+        "entrypoint function missing",
+        ("run", "{tmp}/spec.toml", "--address", "127.0.0.1:1"),
+        2,
+        r"\[trainable\] entrypoint 'objective:objective'",
+        spec(module="def other(config):\n    pass\n"),
+    ),
+    Case(
+        "entrypoint not callable",
+        ("run", "{tmp}/spec.toml", "--address", "127.0.0.1:1"),
+        2,
+        r"\[trainable\] entrypoint 'objective:objective'",
+        spec(module="objective = 5\n"),
+    ),
+    Case(
+        "storage_path is a file",
+        ("run", "{tmp}/spec.toml", "--address", "127.0.0.1:1"),
+        2,
+        r"\[experiment\] storage_path .*not a folder",
+        storage_as("file"),
+    ),
+    Case(
+        "storage_path a symlink loop",
+        ("run", "{tmp}/spec.toml", "--address", "127.0.0.1:1"),
+        2,
+        r"\[experiment\] storage_path .*not a folder",
+        storage_as("loop"),
     ),
     Case("unknown option", ("status", "--bogus"), 2, r"--bogus"),
     Case("unknown command", ("sttaus",), 2, r"sttaus"),

@@ -16,6 +16,7 @@ the doc cannot rot. Paths, pids, hosts and times are replaced by placeholders th
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -1391,8 +1392,10 @@ def test_reliability_table_is_current(outcomes):
     if os.environ.get("RAYTOP_WRITE_RELIABILITY") == "1":
         DOC.write_text(f"{head}{START}\n{table(outcomes, only_passing=True)}\n{END}{tail}")
         return
-    current = rest.split(END, 1)[0].strip()
-    assert current == table(outcomes, only_passing=False), (
-        "docs/RELIABILITY.md's bad-input table differs from what the cases print: "
-        "RAYTOP_WRITE_RELIABILITY=1 .venv/bin/pytest tests/integration/test_bad_input_table.py"
+    current, produced = rest.split(END, 1)[0].strip(), table(outcomes, only_passing=False)
+    diff = difflib.unified_diff(current.splitlines(), produced.splitlines(), lineterm="", n=0)
+    assert current == produced, (
+        "docs/RELIABILITY.md's bad-input table differs from what the cases print "
+        "(RAYTOP_WRITE_RELIABILITY=1 .venv/bin/pytest tests/integration/test_bad_input_table.py "
+        "rewrites it):\n" + "\n".join(list(diff)[2:40])
     )

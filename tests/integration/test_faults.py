@@ -231,9 +231,9 @@ def test_r1_cluster_stopped_and_started_again_the_view_reconnects_and_counts_res
         up_at = time.time()
         assert restarted.address == target.address
         back = watcher.until(lambda p: p["connected"], 60, "the view to reconnect")
-        figure("r1_cluster_restart_s", f"{up_at - restart_at:.1f}")
-        # negative: the view was back before start_embedded saw the node alive
-        figure("r1_cluster_reconnect_after_up_s", f"{back['t'] - up_at:.1f}")
+        figure("r1_cluster_restart_s", f"{up_at - restart_at:.1f}")  # until the node is alive
+        # The GCS answers long before the node is alive: the view is back by then.
+        figure("r1_cluster_reconnect_after_restart_s", f"{back['t'] - restart_at:.1f}")
         figure("r1_cluster_outage_seen_s", f"{back['t'] - gone['t']:.1f}")
         assert run_raytop("check", "--address", target.address).returncode == 0
 

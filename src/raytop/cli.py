@@ -144,7 +144,10 @@ def _experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | 
     chosen = []
     for path in experiments:
         if not is_uri(path):
-            folder = Path(path).expanduser().resolve()
+            try:
+                folder = Path(path).expanduser().resolve()
+            except (OSError, RuntimeError) as exc:  # Python 3.11: a symlink loop is RuntimeError
+                fail(f"--experiment {path}: cannot be resolved ({exc})")
             if not folder.is_dir():
                 fail(f"--experiment {path}: no such folder")
             path = str(folder)

@@ -24,6 +24,11 @@ def raytop_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("raytop_home")
     os.environ["RAYTOP_HOME"] = str(home)
     os.environ.pop("RAY_ADDRESS", None)
+    # The embedded clusters bind loopback only; every driver a test starts (raytop's own, and
+    # the scripts that call ray.init) joins them only with this (docs/RELIABILITY.md, R6).
+    from raytop.launch.cluster import LOOPBACK_ENV
+
+    os.environ.update(LOOPBACK_ENV)
     return home
 
 

@@ -351,13 +351,6 @@ def test_r6_the_tui_opens_no_listening_port(ray_cluster):
         pane.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ray 2.58 `ray start` turns --node-ip-address=127.0.0.1 into the host's address "
-    "(services.resolve_ip_for_localhost) and binds on it and on 0.0.0.0/::; loopback only "
-    "needs RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 in the cluster's and its drivers' environment "
-    "(docs/RELIABILITY.md, R6)",
-)
 def test_r6_the_embedded_cluster_binds_only_loopback(ray_cluster):
     from raytop.launch.cluster import embedded_record
 

@@ -246,3 +246,14 @@ def test_a_cluster_record_of_bad_shape_raises_nothing_unexpected(home, content):
 def test_no_record_means_nothing_to_stop(home):
     assert cluster.stop_embedded() is False
     assert os.environ["RAYTOP_HOME"] == str(home)
+
+
+def test_only_a_cluster_recorded_as_loopback_only_gets_the_loopback_driver_env():
+    """A cluster.json of an older raytop (no "loopback_only") is bound to the host's address:
+    a driver given LOOPBACK_ENV would hang looking for it on 127.0.0.1."""
+    from raytop.launch.cluster import _embedded_target
+
+    new = {"address": "127.0.0.1:1234", "pid": 5, "loopback_only": True}
+    assert _embedded_target(new).loopback_only is True
+    assert _embedded_target({"address": "127.0.0.1:1234", "pid": 5}).loopback_only is False
+    assert _embedded_target({**new, "loopback_only": "yes"}).loopback_only is False

@@ -33,13 +33,23 @@ from raytop.sources.ray_adapter import ClusterUnreachable
 EMBEDDED_START_TIMEOUT_S = 90.0
 EMBEDDED_STOP_TIMEOUT_S = 45.0
 
+# Ray 2.58's `ray start` rewrites a loopback --node-ip-address to the host's routable address
+# and binds its servers there and on every interface, unless this is in its environment
+# (services.get_node_ip_address then keeps 127.0.0.1, as on macOS). Every driver that joins
+# such a cluster needs it too, or Ray rewrites its address and `ray.init` hangs
+# (docs/RELIABILITY.md, R6). Only a worker node's `ray start --address` is refused with it,
+# which the single-node embedded cluster never runs.
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
 
 @dataclass(frozen=True)
 class Target:
-    """A cluster to talk to: its GCS address and whether raytop started it."""
+    """A cluster to talk to: its GCS address, whether raytop started it, and whether it is
+    bound to loopback only (its drivers then need ``LOOPBACK_ENV``)."""
 
     address: str
     embedded: bool
+    loopback_only: bool = False
 
 
 def _cluster_record_path() -> Path:
@@ -133,12 +143,14 @@ def resolve(cli_address: str | None) -> Target | None:
         address = normalise_address(named)
         ray_adapter.probe_tcp(address)
         record = embedded_record()
-        return Target(address, embedded=bool(record and record["address"] == address))
+        if record and record["address"] == address:
+            return _embedded_target(record)
+        return Target(address, embedded=False)
     record = embedded_record()
     if record:
         try:
             ray_adapter.probe_tcp(record["address"])
-            return Target(record["address"], embedded=True)
+            return _embedded_target(record)
         except ClusterUnreachable:
             pass
     found = ray_adapter.local_cluster_address()
@@ -149,6 +161,14 @@ def resolve(cli_address: str | None) -> Target | None:
         except ClusterUnreachable:
             pass
     return None
+
+
+def _embedded_target(record: dict) -> Target:
+    # A cluster.json of an older raytop has no "loopback_only": that cluster is bound to the
+    # host's address, and a driver given LOOPBACK_ENV would not find it.
+    return Target(
+        record["address"], embedded=True, loopback_only=record.get("loopback_only") is True
+    )
 
 
 def _free_port() -> int:
@@ -189,12 +209,12 @@ def start_embedded(
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, env={**os.environ, **LOOPBACK_ENV},
         )  # fmt: skip
     write_json_atomic(
         _cluster_record_path(),
         {"address": address, "pid": proc.pid, "pid_create_time": process_create_time(proc.pid),
-         "started_at": time.time(), "log": str(log_path)},
+         "started_at": time.time(), "log": str(log_path), "loopback_only": True},
     )  # fmt: skip
     progress(f"starting an embedded Ray cluster at {address} (log: {log_path})")
     reader = ray_adapter.GcsReader(address)
@@ -222,7 +242,11 @@ def start_embedded(
         time.sleep(1.0)
     reader.reset()
     progress(f"embedded Ray cluster up at {address} in {time.monotonic() - started:.1f}s")
-    return Target(address, embedded=True)
+    progress(
+        "it listens on loopback only; to join it from your own script: "
+        f"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_ADDRESS={address} python your_script.py"
+    )
+    return Target(address, embedded=True, loopback_only=True)
 
 
 def stop_embedded(progress: Callable[[str], None] = lambda _msg: None) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raytop.home import read_json, register_experiment, write_json_atomic
-from raytop.launch.cluster import Target
+from raytop.launch.cluster import LOOPBACK_ENV, Target
 from raytop.launch.spec import RunSpec, load_spec
 from raytop.rundir import STOP_MARKER, process_create_time, raytop_dir_for
 
@@ -66,6 +66,8 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     log_path = raytop_dir / "driver.log"
     env = {**DRIVER_ENV_DEFAULTS, **os.environ}
     env.pop("RAY_ADDRESS", None)  # the driver gets the resolved address explicitly
+    if target.loopback_only:
+        env.update(LOOPBACK_ENV)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "raytop.launch.driver", str(spec.path),

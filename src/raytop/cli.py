@@ -803,6 +803,7 @@ def status_text(snapshot: Snapshot) -> str:
                          f"{elapsed:>6}  {params}")  # fmt: skip
     if not snapshot.experiments:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
+    lines += [f"warning: {w}" for w in snapshot.warnings]
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
     return "\n".join(lines)
 
@@ -816,10 +817,12 @@ def _check_teardown(experiments: tuple[str, ...]) -> int:
     from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 
-    chosen = _experiment_paths(experiments) or default_experiments()
-    if not chosen:
+    registry: list[str] = []  # what is wrong with the list of launched experiments
+    chosen = _experiment_paths(experiments) or default_experiments(registry)
+    if not chosen and not registry:
         fail("no experiment to check: name one with --experiment PATH")
-    problems = []
+    # An experiment left out of an unreadable list is one nobody checked: never "safe".
+    problems = [f"{w}: name the experiments with --experiment PATH" for w in registry]
     for path, raytop_dir in chosen:
         storages = Storages()  # local folders and remote (pyarrow) storage alike
         # Safe only on positive evidence: Tune's state read as valid (``state_read``),

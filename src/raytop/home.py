@@ -11,7 +11,6 @@ malformed reads as "nothing recorded"; writers create what they write
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -58,19 +57,34 @@ def read_json(path: Path, max_bytes: int = untrusted.MAX_RECORD_BYTES) -> Any | 
 
 
 def registered_experiments() -> list[dict[str, Any]]:
-    """Experiments raytop launched, oldest first: ``{"name", "path", "raytop_dir"}``.
-    A file of the wrong shape reads as empty, an entry of the wrong shape is left out
-    (the next ``register_experiment`` rewrites the file without it)."""
-    data = read_json(raytop_home() / "experiments.json", untrusted.MAX_REGISTRY_BYTES)
+    """Experiments raytop launched, oldest first: ``{"name", "path", "raytop_dir"}``
+    (``read_registry`` without its warnings)."""
+    return read_registry()[0]
+
+
+def read_registry() -> tuple[list[dict[str, Any]], list[str]]:
+    """(entries, warnings): the experiments raytop launched, and one line per problem of
+    ``experiments.json`` naming it. A file that does not read, or of the wrong shape, reads
+    as empty; an entry of the wrong shape is left out (the next ``register_experiment``
+    rewrites the file without it)."""
+    path = raytop_home() / "experiments.json"
+    data = read_json(path, untrusted.MAX_REGISTRY_BYTES)
+    if data is None:
+        if not os.path.lexists(path):
+            return [], []
+        return [], [f"{path} is unreadable, torn or not JSON: no launched experiment listed"]
     try:
-        entries = untrusted.registry(data) if data is not None else []
-    except untrusted.Invalid:
-        return []
-    good = []
+        entries = untrusted.registry(data)
+    except untrusted.Invalid as exc:
+        return [], [f"{path}: {exc}: no launched experiment listed"]
+    good, bad = [], []
     for i, entry in enumerate(entries):
-        with contextlib.suppress(untrusted.Invalid):
+        try:
             good.append(untrusted.registered_experiment(entry, f"[{i}]"))
-    return good
+        except untrusted.Invalid as exc:
+            bad.append(str(exc))
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    return good, [f"{path}: {bad[0]}{more}: left out"] if bad else []
 
 
 def register_experiment(name: str, path: str, raytop_dir: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from raytop.home import raytop_home, read_json
+from raytop.model import untrusted
 
 RAYTOP_DIR_NAME = ".raytop"
 TRAIN_RUNS_DIR = "train_runs"  # under the experiment folder: one Train run per torch trial
@@ -72,12 +73,14 @@ class DriverCheck:
     ``alive``: True (proven), False (gone, finished, or a live pid that is clearly another
     process: see ``problem``), None (cannot tell: another host, no valid record (pid None
     too), or a live raytop driver for this dir whose start time cannot be proven — it is
-    never signalled, and never taken for stopped either)."""
+    never signalled, and never taken for stopped either). ``record_problem``: a
+    ``driver.json`` that is there but is no valid record (what is wrong, naming it)."""
 
     pid: int | None
     alive: bool | None
     problem: str | None = None
     process: psutil.Process | None = None
+    record_problem: str | None = None
 
 
 def _is_number(value: object) -> bool:
@@ -100,11 +103,20 @@ def _same_path(arg: str, path: Path) -> bool:
 def check_driver(raytop_dir: Path) -> DriverCheck:
     """The driver recorded in ``raytop_dir``, proven by pid, start time and command line
     (the module and this raytop dir). Never raises on a malformed ``driver.json``."""
-    info = read_json(raytop_dir / "driver.json")
-    if not isinstance(info, dict):
-        return DriverCheck(None, None)
-    pid = info.get("pid")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
+    record = raytop_dir / "driver.json"
+    info = read_json(record)
+    try:
+        untrusted.driver_record(info)
+    except untrusted.Invalid as exc:
+        if not os.path.lexists(record):
+            return DriverCheck(None, None)
+        why = "unreadable, or not JSON" if info is None else str(exc)
+        bad = f"{record} is not a valid driver record ({why}): cannot tell whether its driver runs"
+        # exit.json is the driver's own word that it ended; without it nothing is proven.
+        return DriverCheck(None, False if (raytop_dir / "exit.json").exists() else None,
+                           f"{bad}; not signalled", record_problem=bad)  # fmt: skip
+    pid = int(info["pid"])
+    if pid <= 1:
         return DriverCheck(None, None)
     if (raytop_dir / "exit.json").exists():
         return DriverCheck(pid, False)

@@ -1323,6 +1323,22 @@ CASES: list[Case] = [
         home_json("experiments.json", '[{{"name": "exp", "pa'),
         kind=WARNING,
     ),
+    Case(
+        "teardown: experiments.json truncated",
+        ("check", "--teardown"),
+        14,
+        r"^teardown_unsafe .*experiments\.json",
+        home_json("experiments.json", '[{{"name": "exp", "pa'),
+        kind=VERDICT,
+    ),
+    Case(
+        "teardown: one entry of experiments.json bad",
+        ("check", "--teardown"),
+        14,
+        r"^teardown_unsafe .*experiments\.json",
+        home_json("experiments.json", '[{{"name": 5}}]'),
+        kind=VERDICT,
+    ),
 ]
 
 
@@ -1368,37 +1384,19 @@ def test_the_battery_is_big_enough():
     assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
 
 
-# Cases whose right answer raytop does not give yet (issue "Trust", still open): each is
-# an expected failure that must start passing (strict), then leave this list.
-KNOWN_GAPS: dict[str, str] = {
-    "resume an interrupted run, state []": "the preview accepts a state Tune cannot restore",
-    "teardown: run folder a symlink loop": "an unlistable Train run folder is skipped, not unsafe",
-    "teardown: driver.json pid abc": "a malformed driver.json: driver unknown, not unsafe",
-    "teardown: driver.json []": "a malformed driver.json: driver unknown, not unsafe",
-    "status: driver.json pid abc": "driver.json's shape problem is not warned",
-    "status: driver.json a string": "driver.json's shape problem is not warned",
-    "status: driver.json without pid": "driver.json's shape problem is not warned",
-    "experiments.json entries of the wrong shape": "bad registry entries are dropped silently",
-    "experiments.json truncated": "a torn registry reads as empty, silently",
-}
-
-
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
 def test_bad_input(outcomes, case_id):
     outcome = outcomes[case_id]
     problems = outcome.problems()
-    if case_id in KNOWN_GAPS:
-        assert problems, f"{case_id} now passes: remove it from KNOWN_GAPS"
-        pytest.xfail(f"{KNOWN_GAPS[case_id]}: {'; '.join(problems)}")
     assert not problems, (
         f"{case_id}: {'; '.join(problems)}\n"
         f"exit {outcome.code}\nstdout: {outcome.stdout[-1500:]}\nstderr: {outcome.stderr[-1500:]}"
     )
 
 
-def table(outcomes: dict[str, Outcome], only_passing: bool) -> str:
+def table(outcomes: dict[str, Outcome]) -> str:
     rows = ["| # | case | command | exit | the line printed |", "|---|---|---|---|---|"]
-    chosen = [outcomes[c.id] for c in CASES if not (only_passing and outcomes[c.id].problems())]
+    chosen = [outcomes[c.id] for c in CASES]
     rows += [o.row(i) for i, o in enumerate(chosen, 1)]
     return "\n".join(rows)
 
@@ -1408,9 +1406,9 @@ def test_reliability_table_is_current(outcomes):
     head, rest = doc.split(START, 1)
     _, tail = rest.split(END, 1)
     if os.environ.get("RAYTOP_WRITE_RELIABILITY") == "1":
-        DOC.write_text(f"{head}{START}\n{table(outcomes, only_passing=True)}\n{END}{tail}")
+        DOC.write_text(f"{head}{START}\n{table(outcomes)}\n{END}{tail}")
         return
-    current, produced = rest.split(END, 1)[0].strip(), table(outcomes, only_passing=True)
+    current, produced = rest.split(END, 1)[0].strip(), table(outcomes)
     diff = difflib.unified_diff(current.splitlines(), produced.splitlines(), lineterm="", n=0)
     assert current == produced, (
         "docs/RELIABILITY.md's bad-input table differs from what the cases print "

@@ -15,7 +15,7 @@ import pytest
 from raytop.home import write_json_atomic
 from raytop.launch import cluster
 from raytop.launch.control import ControlError, stop_experiment, stop_trial
-from raytop.rundir import driver_alive, driver_identity_problem
+from raytop.rundir import check_driver, driver_alive, driver_identity_problem
 
 SLEEP = "import time; time.sleep(60)"
 # Exits 0 on SIGINT, and says when its handler is in place.
@@ -121,13 +121,39 @@ def test_a_record_without_start_time_is_not_proven(tmp_path, spawn):
 @pytest.mark.parametrize(
     "content",
     ["[]", '"a string"', "[1, 2]", "{}", '{"pid": "abc"}', '{"pid": [1]}', '{"pid": true}',
-     '{"pid": 1}', '{"pid": -5}', '{"pid": 12.5}', "{not json", "null"],
+     '{"pid": -5}', '{"pid": 12.5}', "{not json", "null", '{"pid": 5, "host": 7}'],
 )  # fmt: skip
-def test_a_driver_record_of_bad_shape_raises_nothing(tmp_path, content):
+def test_a_driver_record_of_bad_shape_is_named_never_signalled(tmp_path, content):
+    """Nothing is proven about the driver: "cannot tell" (never "stopped"), and the one
+    line names the file, so that status warns and teardown refuses."""
     rdir = _rdir(tmp_path)
     (rdir / "driver.json").write_text(content)
     assert driver_alive(rdir) == (None, None)
-    assert driver_identity_problem(rdir) is None
+    check = check_driver(rdir)
+    assert check.record_problem is not None and "driver.json" in check.record_problem
+    assert "driver.json" in (driver_identity_problem(rdir) or "")
+    with pytest.raises(ControlError, match="driver.json is not a valid driver record"):
+        stop_experiment(rdir, wait_s=0)
+
+
+def test_a_bad_driver_record_beside_exit_json_is_a_driver_that_ended(tmp_path):
+    rdir = _rdir(tmp_path)
+    (rdir / "driver.json").write_text('{"pid": "abc"}')
+    (rdir / "exit.json").write_text('{"code": 0}')
+    check = check_driver(rdir)
+    assert (check.pid, check.alive) == (None, False)
+    assert check.record_problem is not None
+
+
+def test_no_driver_record_is_no_problem(tmp_path):
+    rdir = _rdir(tmp_path)
+    assert (check_driver(rdir).alive, check_driver(rdir).record_problem) == (None, None)
+
+
+def test_pid_1_is_never_a_driver(tmp_path):
+    rdir = _rdir(tmp_path)
+    (rdir / "driver.json").write_text('{"pid": 1}')
+    assert driver_alive(rdir) == (None, None)
     with pytest.raises(ControlError, match="not running here"):
         stop_experiment(rdir, wait_s=0)
 

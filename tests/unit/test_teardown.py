@@ -150,3 +150,41 @@ def test_a_driver_that_cannot_be_proven_stopped_is_never_safe() -> None:
     assert "cannot tell whether its Tune driver (pid 42) has stopped" in problem
     # Not launched by raytop (no pid recorded): nothing to wait for.
     assert teardown_problems(ExperimentFacts("exp", None, True)) == []
+
+
+def test_a_driver_record_that_does_not_read_is_never_safe(tmp_path):
+    """driver.json is there but is no valid record: raytop launched it and cannot tell
+    whether it stopped. Beside exit.json (the driver's own word that it ended) it is safe."""
+    exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
+    raytop_dir = tmp_path / "exp" / ".raytop"
+    raytop_dir.mkdir()
+    (raytop_dir / "driver.json").write_text('{"pid": "abc"}')
+    exp = ExperimentReader(str(tmp_path / "exp")).read(require_state=True)
+    assert exp.driver_alive is None and "driver.json" in exp.warnings[0]
+    (problem,) = teardown_problems(teardown_facts(exp))
+    assert "driver.json is not a valid driver record" in problem
+    (raytop_dir / "exit.json").write_text("{}")
+    ended = ExperimentReader(str(tmp_path / "exp")).read(require_state=True)
+    assert ended.driver_alive is False
+    assert teardown_problems(teardown_facts(ended)) == []
+
+
+def test_a_run_folder_that_cannot_be_listed_is_not_safe(tmp_path):
+    exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
+    runs = tmp_path / "exp" / "train_runs"
+    run_dir = runs / train_run_name("exp", "t1")
+    import shutil
+
+    shutil.rmtree(run_dir)
+    run_dir.symlink_to(run_dir.name)  # a loop
+    (problem,) = teardown_problems(teardown_facts(exp))
+    assert "run folder is there but cannot be listed" in problem
+    # train_runs itself a loop hides every run: named too.
+    shutil.move(run_dir, tmp_path / "aside")
+    runs.rmdir()
+    runs.symlink_to(runs.name)
+    (problem,) = teardown_problems(teardown_facts(exp))
+    assert "train_runs is there but cannot be listed" in problem
+    # A trial with no run folder at all (a function trial) is no problem.
+    runs.unlink()
+    assert teardown_problems(teardown_facts(exp)) == []

@@ -200,3 +200,28 @@ def test_bad_trial_registrations_are_warnings_naming_the_key():
         "trial/a4: trial_id: expected a string, got a number",
         "trial/a5: 1,048,577 bytes (1.0 MiB), over the 1,048,576 bytes (1.0 MiB) cap: not read",
     ]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, None),
+        ('[{"name": "e", "path": "/p", "raytop_dir": "/p/.raytop"}]', None),
+        ('[{"name": "e", "pa', "unreadable, torn or not JSON"),
+        ('{"a": 1}', "expected a list"),
+        ('["x", {"name": 5}]', "[0]: expected a dict, got a string (and 1 more): left out"),
+    ],
+)
+def test_the_registry_reads_with_a_warning_naming_it(tmp_path, monkeypatch, content, expected):
+    from raytop.home import read_registry
+
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path))
+    if content is not None:
+        (tmp_path / "experiments.json").write_text(content)
+    entries, warnings = read_registry()
+    if expected is None:
+        assert warnings == []
+        assert len(entries) == (1 if content else 0)
+    else:
+        (warning,) = warnings
+        assert warning.startswith(str(tmp_path / "experiments.json")) and expected in warning

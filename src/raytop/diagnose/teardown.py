@@ -31,6 +31,7 @@ class ExperimentFacts:
     state_reason: str | None = None
     trials: int = 1  # trials known (from the probe or the state)
     driver_pid: int | None = None  # the pid driver.json records (None: not launched by raytop)
+    driver_problem: str | None = None  # driver.json is there but is no valid record
 
 
 def teardown_problems(facts: ExperimentFacts) -> list[str]:
@@ -51,6 +52,8 @@ def teardown_problems(facts: ExperimentFacts) -> list[str]:
             "stopped (another host, or a process raytop cannot prove is its driver): "
             "make sure it has exited first"
         )
+    elif facts.driver_alive is None and facts.driver_problem is not None:
+        problems.append(f"{facts.name}: {facts.driver_problem}: make sure it has exited first")
     if facts.state_read == "missing" or (facts.state_read == "ok" and not facts.state_on_storage):
         problems.append(f"{facts.name}: no experiment_state file on storage: not resumable")
     elif facts.state_read != "ok":

@@ -186,7 +186,14 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     from raytop.launch.spec import SpecError, load_spec
     from raytop.sources.checkpoints import CheckpointSnapshots
     from raytop.sources.storage import Storages
-    from raytop.sources.tune_dir import ExperimentReader
+    from raytop.sources.tune_dir import (
+        STATE_INCOMPLETE,
+        STATE_INVALID,
+        STATE_MISSING,
+        STATE_TORN,
+        STATE_UNREACHABLE,
+        ExperimentReader,
+    )
 
     storages = Storages()
     if is_uri(experiment_path):  # e.g. s3://bucket/prefix/name: read through pyarrow
@@ -213,10 +220,19 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
         spec = with_experiment(load_spec(chosen, spec_path.parent), name, parent)
     except SpecError as exc:
         raise ControlError(f"the spec this experiment was launched with: {exc}") from None
-    experiment = ExperimentReader(where, raytop_dir, storages).read()
+    experiment = ExperimentReader(where, raytop_dir, storages).read(require_state=True)
+    if experiment.state_read in (STATE_MISSING, STATE_TORN, STATE_INVALID, STATE_UNREACHABLE):
+        # Tuner.restore reads exactly this file (TuneController.resume): it would fail, or
+        # restore something other than what the preview shows.
+        raise ControlError(
+            f"{name}: its experiment state cannot be restored by Tune "
+            f"({experiment.state_read}: {experiment.state_reason}); nothing was changed"
+        )
     snapshots = CheckpointSnapshots(storages)
     checkpoints = snapshots.latest(experiment)
     rows, warnings = preview(experiment, checkpoints, errored, spec.tune.max_concurrent_trials)
+    if experiment.state_read == STATE_INCOMPLETE:  # Tune restores what its state lists
+        warnings.append(f"{experiment.state_reason}; Tune resumes only the trials it lists")
     if chosen is launched_copy and _differs(launched_copy, spec_path):
         warnings.append(
             f"{spec_path} changed since launch; the resume uses the spec as launched "

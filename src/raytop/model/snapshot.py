@@ -229,6 +229,7 @@ class Experiment:
     trials: tuple[Trial, ...] = ()
     driver_pid: int | None = None
     driver_alive: bool | None = None  # None: not launched by raytop, unknown
+    driver_problem: str | None = None  # a driver.json that is there but no valid record
     warnings: tuple[str, ...] = ()  # e.g. "experiment state unreadable; showing last good copy"
     runs: tuple[TrainRun, ...] = ()  # the latest attempt of each Train run of its trials
     job_id: str | None = None  # the Ray job of its Tune driver (owner of its trial groups)
@@ -269,6 +270,7 @@ class Snapshot:
     runs: tuple[TrainRun, ...] = ()  # instrumented Train runs of no watched experiment
     ledger: LedgerStatus | None = None
     placement_groups: tuple[PlacementGroup, ...] = ()  # not REMOVED
+    warnings: tuple[str, ...] = ()  # raytop's own records (experiments.json), naming the file
 
     def all_runs(self) -> tuple[TrainRun, ...]:
         return tuple(r for e in self.experiments for r in e.runs) + self.runs
@@ -309,6 +311,7 @@ class Snapshot:
                 PlacementGroup(**{**pg, "bundles": tuple(Bundle(**b) for b in pg["bundles"])})
                 for pg in data.get("placement_groups", ())
             ),
+            warnings=tuple(data.get("warnings", ())),
         )
 
 

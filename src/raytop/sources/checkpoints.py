@@ -55,6 +55,29 @@ class CheckpointSnapshots:
         entries = storage.listing(rel)
         return None if entries is None else [e for e in entries if e.is_dir]
 
+    def unlistable(self, run_path: str, within: str) -> str | None:
+        """Why the folder ``run_path``, which is there, cannot be listed (a symlink loop, no
+        permission, storage unreachable); None when it is simply not there. Walks up while
+        the parent cannot be listed either (an unlistable ``train_runs`` hides every run),
+        never above the folder ``within`` (the experiment's)."""
+        path = run_path
+        while True:
+            parent, name = split_path(path)
+            if not name or len(parent.rstrip("/")) < len(within.rstrip("/")):
+                return None
+            storage, rel = self.storages.locate(parent)
+            entries = storage.listing(rel)
+            if entries is None:
+                unreachable = storage.unreachable()
+                if unreachable is not None:
+                    return f"its run folder cannot be listed: {unreachable}"
+                path = parent
+                continue
+            if any(e.name == name for e in entries):
+                which = "its run folder" if path == run_path else f"{path}"
+                return f"{which} is there but cannot be listed (a symlink loop, or no permission)"
+            return None
+
     def latest(self, experiment: Experiment) -> dict[str, Checkpoint]:
         """Trial id → its Train run's latest committed checkpoint."""
         found = {}
@@ -105,7 +128,11 @@ def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> 
         path = run_path(experiment, trial.trial_id)
         folders = snapshots.folders(path)
         if folders is None:
-            continue  # a function trial, or a torch trial that never started its run
+            unlistable = snapshots.unlistable(path, experiment.path)
+            if unlistable is None:
+                continue  # a function trial, or a torch trial that never started its run
+            runs.append(RunFacts(trial.trial_id, None, False, snapshot_problem=unlistable))
+            continue
         snapshot, problem = snapshots.read_checked(path)
         if snapshot is None and problem is None:
             problem = f"no {SNAPSHOT_FILE} in its run folder"
@@ -133,6 +160,7 @@ def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> 
         name=experiment.name,
         driver_alive=experiment.driver_alive,
         driver_pid=experiment.driver_pid,
+        driver_problem=experiment.driver_problem,
         state_on_storage=bool(storage.glob("", "experiment_state-*.json")),
         runs=tuple(runs),
         stale_runs=tuple(r.trial_id for r in runs if r.snapshot_problem is not None),

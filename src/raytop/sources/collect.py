@@ -9,7 +9,7 @@ from pathlib import Path
 
 from raytop.diagnose import Thresholds, diagnose
 from raytop.diagnose.checkpoints import pipeline
-from raytop.home import registered_experiments
+from raytop.home import read_registry
 from raytop.model import (
     Cluster,
     Experiment,
@@ -31,10 +31,12 @@ from raytop.sources.tune_dir import ExperimentReader
 STACK_POLL_S = 0.25
 
 
-def default_experiments() -> list[tuple[str, Path | None]]:
+def default_experiments(warnings: list[str] | None = None) -> list[tuple[str, Path | None]]:
     """What a bare ``raytop`` shows: every launched experiment whose driver still runs,
-    and the most recently launched one either way."""
-    entries = registered_experiments()
+    and the most recently launched one either way. ``warnings`` gets the registry's."""
+    entries, problems = read_registry()
+    if warnings is not None:
+        warnings += problems
     chosen = [e for e in entries if driver_alive(Path(e["raytop_dir"]))[1]]
     if entries and entries[-1] not in chosen:
         chosen.append(entries[-1])
@@ -69,7 +71,8 @@ class SnapshotCollector:
         self._lock = threading.Lock()
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
-        chosen = experiments if experiments is not None else default_experiments()
+        self._warnings: list[str] = []  # raytop's own records, read once here
+        chosen = experiments if experiments is not None else default_experiments(self._warnings)
         self._experiments = [ExperimentReader(path, rdir, self._storages) for path, rdir in chosen]
 
     def _cluster(self) -> Cluster:
@@ -147,6 +150,7 @@ class SnapshotCollector:
             runs=() if self._only_named else unmatched,
             ledger=ledger,
             placement_groups=groups,
+            warnings=tuple(self._warnings),
         )
         return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
 

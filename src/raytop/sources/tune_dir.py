@@ -18,7 +18,7 @@ from raytop.model import Experiment, ExperimentStatus, Trial, untrusted
 from raytop.rundir import (
     RAYTOP_DIR_NAME,
     STOP_MARKER,
-    driver_alive,
+    check_driver,
     is_uri,
     local_path,
     split_path,
@@ -187,9 +187,11 @@ class ExperimentReader:
         info: Any = {}
         pid: int | None = None
         alive: bool | None = None
+        driver_problem: str | None = None
         if self.raytop_dir is not None:
             info, _ = self._read_raytop("driver.json")
-            pid, alive = driver_alive(self.raytop_dir)
+            check = check_driver(self.raytop_dir)
+            pid, alive, driver_problem = check.pid, check.alive, check.record_problem
         info = info if isinstance(info, dict) else {}
         stopped = alive is False and (self.raytop_dir / STOP_MARKER).exists()
         if stopped:  # a user stop: Tune's saved state says which trials are unfinished
@@ -208,6 +210,8 @@ class ExperimentReader:
             state_trials, more = self._trials_from_tune_state()
             warnings += more
         trials = trials or []
+        if driver_problem is not None:
+            warnings.insert(0, driver_problem)
         state_read, state_reason = self.state
         if state_read == STATE_OK and state_trials is not None:
             listed = {t.trial_id for t in state_trials}
@@ -230,6 +234,7 @@ class ExperimentReader:
             trials=tuple(trials),
             driver_pid=pid,
             driver_alive=alive,
+            driver_problem=driver_problem,
             warnings=tuple(warnings),
             job_id=self._job_id(),
             state_read=state_read,

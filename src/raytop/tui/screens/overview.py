@@ -332,7 +332,10 @@ class OverviewScreen(SnapshotScreen):
         index = self._selected_index(experiments)
         experiment = experiments[index] if experiments else None
         self._experiment_name = experiment.name if experiment else None
-        self.query_one(ExperimentHeader).show(experiment, index + 1, len(experiments))
+        home_warnings = state.body.warnings if state.body else ()
+        self.query_one(ExperimentHeader).show(
+            experiment, index + 1, len(experiments), home_warnings
+        )
         self.query_one(TrialTable).show_experiment(experiment)
         self._show_pending_reason()
         body = state.body

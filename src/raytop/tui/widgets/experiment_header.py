@@ -43,8 +43,17 @@ def describe_experiment(experiment: Experiment, position: int, count: int) -> Co
 class ExperimentHeader(Static):
     """The lines above the trials table."""
 
-    def show(self, experiment: Experiment | None, position: int, count: int) -> None:
+    def show(
+        self,
+        experiment: Experiment | None,
+        position: int,
+        count: int,
+        home_warnings: tuple[str, ...] = (),
+    ) -> None:
+        """``home_warnings``: problems of raytop's own records (``Snapshot.warnings``)."""
         if experiment is None:
-            self.update(Content.styled("No Tune/Train experiment found yet.", "$text-muted"))
+            shown = Content.styled("No Tune/Train experiment found yet.", "$text-muted")
         else:
-            self.update(describe_experiment(experiment, position, count))
+            shown = describe_experiment(experiment, position, count)
+        lines = [shown, *(Content.styled(f"⚠ {w}", "$text-warning") for w in home_warnings)]
+        self.update(Content("\n").join(lines))

@@ -12,7 +12,7 @@ from typing import Any
 
 from raytop.diagnose.resume import Checkpoint
 from raytop.diagnose.teardown import ExperimentFacts, RunFacts
-from raytop.model import Experiment
+from raytop.model import Experiment, untrusted
 from raytop.rundir import TRAIN_RUNS_DIR, join_path, split_path, train_run_name
 from raytop.sources.storage import Entry, Storages
 
@@ -32,21 +32,16 @@ class CheckpointSnapshots:
         return data
 
     def read_checked(self, run_path: str | Path) -> tuple[dict[str, Any] | None, str | None]:
-        """(snapshot, problem): the snapshot if it has the expected shape (None if absent or
-        not), and why it cannot be trusted as it is now (torn, unreachable, wrong shape)."""
+        """(snapshot, problem): the snapshot (None if absent; its last good copy when it is
+        torn or of the wrong shape now, ``model.untrusted.checkpoint_snapshot``), and why it
+        cannot be trusted as it is now (torn, unreachable, wrong shape)."""
         storage, rel = self.storages.locate(str(run_path))
         name = split_path(str(run_path))[1]
         label = f"{name}/{SNAPSHOT_FILE}"
-        data, warning = storage.read_json(_join(rel, SNAPSHOT_FILE), label)
+        path = _join(rel, SNAPSHOT_FILE)
+        data, warning = storage.read_json(path, label, untrusted.checkpoint_snapshot)
         if warning:
             self.warnings.append(warning)
-        if data is None:
-            return None, warning
-        shape = _shape_problem(data)
-        if shape is not None:
-            problem = f"{label}: {shape}"
-            self.warnings.append(problem)
-            return None, problem
         return data, warning
 
     def folders(self, run_path: str | Path) -> list[Entry] | None:
@@ -89,25 +84,6 @@ class CheckpointSnapshots:
                 epoch = epoch if isinstance(epoch, int) else None
                 found[trial.trial_id] = Checkpoint(latest["checkpoint_dir_name"], epoch)
         return found
-
-
-def _shape_problem(data: Any) -> str | None:
-    """What is wrong with a checkpoint_manager_snapshot's shape (None: usable)."""
-    if not isinstance(data, dict):
-        return "not an object"
-    results = data.get("checkpoint_results", [])
-    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
-        return "checkpoint_results is not a list of objects"
-    latest = data.get("latest_checkpoint_result")
-    if latest is not None and not isinstance(latest, dict):
-        return "latest_checkpoint_result is not an object"
-    for r in [*results, latest or {}]:
-        name = r.get("checkpoint_dir_name")
-        if name is not None and not isinstance(name, str):
-            return "a checkpoint_dir_name is not a string"
-        if r.get("metrics") is not None and not isinstance(r.get("metrics"), dict):
-            return "a checkpoint's metrics is not an object"
-    return None
 
 
 def _join(rel: str, name: str) -> str:

@@ -10,7 +10,6 @@ when a file is half-written (``sources.storage``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -30,79 +29,18 @@ STATE_INVALID, STATE_INCOMPLETE = "invalid", "incomplete"
 STATE_UNREACHABLE, STATE_UNKNOWN = "unreachable", "unknown"
 
 
-class _BadShape(ValueError):
-    """What is wrong with one part of a state file, in a few words."""
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(value), "a number")  # fmt: skip
-
-
-def _object(text: Any, what: str) -> dict:
-    if not isinstance(text, str):
-        raise _BadShape(f"{what} is {_kind(text)}, not a JSON string")
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise _BadShape(f"{what} is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise _BadShape(f"{what} is {_kind(value)}, not an object")
-    return value
-
-
-def _number(value: Any, default: float | None) -> Any:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
-
-
-def _trial_from_state(entry: Any) -> Trial:
-    if not isinstance(entry, (list, tuple)) or len(entry) != 2:
-        raise _BadShape(f"an entry of trial_data is {_kind(entry)}, not a [trial, meta] pair")
-    trial = _object(entry[0], "a trial of trial_data")
-    meta = _object(entry[1], "a trial's metadata")
-    trial_id = trial.get("trial_id")
-    if not isinstance(trial_id, str) or not trial_id:
-        raise _BadShape("a trial of trial_data has no trial_id")
-    last = meta.get("last_result") or {}
-    if isinstance(last, str):
-        last = _object(last, f"trial {trial_id}'s last_result")
-    if not isinstance(last, dict):
-        raise _BadShape(f"trial {trial_id}'s last_result is {_kind(last)}, not an object")
-    config = trial.get("config") or {}
-    if not isinstance(config, dict):
-        raise _BadShape(f"trial {trial_id}'s config is {_kind(config)}, not an object")
-    status = trial.get("status", "PENDING")
-    metrics = {
-        k: v
-        for k, v in last.items()
-        if k != "config" and isinstance(v, (int, float, str, bool)) and not k.startswith("time_")
-    }
-    return Trial(
-        trial_id=trial_id,
-        status=status if isinstance(status, str) else "PENDING",
-        config={k: v for k, v in config.items() if not isinstance(v, dict)},
-        metrics=metrics,
-        num_failures=int(_number(meta.get("num_failures"), 0) or 0),
-        iterations=int(_number(last.get("training_iteration"), 0) or 0),
-        elapsed_s=_number(last.get("time_total_s"), None),
-        error=None,
-    )
-
-
 def _parse_state(name: str, data: Any) -> tuple[list[Trial], list[str]]:
-    """The trials of Tune's state file ``name`` and one warning per problem (naming it)."""
-    if not isinstance(data, dict):
-        return [], [f"{name} is {_kind(data)}, not an object: not a Tune experiment state"]
-    if "trial_data" not in data:
-        return [], [f"{name} has no trial_data: not a Tune experiment state"]
-    rows = data["trial_data"]
-    if not isinstance(rows, list):
-        return [], [f"{name}: trial_data is {_kind(rows)}, not a list"]
+    """The trials of Tune's state file ``name`` and one warning per problem (naming it):
+    a row that does not validate (``model.untrusted``) is left out, the others stay."""
+    try:
+        rows = untrusted.tune_state_rows(name, data)
+    except untrusted.Invalid as exc:
+        return [], [str(exc)]
     trials, problems = [], []
     for row in rows:
         try:
-            trials.append(_trial_from_state(row))
-        except (ValueError, TypeError, OverflowError) as exc:
+            trials.append(Trial(**untrusted.tune_state_trial(row)))
+        except (untrusted.Invalid, OverflowError) as exc:
             problems.append(f"{name}: {exc}")
     return trials, problems
 

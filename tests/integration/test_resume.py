@@ -22,6 +22,19 @@ EDIT = {
 }
 
 
+def committed_epochs(experiment: Path) -> dict[str, int]:
+    """Train run name → the epoch of its latest committed checkpoint (runs with none yet, or
+    whose snapshot is being rewritten, are left out)."""
+    found = {}
+    for snapshot in experiment.glob("train_runs/*/checkpoint_manager_snapshot.json"):
+        try:
+            latest = json.loads(snapshot.read_text())["latest_checkpoint_result"]
+            found[snapshot.parent.name] = int(latest["metrics"]["epoch"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # rewritten in place (RAY_NOTES b), or no checkpoint yet
+    return found
+
+
 def files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
 
@@ -30,27 +43,33 @@ def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster
     spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py", edit=EDIT)
     experiment = spec.parent / "results" / "torch_sweep"
     watcher = launch_run(spec, ray_cluster.address)
+    # Kill while every trial is provably mid-run: its Train run has committed a checkpoint of
+    # epoch 1 or later and below 9, the last (read straight from the snapshots, milliseconds
+    # before the kill; a status poll under load can take seconds, long enough to finish).
     deadline = time.monotonic() + 240
-    while True:
+    while not committed_epochs(experiment):
         assert time.monotonic() < deadline, "the sweep never got going"
-        exp = experiment_status(ray_cluster.address, experiment) if experiment.is_dir() else None
-        if exp and len(exp["trials"]) == 2 and all(t["iterations"] >= 3 for t in exp["trials"]):
-            break
-        time.sleep(1)
+        time.sleep(0.2)
     running = run_raytop("check", "--teardown", "--experiment", str(experiment))
     assert running.returncode == 14 and "the Tune driver is running" in running.stdout
+    while True:
+        assert time.monotonic() < deadline, "the second trial never got going"
+        epochs = committed_epochs(experiment)
+        if len(epochs) == 2 and min(epochs.values()) >= 1:
+            break
+        assert max(epochs.values(), default=0) < 8, f"one run got too far first: {epochs}"
+        time.sleep(0.1)
     kill_driver(experiment)
     watcher.wait(timeout=60)
     time.sleep(5)
     before = files(experiment)
     crashed = experiment_status(ray_cluster.address, experiment)
     assert crashed["status"] == "INTERRUPTED"
-    # what each Train run had committed when its driver died
-    latest_epoch = {}
-    for trial in crashed["trials"]:
-        run_dir = experiment / "train_runs" / f"torch_sweep-{trial['trial_id']}"
-        snapshot = json.loads((run_dir / "checkpoint_manager_snapshot.json").read_text())
-        latest_epoch[trial["trial_id"]] = snapshot["latest_checkpoint_result"]["metrics"]["epoch"]
+    # what each Train run had committed when its driver died (the workers may have gone on
+    # for a moment after the kill: read again now)
+    latest_epoch = {run.rsplit("-", 1)[-1]: e for run, e in committed_epochs(experiment).items()}
+    assert sorted(latest_epoch) == sorted(t["trial_id"] for t in crashed["trials"])
+    assert all(e < 9 for e in latest_epoch.values()), latest_epoch
 
     resumed = run_raytop("resume", str(experiment), "--yes", "--no-tui",
                          "--address", ray_cluster.address, timeout=600)  # fmt: skip

@@ -137,7 +137,7 @@ def _collector(target, experiments=None, thresholds=None, watch=False):
 
 def _experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | None:
     """``--experiment`` values as collector input; None means "what raytop launched"."""
-    from raytop.rundir import is_uri
+    from raytop.model.paths import is_uri
 
     if not experiments:
         return None
@@ -361,7 +361,7 @@ def main(
 
     The options above mean the same after a command's name (which wins): every command
     takes them, and one with no use for an option ignores it."""
-    from raytop.diagnose import Thresholds
+    from raytop.model.thresholds import Thresholds
 
     if ctx.invoked_subcommand:
         return  # each command merges these values itself (``group_options``)
@@ -439,11 +439,12 @@ def _renamed(run_spec):
 
 def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
                       errored: str | None = None) -> None:  # fmt: skip
-    from raytop.diagnose import Thresholds
     from raytop.launch.cluster import start_embedded
     from raytop.launch.driver import launch
     from raytop.launch.spec import SpecError, preflight
-    from raytop.rundir import driver_alive, raytop_dir_for
+    from raytop.model.thresholds import Thresholds
+    from raytop.process_identity import driver_alive
+    from raytop.rundir import raytop_dir_for
     from raytop.sources.ray_adapter import ClusterUnreachable
 
     raytop_dir = raytop_dir_for(run_spec.experiment_path, run_spec.experiment.name)
@@ -542,7 +543,8 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
     resumed) or one trial. Nothing is deleted."""
     from raytop.home import registered_experiments
     from raytop.launch.control import ControlError, stop_experiment, stop_trial
-    from raytop.rundir import RAYTOP_DIR_NAME, driver_alive, driver_identity_problem
+    from raytop.process_identity import driver_alive, driver_identity_problem
+    from raytop.rundir import RAYTOP_DIR_NAME
 
     if trial_id is not None and not trial_id.strip():
         fail("--trial: empty; give a trial id (or leave --trial out to stop the experiment)")
@@ -724,7 +726,7 @@ def status(
     stall_after: float, **_group,
 ) -> None:  # fmt: skip
     """Print the snapshot the TUI shows, once."""
-    from raytop.diagnose import Thresholds
+    from raytop.model.thresholds import Thresholds
 
     collector = _collector(
         _resolve_target(address), _experiment_paths(experiments), Thresholds(stall_after)
@@ -754,9 +756,9 @@ def check(
     """Exit with a code that says whether training is healthy (one line per finding).
 
     Usable as a Kubernetes liveness or readiness command."""
-    from raytop.diagnose import Thresholds
     from raytop.diagnose.check import CLUSTER_UNREACHABLE, exit_code
     from raytop.launch.cluster import resolve
+    from raytop.model.thresholds import Thresholds
     from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
 
     if teardown:

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 import raytop.cli as cli
-import raytop.diagnose
 import raytop.launch.cluster
+import raytop.model.thresholds
 from raytop.cli import GROUP_OPTIONS, READ_ONLY_REFUSES, main
 
 COMMANDS = ("", "run", "plan", "status", "check", "resume", "stop", "down")
@@ -84,7 +84,7 @@ class Handed:
         self.stall: list[float] = []
         self.tui: list[tuple[float, bool]] = []
         self.launch: list[dict] = []
-        real = raytop.diagnose.Thresholds
+        real = raytop.model.thresholds.Thresholds
         handed = self
 
         class Recorded(real):
@@ -92,7 +92,7 @@ class Handed:
                 handed.stall.append(stall_after_s)
                 super().__init__(stall_after_s, *args, **kwargs)
 
-        monkeypatch.setattr(raytop.diagnose, "Thresholds", Recorded)
+        monkeypatch.setattr(raytop.model.thresholds, "Thresholds", Recorded)
         monkeypatch.setattr(cli, "_open_tui", lambda c, refresh, ro=False: self.tui.append(
             (refresh, ro)))  # fmt: skip
         monkeypatch.setattr(cli, "_launch_and_watch", self._launch)

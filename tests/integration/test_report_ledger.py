@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from raytop.diagnose import Thresholds
+from raytop.model.thresholds import Thresholds
 from raytop.sources.collect import SnapshotCollector
 from tests.conftest import kill_driver, launch_run, run_raytop
 

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from raytop.diagnose.checkpoints import checkpoint_findings
-from raytop.diagnose.ledger import Thresholds, run_findings
-from raytop.diagnose.resume import PreviewRow, ResumePreview, StoredExperiment
+from raytop.diagnose.ledger import run_findings
 from raytop.model import (
     Bundle,
     CheckpointRecord,
@@ -27,6 +26,8 @@ from raytop.model import (
     Trial,
     Worker,
 )
+from raytop.model.resume import PreviewRow, ResumePreview, StoredExperiment
+from raytop.model.thresholds import Thresholds
 from raytop.tui.app import RaytopApp
 
 NOW = 1_767_225_600.0  # a fixed "wall clock" for every test

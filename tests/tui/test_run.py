@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from raytop.diagnose.ledger import Thresholds, run_findings
+from raytop.diagnose.ledger import run_findings
 from raytop.model import Finding, LedgerStatus, Severity, Snapshot, TrainRun, Worker
+from raytop.model.thresholds import Thresholds
 from raytop.tui.screens.help import HelpScreen
 from raytop.tui.screens.overview import NO_LEDGER, OverviewScreen
 from raytop.tui.screens.run import RunScreen

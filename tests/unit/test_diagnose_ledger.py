@@ -1,9 +1,10 @@
 """Barrier-stall diagnosis over hand-made ledger pages (pure, no Ray)."""
 
-from raytop.diagnose import Thresholds, diagnose
+from raytop.diagnose import diagnose
 from raytop.diagnose.check import exit_code
 from raytop.diagnose.ledger import behind_by, run_findings, worker_state
 from raytop.model import Cluster, LedgerStatus, Snapshot, TrainRun, Worker
+from raytop.model.thresholds import Thresholds
 
 T = Thresholds(stall_after_s=60)
 

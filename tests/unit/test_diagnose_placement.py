@@ -1,9 +1,10 @@
 """Why-pending sentences and placement findings (pure, no Ray)."""
 
-from raytop.diagnose import Thresholds, diagnose
+from raytop.diagnose import diagnose
 from raytop.diagnose.check import exit_code
 from raytop.diagnose.placement import placement_findings, why_pending
 from raytop.model import Bundle, Cluster, Node, PlacementGroup, Snapshot
+from raytop.model.thresholds import Thresholds
 
 
 def node(name: str, total: dict, free: dict | None = None, alive=True) -> Node:

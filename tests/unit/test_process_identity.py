@@ -12,10 +12,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from raytop.home import write_json_atomic
+from raytop.jsonfile import write_json_atomic
 from raytop.launch import cluster
 from raytop.launch.control import ControlError, stop_experiment, stop_trial
-from raytop.rundir import check_driver, driver_alive, driver_identity_problem
+from raytop.process_identity import check_driver, driver_alive, driver_identity_problem
 
 SLEEP = "import time; time.sleep(60)"
 # Exits 0 on SIGINT, and says when its handler is in place.

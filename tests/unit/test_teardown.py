@@ -143,7 +143,8 @@ def test_an_unread_state_is_not_safe(tmp_path):
 def test_a_driver_that_cannot_be_proven_stopped_is_never_safe() -> None:
     """driver.json names a pid raytop cannot prove (another host, an older record, a start
     time that differs): the driver may still be writing, so teardown is not safe."""
-    from raytop.diagnose.teardown import ExperimentFacts, teardown_problems
+    from raytop.diagnose.teardown import teardown_problems
+    from raytop.model.teardown import ExperimentFacts
 
     facts = ExperimentFacts(name="exp", driver_alive=None, state_on_storage=True, driver_pid=42)
     (problem,) = teardown_problems(facts)

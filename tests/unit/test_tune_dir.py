@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from raytop.home import write_json_atomic
+from raytop.jsonfile import write_json_atomic
 from raytop.model import ExperimentStatus
 from raytop.sources.tune_dir import ExperimentReader
 

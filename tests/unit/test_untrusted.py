@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from raytop.home import registered_experiments, write_json_atomic
+from raytop.home import registered_experiments
+from raytop.jsonfile import write_json_atomic
 from raytop.model import untrusted
 from raytop.probe.trial_registry import TRIAL_PREFIX
 from raytop.sources.placement_source import PlacementReader

@@ -4,6 +4,5 @@ Imports only ``raytop.model``: fast to test, reusable by every face.
 """
 
 from raytop.diagnose.findings import diagnose
-from raytop.diagnose.ledger import Thresholds
 
-__all__ = ["Thresholds", "diagnose"]
+__all__ = ["diagnose"]

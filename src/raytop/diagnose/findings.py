@@ -4,7 +4,7 @@ trials, a driver that exited with work unfinished."""
 from __future__ import annotations
 
 from raytop.diagnose.checkpoints import checkpoint_findings
-from raytop.diagnose.ledger import Thresholds, run_findings
+from raytop.diagnose.ledger import run_findings
 from raytop.diagnose.placement import placement_findings
 from raytop.model import (
     Cluster,
@@ -15,6 +15,7 @@ from raytop.model import (
     Severity,
     Snapshot,
 )
+from raytop.model.thresholds import Thresholds
 
 
 def cluster_findings(cluster: Cluster) -> list[Finding]:

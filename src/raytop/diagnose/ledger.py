@@ -9,19 +9,8 @@ an elastic resize starts a new ledger page with fresh counts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from raytop.model import Finding, Severity, TrainRun, Worker
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    stall_after_s: float = 60.0  # a rank waiting in report this long for another = stall
-    dead_after_s: float = 15.0  # no heartbeat this long (the probe beats every ~1 s)
-    silent_factor: float = 10.0  # no report for this many times its usual interval…
-    silent_min_s: float = 60.0  # …and at least this long
-    waiting_after_s: float = 300.0  # a feasible placement group pending this long
-    checkpoint_slow_after_s: float = 300.0  # a checkpoint still uploading this long
+from raytop.model.thresholds import Thresholds
 
 
 def behind_by(run: TrainRun) -> dict[int, int]:

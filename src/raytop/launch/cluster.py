@@ -24,9 +24,10 @@ from pathlib import Path
 
 import psutil
 
-from raytop.home import raytop_home, read_json, write_json_atomic
+from raytop.home import raytop_home
+from raytop.jsonfile import read_json, write_json_atomic
 from raytop.launch.spec import ClusterSection
-from raytop.rundir import CREATE_TIME_TOLERANCE_S, process_create_time
+from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
 from raytop.sources import ray_adapter
 from raytop.sources.ray_adapter import ClusterUnreachable
 

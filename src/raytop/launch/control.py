@@ -19,21 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from raytop.diagnose.resume import ResumePreview, StoredExperiment, preview
-from raytop.home import write_json_atomic
+from raytop.diagnose.resume import preview
+from raytop.jsonfile import write_json_atomic
 from raytop.model import Experiment
-from raytop.rundir import (
-    STOP_MARKER,
-    STOP_REQUESTS,
-    TRAIN_RUNS_DIR,
-    check_driver,
-    driver_alive,
-    is_uri,
-    join_path,
-    local_path,
-    raytop_dir_for,
-    split_path,
-)
+from raytop.model.paths import is_uri, join_path, local_path, split_path
+from raytop.model.resume import ResumePreview, StoredExperiment
+from raytop.process_identity import check_driver, driver_alive
+from raytop.rundir import STOP_MARKER, STOP_REQUESTS, TRAIN_RUNS_DIR, raytop_dir_for
 
 if TYPE_CHECKING:
     from raytop.launch.driver import Launched

@@ -20,10 +20,12 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from raytop.home import read_json, register_experiment, write_json_atomic
+from raytop.home import register_experiment
+from raytop.jsonfile import read_json, write_json_atomic
 from raytop.launch.cluster import LOOPBACK_ENV, Target
 from raytop.launch.spec import RunSpec, load_spec
-from raytop.rundir import STOP_MARKER, process_create_time, raytop_dir_for
+from raytop.process_identity import process_create_time
+from raytop.rundir import STOP_MARKER, raytop_dir_for
 
 # Set for launched drivers unless the user set them; propagated by Ray to the Train
 # controller and workers (RAY_NOTES h). The 0.5 s poll lets a worker's report reach the

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from raytop.diagnose.plan import NodeShape, Plan, TrialShape, plan
 from raytop.launch.spec import RunSpec, SpecError
-from raytop.rundir import is_uri
+from raytop.model.paths import is_uri
 
 PLENTY = 1e18  # a resource a node description leaves out is not what binds
 # Nodes a NODES.toml may describe (all counts together). The planner looks at nodes one by

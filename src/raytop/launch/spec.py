@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from raytop.rundir import join_path
+from raytop.model.paths import join_path
 
 SAMPLER_KINDS = ("grid", "choice", "uniform", "loguniform", "randint", "constant")
 

@@ -115,6 +115,10 @@ class Worker:
     dropped_events: int = 0  # probe flushes that could not reach the ledger
     stack: str | None = None  # the last Python stack it sent on request
     stack_request: str | None = None  # the request that stack answers
+    # Derived by the pipeline with the collector's thresholds (never by a face): one word of
+    # training, waiting, behind, silent, dead, done; and reports behind the most advanced rank.
+    state: str = ""
+    behind: int = 0
 
     @property
     def in_report(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ray.tune import Callback, Stopper
 
-from raytop.home import write_json_atomic
+from raytop.jsonfile import write_json_atomic
 from raytop.rundir import STOP_REQUESTS
 
 # Tune's bookkeeping keys: not metrics the user reported.

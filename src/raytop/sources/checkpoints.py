@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from raytop.diagnose.resume import Checkpoint
-from raytop.diagnose.teardown import ExperimentFacts, RunFacts
 from raytop.model import Experiment, untrusted
-from raytop.rundir import TRAIN_RUNS_DIR, join_path, split_path, train_run_name
+from raytop.model.paths import join_path, split_path
+from raytop.model.resume import Checkpoint
+from raytop.model.teardown import ExperimentFacts, RunFacts
+from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 from raytop.sources.storage import Entry, Storages
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"

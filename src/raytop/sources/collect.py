@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from raytop.diagnose import Thresholds, diagnose
+from raytop.diagnose import diagnose
 from raytop.diagnose.checkpoints import pipeline
 from raytop.home import read_registry
 from raytop.model import (
@@ -20,7 +20,8 @@ from raytop.model import (
     TrainRun,
     Trial,
 )
-from raytop.rundir import driver_alive
+from raytop.model.thresholds import Thresholds
+from raytop.process_identity import driver_alive
 from raytop.sources import ray_adapter
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from raytop.model import untrusted
-from raytop.rundir import is_uri, local_path
+from raytop.model.paths import is_uri, local_path
 
 PARSE_RETRIES = 3
 LOCAL_MAX_AGE_S = 5.0

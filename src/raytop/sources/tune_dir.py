@@ -14,14 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from raytop.model import Experiment, ExperimentStatus, Trial, untrusted
-from raytop.rundir import (
-    RAYTOP_DIR_NAME,
-    STOP_MARKER,
-    check_driver,
-    is_uri,
-    local_path,
-    split_path,
-)
+from raytop.model.paths import is_uri, local_path, split_path
+from raytop.process_identity import check_driver
+from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
 from raytop.sources.storage import Storages
 
 STATE_OK, STATE_MISSING, STATE_TORN = "ok", "missing", "torn"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from raytop.diagnose.resume import ResumePreview, StoredExperiment
 from raytop.model import Experiment
+from raytop.model.resume import ResumePreview, StoredExperiment
 
 
 class StopControls(Protocol):

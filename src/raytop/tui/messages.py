@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from raytop.diagnose.resume import ResumePreview, StoredExperiment
 from raytop.model import Snapshot
+from raytop.model.resume import ResumePreview, StoredExperiment
 
 
 @dataclass

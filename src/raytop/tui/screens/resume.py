@@ -33,7 +33,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
-from raytop.diagnose.resume import ERRORED_CHOICES, ResumePreview, StoredExperiment
+from raytop.model.resume import ERRORED_CHOICES, ResumePreview, StoredExperiment
 from raytop.tui.controls import ResumeControls
 from raytop.tui.format import one_line
 from raytop.tui.messages import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from raytop.diagnose.resume import PreviewRow, StoredExperiment
+from raytop.model.resume import PreviewRow, StoredExperiment
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, left, right
 
 _EXPERIMENT_COLUMNS = (

@@ -6,9 +6,10 @@ from collections.abc import Collection
 
 from rich.text import Text
 
-from raytop.diagnose.ledger import Thresholds, behind_by, worker_state
+from raytop.diagnose.ledger import behind_by, worker_state
 from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
+from raytop.model.thresholds import Thresholds
 from raytop.tui.format import fmt_bytes
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, right
 

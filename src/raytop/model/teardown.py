@@ -1,0 +1,30 @@
+"""What is on durable storage for an experiment: the facts ``raytop check --teardown``
+judges (``diagnose.teardown``), read by ``sources.checkpoints``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    trial_id: str
+    latest: str | None  # latest committed checkpoint dir (from the run's snapshot)
+    latest_present: bool  # that folder exists on storage
+    uncommitted: tuple[str, ...] = ()  # checkpoint folders the snapshot does not list yet
+    snapshot_problem: str | None = None  # why the run's snapshot could not be used (else None)
+
+
+@dataclass(frozen=True)
+class ExperimentFacts:
+    name: str
+    driver_alive: bool | None  # None: cannot tell (another host, an unproven pid)
+    state_on_storage: bool  # an experiment_state-*.json in the storage folder
+    runs: tuple[RunFacts, ...] = field(default_factory=tuple)
+    stale_runs: tuple[str, ...] = ()  # trial ids whose run snapshot is unreadable
+    # How Tune's experiment state read (``model.Experiment.state_read``) and why not "ok".
+    state_read: str = "ok"
+    state_reason: str | None = None
+    trials: int = 1  # trials known (from the probe or the state)
+    driver_pid: int | None = None  # the pid driver.json records (None: not launched by raytop)
+    driver_problem: str | None = None  # driver.json is there but is no valid record

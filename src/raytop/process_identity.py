@@ -1,0 +1,133 @@
+"""Is a recorded pid still the process raytop started? (driver.json, cluster.json)
+
+A signal goes only to a process proven by pid, start time (psutil ``create_time``) and
+command line; a pid that may have been reused is never signalled, nor taken for stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from raytop.jsonfile import read_json
+from raytop.model import untrusted
+
+# psutil's create_time is boot time (whole seconds in /proc/stat, moved when the clock is
+# stepped) plus clock ticks: a second of slack keeps a real driver proven, and a pid is
+# not reused within a second of the process it replaced starting.
+CREATE_TIME_TOLERANCE_S = 1.0
+DRIVER_MODULE = "raytop.launch.driver"
+
+
+@dataclass(frozen=True)
+class DriverCheck:
+    """What ``driver.json`` says and whether its pid is provably the driver raytop started.
+
+    ``alive``: True (proven), False (gone, finished, or a live pid that is clearly another
+    process: see ``problem``), None (cannot tell: another host, no valid record (pid None
+    too), or a live raytop driver for this dir whose start time cannot be proven — it is
+    never signalled, and never taken for stopped either). ``record_problem``: a
+    ``driver.json`` that is there but is no valid record (what is wrong, naming it)."""
+
+    pid: int | None
+    alive: bool | None
+    problem: str | None = None
+    process: psutil.Process | None = None
+    record_problem: str | None = None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f".{int(t * 100) % 100:02d}"
+
+
+def _same_path(arg: str, path: Path) -> bool:
+    if arg == str(path):
+        return True
+    try:
+        return os.path.realpath(arg) == os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+
+
+def check_driver(raytop_dir: Path) -> DriverCheck:
+    """The driver recorded in ``raytop_dir``, proven by pid, start time and command line
+    (the module and this raytop dir). Never raises on a malformed ``driver.json``."""
+    record = raytop_dir / "driver.json"
+    info = read_json(record)
+    try:
+        untrusted.driver_record(info)
+    except untrusted.Invalid as exc:
+        if not os.path.lexists(record):
+            return DriverCheck(None, None)
+        why = "unreadable, or not JSON" if info is None else str(exc)
+        bad = f"{record} is not a valid driver record ({why}): cannot tell whether its driver runs"
+        # exit.json is the driver's own word that it ended; without it nothing is proven.
+        return DriverCheck(None, False if (raytop_dir / "exit.json").exists() else None,
+                           f"{bad}; not signalled", record_problem=bad)  # fmt: skip
+    pid = int(info["pid"])
+    if pid <= 1:
+        return DriverCheck(None, None)
+    if (raytop_dir / "exit.json").exists():
+        return DriverCheck(pid, False)
+    if info.get("host") != socket.gethostname():
+        return DriverCheck(pid, None)
+    name = info.get("experiment_name")
+    name = name if isinstance(name, str) and name else raytop_dir.parent.name
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return DriverCheck(pid, False)
+        started = process.create_time()
+    except psutil.NoSuchProcess:
+        return DriverCheck(pid, False)
+    except (psutil.Error, OSError):
+        return DriverCheck(pid, None, f"pid {pid} cannot be inspected; not signalled")
+    refused = f"pid {pid} is not the driver raytop started for {name}"
+    try:
+        argv = process.cmdline()
+    except psutil.NoSuchProcess:
+        return DriverCheck(pid, False)
+    except (psutil.Error, OSError):
+        return DriverCheck(pid, None, f"{refused} (its command line is unreadable); not signalled")
+    if DRIVER_MODULE not in argv or not any(_same_path(a, raytop_dir) for a in argv):
+        why = f"its command line does not name {DRIVER_MODULE} with {raytop_dir}"
+        return DriverCheck(pid, False, f"{refused} ({why}); not signalled")
+    # A raytop driver for this very dir: if its start time is not the recorded one it may
+    # still be running this experiment, so it is "cannot tell", never "stopped".
+    recorded = info.get("pid_create_time")
+    if not _is_number(recorded):
+        why = "driver.json records no start time (an older raytop), so it cannot be proven"
+        return DriverCheck(pid, None, f"{refused} ({why}); not signalled; stop it by hand")
+    if abs(started - float(recorded)) > CREATE_TIME_TOLERANCE_S:
+        when = f"started at {_stamp(started)}, recorded {_stamp(float(recorded))}"
+        return DriverCheck(pid, None, f"{refused} ({when}); not signalled")
+    return DriverCheck(pid, True, None, process)
+
+
+def driver_alive(raytop_dir: Path) -> tuple[int | None, bool | None]:
+    """(pid, alive) of the driver recorded in ``raytop_dir``; alive is None when it ran on
+    another host (cannot tell from here), True only for the proven driver (``check_driver``)."""
+    check = check_driver(raytop_dir)
+    return check.pid, check.alive
+
+
+def driver_identity_problem(raytop_dir: Path) -> str | None:
+    """One line when ``driver.json`` names a live pid that is not provably raytop's driver."""
+    return check_driver(raytop_dir).problem
+
+
+def process_create_time(pid: int) -> float | None:
+    """The start time psutil reports for ``pid`` (recorded at launch), None if unknown."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None

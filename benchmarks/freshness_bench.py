@@ -21,7 +21,7 @@ from pathlib import Path
 from raytop.launch.cluster import resolve, start_embedded, stop_embedded
 from raytop.launch.driver import launch
 from raytop.launch.spec import ClusterSection, load_spec
-from raytop.sources.collect import SnapshotCollector
+from raytop.pipeline.collect import SnapshotCollector
 
 SPEC = """
 [experiment]

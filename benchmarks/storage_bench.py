@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from raytop.sources.collect import SnapshotCollector
+from raytop.pipeline.collect import SnapshotCollector
 
 
 def write_state(folder: Path, trials: int, iteration: int) -> None:

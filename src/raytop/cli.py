@@ -125,7 +125,7 @@ def _resolve_target(address: str | None):
 def _collector(target, experiments=None, thresholds=None, watch=False):
     """``watch``: the collector is polled again and again (TUI, follow): watch local
     storage and poll remote storage between reads instead of re-reading every file."""
-    from raytop.sources.collect import SnapshotCollector
+    from raytop.pipeline.collect import SnapshotCollector
 
     if target is None:
         return SnapshotCollector(None, experiments=experiments, thresholds=thresholds, watch=watch)
@@ -814,8 +814,8 @@ def _check_teardown(experiments: tuple[str, ...]) -> int:
     """``check --teardown``: storage only, no cluster needed (it may already be gone)."""
     from raytop.diagnose.check import TEARDOWN_UNSAFE
     from raytop.diagnose.teardown import teardown_problems
+    from raytop.pipeline.collect import default_experiments
     from raytop.sources.checkpoints import teardown_facts
-    from raytop.sources.collect import default_experiments
     from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 

@@ -285,7 +285,7 @@ def changes(monkeypatch) -> list[str]:
     for target in ("raytop.launch.control.stop_experiment", "raytop.launch.control.stop_trial",
                    "raytop.launch.cluster.stop_embedded", "raytop.launch.driver.launch",
                    "raytop.launch.cluster.start_embedded",
-                   "raytop.sources.collect.SnapshotCollector.request_stacks"):  # fmt: skip
+                   "raytop.pipeline.collect.SnapshotCollector.request_stacks"):  # fmt: skip
         monkeypatch.setattr(target, lambda *a, _t=target, **k: done.append(_t))
     monkeypatch.setattr(cli, "_launch_and_watch", lambda *a, **k: done.append("launch"))
     monkeypatch.setattr(cli, "_resume", lambda *a, **k: done.append("resume"))

@@ -101,7 +101,7 @@ class Forwarder:
 
 WATCH = """
 import sys, time
-from raytop.sources.collect import SnapshotCollector
+from raytop.pipeline.collect import SnapshotCollector
 collector = SnapshotCollector(sys.argv[1], experiments=[])
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:

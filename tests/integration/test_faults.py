@@ -31,7 +31,7 @@ needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 WATCH = """
 import json, sys, time
 from raytop.model.thresholds import Thresholds
-from raytop.sources.collect import SnapshotCollector
+from raytop.pipeline.collect import SnapshotCollector
 address, seconds, experiments = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
 collector = SnapshotCollector(address, experiments=[(e, None) for e in experiments],
                               thresholds=Thresholds(stall_after_s=5))

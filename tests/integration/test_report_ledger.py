@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from raytop.model.thresholds import Thresholds
-from raytop.sources.collect import SnapshotCollector
+from raytop.pipeline.collect import SnapshotCollector
 from tests.conftest import kill_driver, launch_run, run_raytop
 
 pytestmark = pytest.mark.ray

@@ -16,7 +16,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from raytop.model import Snapshot
-from raytop.sources.base import Collector
+from raytop.model.ports import Collector
 from raytop.tui.controls import Controls
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.base import SnapshotScreen

@@ -1,4 +1,5 @@
-"""The one thing every face needs from the sources: a fresh ``Snapshot`` on demand."""
+"""What the faces need from the pipeline, declared where every face may import it: a
+fresh ``Snapshot`` on demand (``pipeline.collect.SnapshotCollector`` implements it)."""
 
 from __future__ import annotations
 

@@ -45,13 +45,25 @@ def _silent(w: Worker, t: Thresholds) -> bool:
 
 def worker_state(w: Worker, run: TrainRun, t: Thresholds) -> str:
     """One word for the rank's row: done, dead, waiting, behind, silent, training."""
+    return _state(w, behind_by(run).get(w.rank, 0), t)
+
+
+def rank_states(run: TrainRun, t: Thresholds) -> dict[int, tuple[str, int]]:
+    """Per rank: (its ``worker_state``, reports behind), for the whole attempt in one pass
+    (O(ranks): the pipeline derives them once per snapshot, not per row per redraw)."""
+    behind = behind_by(run)
+    return {w.rank: (_state(w, behind.get(w.rank, 0), t), behind.get(w.rank, 0))
+            for w in run.workers}  # fmt: skip
+
+
+def _state(w: Worker, behind: int, t: Thresholds) -> str:
     if w.done:
         return "done"
     if _dead(w, t):
         return "dead"
     if w.in_report:
         return "waiting"
-    if behind_by(run).get(w.rank, 0) > 0:
+    if behind > 0:
         return "behind"
     if _silent(w, t):
         return "silent"

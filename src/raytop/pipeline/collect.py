@@ -21,6 +21,7 @@ from raytop.model import (
     Trial,
 )
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 from raytop.process_identity import driver_alive
 from raytop.sources import ray_adapter
 from raytop.sources.checkpoints import CheckpointSnapshots
@@ -103,7 +104,8 @@ class SnapshotCollector:
             runs, status = self._ledger.read()
         except ray_adapter.ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
-        return tuple(self._with_checkpoints(r) for r in runs), status
+        derived = (with_rank_states(self._with_checkpoints(r), self.thresholds) for r in runs)
+        return tuple(derived), status
 
     def _with_checkpoints(self, run: TrainRun) -> TrainRun:
         """The run's checkpoint pipeline: the probes' uploads + its snapshot on storage."""

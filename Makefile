@@ -28,12 +28,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/ruff format --check src tests examples benchmarks
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q
 
-## make test-fast: the development loop: lint, then every test that needs no Ray cluster
-## (unit, Textual Pilot and snapshot tests), in well under a minute.
+## make test-fast: the development loop: lint, the layer contracts, then every test that
+## needs no Ray cluster (unit, Textual Pilot and snapshot tests), in about three minutes.
 test-fast: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q tests/unit tests/tui
 
 lint: $(STAMP)

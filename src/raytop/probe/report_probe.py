@@ -94,8 +94,8 @@ class _RankState:
         return wait
 
     def sync_ended(self, wait: BarrierWait) -> None:
-        """Stamp the end of ``wait`` where it sits in ``syncs`` (the newest, unless 16
-        newer waits pushed it out)."""
+        """Stamp the end of ``wait`` where it sits in ``syncs`` (a record is immutable, so
+        it is replaced: the newest, unless ``MAX_CHECKPOINTS`` newer ones pushed it out)."""
         for i in range(len(self.syncs) - 1, -1, -1):
             if self.syncs[i] is wait:
                 self.syncs[i] = wait._replace(end=time.time())

@@ -1,8 +1,8 @@
 """Reads the report ledger from the GCS KV store into ``model.TrainRun`` pages.
 
 One ``get`` of the index and one ``multi_get`` of the pages whose version changed per
-refresh (the protocol in ``raytop.wire.kv_keys``). Notices when the ledger was recreated (its start
-time changed) and when it stopped publishing.
+refresh (the protocol in ``raytop.wire.kv_keys``). Notices when the ledger was recreated
+(its start time changed) and when it stopped publishing.
 
 Every value is untrusted input (``model.untrusted``): an index or page over its size cap
 or of the wrong shape is a one-line warning naming its key (``LedgerStatus.warnings``);

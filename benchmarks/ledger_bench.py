@@ -82,7 +82,7 @@ def fit(reports: int, probe: bool, storage: str, interval_s: float = 0.0) -> dic
 def freshness(address: str, reports: int, storage: str, poll_s: float) -> list[float]:
     """Latencies from rank 0 entering report to the count being readable via the KV."""
     from raytop.sources.ledger_source import LedgerReader
-    from raytop.sources.ray_adapter import GcsKv
+    from raytop.wire.gcs import GcsKv
 
     reader = LedgerReader(GcsKv(address))
     seen: dict[int, float] = {}

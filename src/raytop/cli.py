@@ -114,7 +114,8 @@ def info(message: str) -> None:
 
 def _resolve_target(address: str | None):
     from raytop.launch.cluster import resolve
-    from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
+    from raytop.wire.gcs import ClusterUnreachable
+    from raytop.wire.version import RayUnsupported
 
     try:
         return resolve(address)
@@ -445,7 +446,7 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
     from raytop.model.thresholds import Thresholds
     from raytop.process_identity import driver_alive
     from raytop.rundir import raytop_dir_for
-    from raytop.sources.ray_adapter import ClusterUnreachable
+    from raytop.wire.gcs import ClusterUnreachable
 
     raytop_dir = raytop_dir_for(run_spec.experiment_path, run_spec.experiment.name)
     pid, alive = driver_alive(raytop_dir)
@@ -610,7 +611,7 @@ def _plan_for(run_spec, target, cluster_file: str | None = None):
         plan_sweep,
     )
     from raytop.launch.spec import SpecError
-    from raytop.sources.ray_adapter import ClusterUnreachable, GcsReader
+    from raytop.wire.gcs import ClusterUnreachable, GcsReader
 
     if cluster_file:
         try:
@@ -646,7 +647,7 @@ def _check_plan(run_spec, target, force: bool) -> None:
 
 def _warn_if_cluster_differs(target, run_spec) -> None:
     """A reused embedded cluster keeps the resources it was started with."""
-    from raytop.sources.ray_adapter import ClusterUnreachable, GcsReader
+    from raytop.wire.gcs import ClusterUnreachable, GcsReader
 
     wanted = {"CPU": run_spec.cluster.num_cpus, "GPU": run_spec.cluster.num_gpus}
     try:
@@ -759,7 +760,8 @@ def check(
     from raytop.diagnose.check import CLUSTER_UNREACHABLE, exit_code
     from raytop.launch.cluster import resolve
     from raytop.model.thresholds import Thresholds
-    from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
+    from raytop.wire.gcs import ClusterUnreachable
+    from raytop.wire.version import RayUnsupported
 
     if teardown:
         sys.exit(_check_teardown(experiments))

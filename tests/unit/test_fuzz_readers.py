@@ -17,13 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raytop.home import registered_experiments
-from raytop.probe.ledger import INDEX_KEY, PAGE_PREFIX
-from raytop.probe.trial_registry import TRIAL_PREFIX
 from raytop.sources import storage
 from raytop.sources.checkpoints import SNAPSHOT_FILE, CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.tune_dir import ExperimentReader
+from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, TRIAL_PREFIX
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 

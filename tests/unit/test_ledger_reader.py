@@ -3,8 +3,8 @@ a recreated ledger noticed, a silent ledger flagged."""
 
 import json
 
-from raytop.probe.ledger import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
 from raytop.sources.ledger_source import LedgerReader
+from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
 
 
 class FakeKv:

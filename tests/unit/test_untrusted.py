@@ -12,9 +12,9 @@ import pytest
 from raytop.home import registered_experiments
 from raytop.jsonfile import write_json_atomic
 from raytop.model import untrusted
-from raytop.probe.trial_registry import TRIAL_PREFIX
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import LocalStorage, Storages
+from raytop.wire.kv_keys import TRIAL_PREFIX
 
 RANK = {"rank": 0, "entered": 3, "exited": 3, "local_rank": 0, "node_rank": 0,
         "node_id": "n1", "pid": 11, "last_enter_at": 90.0, "last_exit_at": 90.5,

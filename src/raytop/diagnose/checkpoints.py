@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from raytop.model import CheckpointRecord, Finding, Severity, TrainRun
+from raytop.model.records import BarrierWait, CheckpointUpload
 
 # An upload is also slow when it lasts this many of the run's usual report intervals
 # (and at least SLOW_FLOOR_S: sub-second loops would otherwise flag every upload).
@@ -20,8 +21,8 @@ SLOW_FLOOR_S = 30.0
 
 def _barrier_times(
     report: int | None,
-    ranks: dict[int, dict[str, Any]],
-    syncs: dict[int, list[list[Any]]],
+    ranks: dict[int, CheckpointUpload],
+    syncs: dict[int, list[BarrierWait]],
 ) -> dict[int, float]:
     """Rank → how long it waited in the report barrier of the checkpoint's report: from
     its upload record, else (a rank that attached nothing) from its recent barrier times."""
@@ -35,18 +36,18 @@ def _barrier_times(
 
 
 def pipeline(
-    uploads: dict[int, list[dict[str, Any]]],
+    uploads: dict[int, list[CheckpointUpload]],
     snapshot: dict[str, Any] | None,
     on_storage: set[str] | None,
     now: float,
-    syncs: dict[int, list[list[Any]]] | None = None,
+    syncs: dict[int, list[BarrierWait]] | None = None,
 ) -> tuple[CheckpointRecord, ...]:
     """``uploads``: per rank, the probe's upload records; ``snapshot``: the run's
     checkpoint_manager_snapshot.json; ``on_storage``: the checkpoint folders in the run's
     storage folder (None: unknown, e.g. remote storage); ``syncs``: per rank, its recent
-    report-barrier waits ``[report, start, end]``. Oldest checkpoint first."""
+    report-barrier waits. Oldest checkpoint first."""
     syncs = syncs or {}
-    by_dir: dict[str, dict[int, dict[str, Any]]] = {}
+    by_dir: dict[str, dict[int, CheckpointUpload]] = {}
     for rank, records in uploads.items():
         for record in records:
             by_dir.setdefault(record["dir_name"], {})[rank] = record  # last attempt wins
@@ -72,12 +73,12 @@ def pipeline(
         owners: dict[str, list[int]] = {}
         size = 0
         for rank, record in sorted(ranks.items()):
-            for path, nbytes in record.get("files", {}).items():
+            for path, nbytes in record["files"].items():
                 owners.setdefault(path, []).append(rank)
                 size += nbytes
-        errors = [r["error"] for r in ranks.values() if r.get("error")]
-        in_flight = [r for r in ranks.values() if r.get("end") is None]
-        uploaded = [r for r in ranks.values() if r.get("mode") != "NO_UPLOAD"]
+        errors = [r["error"] for r in ranks.values() if r["error"]]
+        in_flight = [r for r in ranks.values() if r["end"] is None]
+        uploaded = [r for r in ranks.values() if r["mode"] != "NO_UPLOAD"]
         durations = [(r["end"] or now) - r["start"] for r in uploaded]
         longest = max(durations) if durations else None
         if errors:
@@ -98,27 +99,28 @@ def pipeline(
             state = "committed"
         else:
             state = "uploaded"
-        first = next(iter(ranks.values()), {})
+        first = next(iter(ranks.values()), None)  # None: known from the snapshot alone
+        report = first["report"] if first else None
         done = bool(uploaded) and not in_flight and not errors
         throughput = size / longest if done and size and longest else None
         records.append(
             CheckpointRecord(
                 dir_name=dir_name,
                 state=state,
-                report_index=first.get("report"),
-                ranks=tuple(sorted(r for r, rec in ranks.items() if rec.get("files"))),
+                report_index=report,
+                ranks=tuple(sorted(r for r, rec in ranks.items() if rec["files"])),
                 files=len(owners),
                 bytes=size,
-                mode=first.get("mode"),
-                custom_upload=bool(first.get("custom_upload")),
+                mode=first["mode"] if first else None,
+                custom_upload=bool(first and first["custom_upload"]),
                 upload_s=longest,
                 uploading_since=min((r["start"] for r in in_flight), default=None),
                 throughput_bps=throughput,
-                sync_s=_barrier_times(first.get("report"), ranks, syncs),
+                sync_s=_barrier_times(report, ranks, syncs),
                 rank_uploads={
                     r: (rec["start"], rec["end"])
                     for r, rec in sorted(ranks.items())
-                    if rec.get("mode") != "NO_UPLOAD"
+                    if rec["mode"] != "NO_UPLOAD"
                 },  # fmt: skip
                 error=errors[0] if errors else None,
                 collisions={p: tuple(r) for p, r in sorted(owners.items()) if len(r) > 1},

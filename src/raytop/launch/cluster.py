@@ -28,8 +28,8 @@ from raytop.home import raytop_home
 from raytop.jsonfile import read_json, write_json_atomic
 from raytop.launch.spec import ClusterSection
 from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
-from raytop.sources import ray_adapter
-from raytop.sources.ray_adapter import ClusterUnreachable
+from raytop.wire import gcs as ray_adapter
+from raytop.wire.gcs import ClusterUnreachable
 
 EMBEDDED_START_TIMEOUT_S = 90.0
 EMBEDDED_STOP_TIMEOUT_S = 45.0

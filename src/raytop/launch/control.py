@@ -275,7 +275,8 @@ def start_resume(
     from raytop.launch.cluster import resolve, start_embedded
     from raytop.launch.driver import launch
     from raytop.launch.spec import SpecError, preflight
-    from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
+    from raytop.wire.gcs import ClusterUnreachable
+    from raytop.wire.version import RayUnsupported
 
     pid, alive = driver_alive(raytop_dir_for(spec.experiment_path, spec.experiment.name))
     if alive:

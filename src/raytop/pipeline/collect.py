@@ -23,12 +23,12 @@ from raytop.model import (
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states
 from raytop.process_identity import driver_alive
-from raytop.sources import ray_adapter
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import Storages
 from raytop.sources.tune_dir import ExperimentReader
+from raytop.wire import gcs as ray_adapter
 
 STACK_POLL_S = 0.25
 

@@ -5,10 +5,11 @@ decision 2). Probes send their whole cumulative state (fire-and-forget ``update`
 ledger that is killed and recreated is whole again after one flush. Memory is bounded:
 at most ``MAX_PAGES`` attempts (least recently updated evicted), one record per rank.
 
-It publishes into the GCS internal KV (namespace ``raytop``): ``ledger/index`` (its
-start time, last publish time and each page's version) and ``ledger/page/<key>`` for the
-pages that changed. Readers fetch the index and only the changed pages: O(1) calls per
-refresh whatever the cluster size, and raytop never has to join the cluster as a driver.
+It publishes into the GCS internal KV (the namespace and keys in ``wire.kv_keys``):
+``ledger/index`` (its start time, last publish time and each page's version) and
+``ledger/page/<key>`` for the pages that changed. Readers fetch the index and only the
+changed pages: O(1) calls per refresh whatever the cluster size, and raytop never has to
+join the cluster as a driver.
 """
 
 from __future__ import annotations
@@ -19,20 +20,15 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from raytop.sources.ray_adapter import kv_del_in_cluster, kv_put_in_cluster
+from raytop.model.records import LedgerIndex, RankReport
+from raytop.wire.cluster_kv import kv_del_in_cluster, kv_put_in_cluster
+from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, page_key
 
 LEDGER_NAME = "raytop_ledger"
 LEDGER_NAMESPACE = "raytop"
-INDEX_KEY = "ledger/index"
-PAGE_PREFIX = "ledger/page/"
-STACKS_COMMAND_KEY = "cmd/stacks"
 MAX_PAGES = 256
 PUBLISH_INTERVAL_S = 0.1  # when something changed
 INDEX_HEARTBEAT_S = 1.0  # otherwise: proves the ledger is alive
-
-
-def page_key(run_id: str, attempt_id: str) -> str:
-    return f"{run_id}.{attempt_id}"
 
 
 class Ledger:
@@ -43,7 +39,7 @@ class Ledger:
         self.published: dict[str, int] = {}
         self._publisher: asyncio.Task | None = None
 
-    async def update(self, message: dict[str, Any]) -> None:
+    async def update(self, message: RankReport) -> None:
         """One probe's cumulative state (see ``ReportProbe``)."""
         if self._publisher is None:
             self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
@@ -82,11 +78,11 @@ class Ledger:
                     self.published[key] = self.pages[key]["version"]
                 now = time.time()
                 if changed or now - last_index >= INDEX_HEARTBEAT_S:
-                    index = {
-                        "started_at": self.started_at,
-                        "published_at": now,
-                        "pages": {k: p["version"] for k, p in self.pages.items()},
-                    }
+                    index = LedgerIndex(
+                        started_at=self.started_at,
+                        published_at=now,
+                        pages={k: p["version"] for k, p in self.pages.items()},
+                    )
                     kv_put_in_cluster(INDEX_KEY, json.dumps(index).encode())
                     last_index = now
             except Exception:  # a KV hiccup must not end the loop; the next tick retries

@@ -27,9 +27,12 @@ from collections import deque
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from raytop.probe.ledger import STACKS_COMMAND_KEY, get_or_create_ledger
-from raytop.sources.ray_adapter import (
-    kv_get_in_cluster,
+from raytop.model.records import BarrierWait, CheckpointUpload, RankReport
+from raytop.probe.ledger import get_or_create_ledger
+from raytop.wire.cluster_kv import kv_get_in_cluster
+from raytop.wire.kv_keys import STACKS_COMMAND_KEY
+from raytop.wire.train_hooks import (
+    WorkerIdentity,
     report_call_details,
     train_worker_callback_bases,
     train_worker_identity,
@@ -48,7 +51,7 @@ MAX_FILES = 200  # files listed per checkpoint (enough to spot a collision)
 class _RankState:
     """The per-process probe state and its flush thread."""
 
-    def __init__(self, identity: dict[str, Any], flush_interval_s: float) -> None:
+    def __init__(self, identity: WorkerIdentity, flush_interval_s: float) -> None:
         self.identity = identity
         self.flush_interval_s = flush_interval_s
         self.pid = os.getpid()
@@ -60,10 +63,10 @@ class _RankState:
         self.train_thread: int | None = None
         self.done = False
         self.dropped = 0
-        self.checkpoints: deque[dict[str, Any]] = deque(maxlen=MAX_CHECKPOINTS)
-        # [report index, start, end]: this rank's wait in the report barrier (Train's
-        # checkpoint-name sync, done on every report), the last few.
-        self.syncs: deque[list[Any]] = deque(maxlen=MAX_CHECKPOINTS)
+        self.checkpoints: deque[CheckpointUpload] = deque(maxlen=MAX_CHECKPOINTS)
+        # This rank's waits in the report barrier (Train's checkpoint-name sync, done on
+        # every report), the last few.
+        self.syncs: deque[BarrierWait] = deque(maxlen=MAX_CHECKPOINTS)
         self._stack: tuple[str, str] | None = None  # (request id, stack text)
         self._answered: str | None = None
         self._ledger: Any = None
@@ -85,50 +88,58 @@ class _RankState:
         self.exited += 1
         self.last_exit_at = time.time()
 
-    def sync_started(self) -> list[Any]:
-        entry = [self.entered, time.time(), None]
-        self.syncs.append(entry)
-        return entry
+    def sync_started(self) -> BarrierWait:
+        wait = BarrierWait(self.entered, time.time(), None)
+        self.syncs.append(wait)
+        return wait
+
+    def sync_ended(self, wait: BarrierWait) -> None:
+        """Stamp the end of ``wait`` where it sits in ``syncs`` (a record is immutable, so
+        it is replaced: the newest, unless ``MAX_CHECKPOINTS`` newer ones pushed it out)."""
+        for i in range(len(self.syncs) - 1, -1, -1):
+            if self.syncs[i] is wait:
+                self.syncs[i] = wait._replace(end=time.time())
+                return
 
     def _sync_s(self, report: int) -> float | None:
-        for index, start, end in reversed(self.syncs):
-            if index == report:
-                return end - start if end is not None else None
+        for wait in reversed(self.syncs):
+            if wait.report == report:
+                return wait.end - wait.start if wait.end is not None else None
         return None
 
     def no_upload_checkpoint(self, local_path: str) -> None:
         """A NO_UPLOAD report: the checkpoint already sits in the run's storage folder
         (no transfer hook runs); record it as a finished, upload-less checkpoint."""
         now = time.time()
-        self.checkpoints.append({
-            "dir_name": os.path.basename(local_path.rstrip("/")),
-            "report": self.entered,
-            "mode": "NO_UPLOAD",
-            "custom_upload": False,
-            "files": _list_files(local_path),
-            "sync_s": self._sync_s(self.entered),
-            "start": now,
-            "end": now,
-            "error": None,
-        })  # fmt: skip
+        self.checkpoints.append(CheckpointUpload(
+            dir_name=os.path.basename(local_path.rstrip("/")),
+            report=self.entered,
+            mode="NO_UPLOAD",
+            custom_upload=False,
+            files=_list_files(local_path),
+            sync_s=self._sync_s(self.entered),
+            start=now,
+            end=now,
+            error=None,
+        ))  # fmt: skip
 
-    def upload_started(self) -> dict[str, Any] | None:
+    def upload_started(self) -> CheckpointUpload | None:
         """Record one checkpoint upload (SYNC: in the training thread; ASYNC: in Train's
         upload thread), with the files this rank put in it."""
-        details = upload_call_details()
-        if details is None:
+        call = upload_call_details()
+        if call is None:
             return None
-        record = {
-            "dir_name": details["dir_name"],
-            "report": self.entered,
-            "mode": "SYNC" if threading.get_ident() == self.train_thread else "ASYNC",
-            "custom_upload": details["custom_upload"],
-            "files": _list_files(details["local_path"]),
-            "sync_s": self._sync_s(self.entered),
-            "start": time.time(),
-            "end": None,
-            "error": None,
-        }
+        record = CheckpointUpload(
+            dir_name=call.dir_name,
+            report=self.entered,
+            mode="SYNC" if threading.get_ident() == self.train_thread else "ASYNC",
+            custom_upload=call.custom_upload,
+            files=_list_files(call.local_path),
+            sync_s=self._sync_s(self.entered),
+            start=time.time(),
+            end=None,
+            error=None,
+        )
         self.checkpoints.append(record)
         return record
 
@@ -172,41 +183,42 @@ class _RankState:
             if woken:
                 return
 
-    def _message(self, process: Any) -> dict[str, Any]:
+    def _message(self, process: Any) -> RankReport:
         ident = self.identity
         gaps = [b - a for a, b in zip(self.enter_times, list(self.enter_times)[1:], strict=False)]
-        message = {
-            "run_id": ident["run_id"],
-            "run_name": ident["run_name"],
-            "attempt_id": ident["attempt_id"],
-            "world_size": ident["world_size"],
-            "rank": ident["world_rank"],
-            "local_rank": ident["local_rank"],
-            "node_rank": ident["node_rank"],
-            "node_id": ident["node_id"],
-            "gpu_ids": ident["gpu_ids"],
-            "placement_group_id": ident["placement_group_id"],
-            "pid": self.pid,
-            "entered": self.entered,
-            "exited": self.exited,
-            "last_enter_at": self.last_enter_at,
-            "last_exit_at": self.last_exit_at,
-            "usual_interval_s": statistics.median(gaps) if gaps else None,
-            "done": self.done,
-            "dropped": self.dropped,
-            "sent_at": time.time(),
-            "cpu_percent": process.cpu_percent(None),
-            "rss_bytes": process.memory_info().rss,
-            "gpu_memory_bytes": _cuda_memory(),
-            "run_path": ident.get("run_path"),
-            "checkpoints": [dict(c) for c in self.checkpoints],
-            "syncs": [list(s) for s in self.syncs],
-        }
+        message = RankReport(
+            run_id=ident.run_id,
+            run_name=ident.run_name,
+            attempt_id=ident.attempt_id,
+            world_size=ident.world_size,
+            rank=ident.world_rank,
+            local_rank=ident.local_rank,
+            node_rank=ident.node_rank,
+            node_id=ident.node_id,
+            gpu_ids=ident.gpu_ids,
+            placement_group_id=ident.placement_group_id,
+            pid=self.pid,
+            entered=self.entered,
+            exited=self.exited,
+            last_enter_at=self.last_enter_at,
+            last_exit_at=self.last_exit_at,
+            usual_interval_s=statistics.median(gaps) if gaps else None,
+            done=self.done,
+            dropped=self.dropped,
+            sent_at=time.time(),
+            cpu_percent=process.cpu_percent(None),
+            rss_bytes=process.memory_info().rss,
+            gpu_memory_bytes=_cuda_memory(),
+            run_path=ident.run_path,
+            # Copies: the hooks go on updating the originals while this one is sent.
+            checkpoints=[CheckpointUpload(**c) for c in self.checkpoints],
+            syncs=[list(wait) for wait in self.syncs],
+        )
         if self._stack is not None:
             message["stack_request"], message["stack"] = self._stack
         return message
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: RankReport) -> None:
         import ray
 
         if self._last_ref is not None:
@@ -228,7 +240,7 @@ class _RankState:
         command = json.loads(raw)
         request = command.get("request_id")
         wanted = command.get("run_id")
-        if request == self._answered or (wanted and wanted != self.identity["run_id"]):
+        if request == self._answered or (wanted and wanted != self.identity.run_id):
             return
         self._answered = request
         self._stack = (request, self.stack_text())
@@ -305,21 +317,21 @@ class ReportProbe(WorkerCallback, TrainContextCallback):
 
     @contextmanager
     def on_checkpoint_sync(self):
-        state, entry, details = _STATE, None, None
+        state, wait, call = _STATE, None, None
         if state is not None:
             try:
-                entry = state.sync_started()
-                details = report_call_details()
+                wait = state.sync_started()
+                call = report_call_details()
             except Exception:
-                entry = None
+                wait = None
         try:
             yield
         finally:
-            if entry is not None:
+            if wait is not None:
                 with suppress(Exception):
-                    entry[2] = time.time()
-                    if details and details["mode"] == "NO_UPLOAD" and details["local_path"]:
-                        state.no_upload_checkpoint(details["local_path"])
+                    state.sync_ended(wait)
+                    if call and call.mode == "NO_UPLOAD" and call.local_path:
+                        state.no_upload_checkpoint(call.local_path)
 
     @contextmanager
     def on_checkpoint_transfer(self):

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import time
 
-from raytop.sources.ray_adapter import kv_put_in_cluster
-
-TRIAL_PREFIX = "trial/"
+from raytop.wire.cluster_kv import kv_put_in_cluster
+from raytop.wire.kv_keys import TRIAL_PREFIX
 
 
 def register_trial(experiment: str, trial_id: str) -> None:

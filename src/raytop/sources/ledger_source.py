@@ -1,8 +1,8 @@
 """Reads the report ledger from the GCS KV store into ``model.TrainRun`` pages.
 
 One ``get`` of the index and one ``multi_get`` of the pages whose version changed per
-refresh (see ``raytop.probe.ledger``). Notices when the ledger was recreated (its start
-time changed) and when it stopped publishing.
+refresh (the protocol in ``raytop.wire.kv_keys``). Notices when the ledger was recreated
+(its start time changed) and when it stopped publishing.
 
 Every value is untrusted input (``model.untrusted``): an index or page over its size cap
 or of the wrong shape is a one-line warning naming its key (``LedgerStatus.warnings``);
@@ -18,8 +18,15 @@ import uuid
 from typing import Any
 
 from raytop.model import LedgerStatus, TrainRun, Worker, untrusted
-from raytop.probe.ledger import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
-from raytop.sources.ray_adapter import GcsKv
+from raytop.model.records import (
+    BarrierWait,
+    CheckpointUpload,
+    LedgerPage,
+    RankRecord,
+    StackRequest,
+)
+from raytop.wire.gcs import GcsKv
+from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY, page_key
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
 
@@ -28,29 +35,30 @@ def _age(now: float, at: float | None) -> float | None:
     return None if at is None else max(0.0, now - at)
 
 
-def worker_from_record(record: dict[str, Any], now: float) -> Worker:
+def worker_from_record(record: RankRecord, now: float) -> Worker:
+    """One rank of a validated page as the ``Worker`` the faces show (ages as of ``now``)."""
     return Worker(
-        rank=int(record["rank"]),
-        reports_entered=int(record.get("entered", 0)),
-        reports_exited=int(record.get("exited", 0)),
-        local_rank=record.get("local_rank"),
-        node_rank=record.get("node_rank"),
-        node_id=record.get("node_id"),
-        pid=record.get("pid"),
-        last_enter_at=record.get("last_enter_at"),
-        last_exit_at=record.get("last_exit_at"),
-        last_report_age_s=_age(now, record.get("last_enter_at")),
-        heartbeat_at=record.get("received_at"),
-        heartbeat_age_s=_age(now, record.get("received_at")),
-        cpu_percent=record.get("cpu_percent"),
-        rss_bytes=record.get("rss_bytes"),
-        gpu_memory_bytes=record.get("gpu_memory_bytes"),
-        gpu_ids=tuple(record.get("gpu_ids") or ()),
-        usual_interval_s=record.get("usual_interval_s"),
-        done=bool(record.get("done")),
-        dropped_events=int(record.get("dropped", 0)),
-        stack=record.get("stack"),
-        stack_request=record.get("stack_request"),
+        rank=record["rank"],
+        reports_entered=record["entered"],
+        reports_exited=record["exited"],
+        local_rank=record["local_rank"],
+        node_rank=record["node_rank"],
+        node_id=record["node_id"],
+        pid=record["pid"],
+        last_enter_at=record["last_enter_at"],
+        last_exit_at=record["last_exit_at"],
+        last_report_age_s=_age(now, record["last_enter_at"]),
+        heartbeat_at=record["received_at"],
+        heartbeat_age_s=_age(now, record["received_at"]),
+        cpu_percent=record["cpu_percent"],
+        rss_bytes=record["rss_bytes"],
+        gpu_memory_bytes=record["gpu_memory_bytes"],
+        gpu_ids=tuple(record["gpu_ids"]),
+        usual_interval_s=record["usual_interval_s"],
+        done=record["done"],
+        dropped_events=record["dropped"],
+        stack=record["stack"],
+        stack_request=record["stack_request"],
     )
 
 
@@ -63,7 +71,7 @@ def _parse(raw: Any, max_bytes: int) -> Any:
 class LedgerReader:
     def __init__(self, kv: GcsKv) -> None:
         self._kv = kv
-        self._pages: dict[str, dict[str, Any]] = {}
+        self._pages: dict[str, LedgerPage] = {}
         self._versions: dict[str, int] = {}
         self._started_at: float | None = None
         self._last_published: float | None = None
@@ -94,7 +102,7 @@ class LedgerReader:
             self._versions.clear()
         self._started_at = index["started_at"]
         self._last_published = index["published_at"]
-        pages = index.get("pages", {})
+        pages = index["pages"]
         changed = [k for k, v in pages.items() if self._versions.get(k) != v]
         warnings = []
         for key, blob in self._kv.multi_get([PAGE_PREFIX + k for k in changed]).items():
@@ -130,7 +138,7 @@ class LedgerReader:
         return self._latest_attempts(now), status
 
     def _latest_attempts(self, now: float) -> tuple[TrainRun, ...]:
-        by_run: dict[str, list[dict[str, Any]]] = {}
+        by_run: dict[str, list[LedgerPage]] = {}
         for page in self._pages.values():
             by_run.setdefault(page["run_id"], []).append(page)
         runs = []
@@ -145,29 +153,31 @@ class LedgerReader:
                     run_id=page["run_id"],
                     run_name=page["run_name"],
                     attempt_id=page["attempt_id"],
-                    world_size=int(page["world_size"]),
+                    world_size=page["world_size"],
                     attempt_index=len(attempts),
                     workers=tuple(workers),
                     placement_group_id=page.get("placement_group_id"),
-                    run_path=next((r.get("run_path") for r in page["ranks"].values()), None),
+                    run_path=next((r["run_path"] for r in page["ranks"].values()), None),
                 )
             )
         return tuple(sorted(runs, key=lambda r: r.run_name))
 
-    def uploads(self, run_id: str, attempt_id: str) -> dict[int, list[dict[str, Any]]]:
-        """The probes' checkpoint upload records of one attempt, per rank."""
-        page = self._pages.get(f"{run_id}.{attempt_id}") or {"ranks": {}}
-        return {int(r): rec.get("checkpoints") or [] for r, rec in page["ranks"].items()}
+    def _ranks(self, run_id: str, attempt_id: str) -> dict[str, RankRecord]:
+        page = self._pages.get(page_key(run_id, attempt_id))
+        return page["ranks"] if page is not None else {}
 
-    def syncs(self, run_id: str, attempt_id: str) -> dict[int, list[list[Any]]]:
-        """The probes' recent report-barrier waits ``[report, start, end]``, per rank."""
-        page = self._pages.get(f"{run_id}.{attempt_id}") or {"ranks": {}}
-        return {int(r): rec.get("syncs") or [] for r, rec in page["ranks"].items()}
+    def uploads(self, run_id: str, attempt_id: str) -> dict[int, list[CheckpointUpload]]:
+        """The probes' checkpoint upload records of one attempt, per rank."""
+        return {int(r): rec["checkpoints"] for r, rec in self._ranks(run_id, attempt_id).items()}
+
+    def syncs(self, run_id: str, attempt_id: str) -> dict[int, list[BarrierWait]]:
+        """The probes' recent report-barrier waits, per rank."""
+        return {int(r): rec["syncs"] for r, rec in self._ranks(run_id, attempt_id).items()}
 
     def request_stacks(self, run_id: str | None = None) -> str:
         """Ask every rank (of ``run_id``, or of every run) for its stack; the answers
         arrive in the pages within a couple of probe heartbeats. Returns the request id."""
         request_id = uuid.uuid4().hex[:12]
-        command = {"request_id": request_id, "run_id": run_id, "requested_at": time.time()}
+        command = StackRequest(request_id=request_id, run_id=run_id, requested_at=time.time())
         self._kv.put(STACKS_COMMAND_KEY, json.dumps(command).encode())
         return request_id

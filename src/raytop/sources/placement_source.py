@@ -17,8 +17,8 @@ from typing import Any
 
 from raytop.diagnose.placement import why_pending
 from raytop.model import Bundle, Experiment, Node, PlacementGroup, TrainRun, untrusted
-from raytop.probe.trial_registry import TRIAL_PREFIX
-from raytop.sources.ray_adapter import GcsKv, GcsReader
+from raytop.wire.gcs import GcsKv, GcsReader
+from raytop.wire.kv_keys import TRIAL_PREFIX
 
 
 class PlacementReader:

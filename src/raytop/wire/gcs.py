@@ -1,40 +1,35 @@
-"""The only module that touches private Ray APIs (DESIGN decision 6).
+"""The GCS from outside the cluster: nodes, placement groups, actors and the internal KV.
 
-Cluster reads go to the GCS directly, without ``ray.init``: no driver job is registered
-and each call takes milliseconds (RAY_NOTES d, i). Every private call is checked against
-the Ray line this code was verified on.
+raytop never calls ``ray.init`` (DESIGN, revisions): Ray ends a driver whose GCS stays
+unreachable for 60 s, and a supervisor must outlive the cluster it watches. So these
+clients talk to the GCS directly, with no driver job registered and milliseconds per call
+(RAY_NOTES d, i), and fail fast with ``ClusterUnreachable`` when it is gone. Each client
+checks the Ray line first (``wire.version``): the calls here are private Ray APIs.
+``ray_version`` is part of this face: a snapshot says which Ray read it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
-import sys
 from typing import Any
 
-VERIFIED_RAY_LINE = "2.58."
+from raytop.wire.kv_keys import KV_NAMESPACE
+from raytop.wire.version import check_ray_version, ray_version
 
-
-class RayUnsupported(RuntimeError):
-    pass
+__all__ = [
+    "ClusterUnreachable",
+    "GcsKv",
+    "GcsReader",
+    "local_cluster_address",
+    "probe_tcp",
+    "ray_version",
+]
 
 
 class ClusterUnreachable(RuntimeError):
-    pass
-
-
-def ray_version() -> str:
-    import ray
-
-    return ray.__version__
-
-
-def check_ray_version() -> None:
-    version = ray_version()
-    if not version.startswith(VERIFIED_RAY_LINE):
-        raise RayUnsupported(
-            f"raytop reads Ray internals verified on Ray {VERIFIED_RAY_LINE}x; found Ray {version}"
-        )
+    """No GCS answers at the address (or it stopped answering): the callers show the
+    cluster as not connected and try again on their next poll."""
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -152,11 +147,9 @@ class GcsReader:
 
 
 # -- GCS internal KV: how raytop and the ledger talk without raytop joining the cluster ----
-# raytop never calls ray.init: a driver whose GCS stays unreachable for 60 s is ended by
-# Ray's client, and a supervisor must outlive the cluster it watches. The ledger actor
-# publishes into the KV store; raytop reads (and posts commands) with a plain GcsClient.
+# The ledger actor publishes into the KV store; raytop reads (and posts commands) with a
+# plain GcsClient. Inside the cluster the same store is reached through wire.cluster_kv.
 
-KV_NAMESPACE = "raytop"
 KV_TIMEOUT_S = 2.0
 
 
@@ -202,66 +195,6 @@ class GcsKv:
 
     def put(self, key: str, value: bytes) -> None:
         self._call("internal_kv_put", key.encode(), value, True)
-
-
-def kv_put_in_cluster(key: str, value: bytes) -> None:
-    """From inside a Ray process (the ledger actor)."""
-    from ray.experimental import internal_kv
-
-    internal_kv._internal_kv_put(key.encode(), value, overwrite=True, namespace=KV_NAMESPACE)
-
-
-def kv_get_in_cluster(key: str) -> bytes | None:
-    """From inside a Ray process (a probe's flush thread)."""
-    from ray.experimental import internal_kv
-
-    return internal_kv._internal_kv_get(key.encode(), namespace=KV_NAMESPACE)
-
-
-# -- Train V2 worker internals: the hooks and the identity of the worker group -----------
-
-
-def train_worker_callback_bases() -> tuple[type, type]:
-    """(WorkerCallback, TrainContextCallback): DeveloperAPI classes from Train V2's
-    internal package. A probe deriving from both gets ``after_init_train_context`` /
-    ``before_worker_shutdown`` and the ``on_report`` / ``on_checkpoint_*`` context
-    managers inside every worker (RAY_NOTES h)."""
-    check_ray_version()
-    from ray.train.v2._internal.execution.callback import (
-        TrainContextCallback,
-        WorkerCallback,
-    )
-
-    return WorkerCallback, TrainContextCallback
-
-
-def train_worker_identity() -> dict[str, Any]:
-    """Who this Train worker is. ``attempt_id`` is the id of the worker group's
-    synchronization actor: every restart or resize creates a new one."""
-    import ray
-    from ray.train.v2._internal.execution.context import get_train_context
-
-    ctx = get_train_context()
-    runtime = ray.get_runtime_context()
-    return {
-        "run_id": ctx.train_run_context.run_id,
-        "run_name": ctx.get_experiment_name(),
-        "attempt_id": ctx.execution_context.synchronization_actor._actor_id.hex(),
-        "world_rank": ctx.get_world_rank(),
-        "world_size": ctx.get_world_size(),
-        "local_rank": ctx.get_local_rank(),
-        "node_rank": ctx.get_node_rank(),
-        "node_id": runtime.get_node_id(),
-        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
-        "placement_group_id": runtime.get_placement_group_id(),
-        "run_path": str(ctx.storage_context.experiment_fs_path),
-    }
-
-
-def kv_del_in_cluster(key: str) -> None:
-    from ray.experimental import internal_kv
-
-    internal_kv._internal_kv_del(key.encode(), namespace=KV_NAMESPACE)
 
 
 def _hex(raw: bytes) -> str:
@@ -314,47 +247,3 @@ def placement_groups_from(state: Any) -> list[dict[str, Any]]:
             }
         )
     return groups
-
-
-def _caller_locals(function: str, key: str, max_depth: int) -> dict[str, Any] | None:
-    """The locals of the nearest frame up the stack (from our caller's caller) running
-    ``function`` and holding ``key``: how the probe sees the arguments of Train's internal
-    calls that its hooks wrap."""
-    frame = sys._getframe(2)
-    for _ in range(max_depth):
-        if frame is None:
-            return None
-        if frame.f_code.co_name == function and key in frame.f_locals:
-            return frame.f_locals
-        frame = frame.f_back
-    return None
-
-
-def upload_call_details(max_depth: int = 12) -> dict[str, Any] | None:
-    """Inside ``on_checkpoint_transfer``: the checkpoint being uploaded, read from the
-    caller's frame (Train's ``TrainContext._upload_checkpoint``; verified on 2.58): its
-    destination folder name, its local files, whether a custom upload function is used."""
-    local = _caller_locals("_upload_checkpoint", "checkpoint_dir_name", max_depth)
-    if local is None:
-        return None
-    checkpoint = local.get("checkpoint")
-    return {
-        "dir_name": local["checkpoint_dir_name"],
-        "local_path": getattr(checkpoint, "path", None),
-        "custom_upload": local.get("checkpoint_upload_fn") is not None,
-    }
-
-
-def report_call_details(max_depth: int = 12) -> dict[str, Any] | None:
-    """Inside ``on_checkpoint_sync``: the ``report`` call it belongs to, read from Train's
-    ``TrainContext.report`` frame (verified on 2.58): the upload mode asked for and the
-    local folder of the attached checkpoint (None: this rank attached none)."""
-    local = _caller_locals("report", "checkpoint_upload_mode", max_depth)
-    if local is None:
-        return None
-    mode = local["checkpoint_upload_mode"]
-    checkpoint = local.get("checkpoint")
-    return {
-        "mode": str(getattr(mode, "name", mode)).upper(),
-        "local_path": getattr(checkpoint, "path", None) if checkpoint else None,
-    }

@@ -1,0 +1,139 @@
+"""The records the probes send through the Ledger, typed once for the writer and the readers.
+
+A ReportProbe builds a ``RankReport`` (with its ``CheckpointUpload`` and ``BarrierWait``
+sub-records) on every flush; the Ledger files it under its attempt's page and publishes the
+page to the GCS KV store as JSON; ``model.untrusted`` validates what raytop reads back into
+``LedgerIndex`` / ``LedgerPage`` / ``RankRecord``; ``sources.ledger_source`` and
+``diagnose.checkpoints`` consume those. The JSON on the wire is these dicts and lists as
+they are (TypedDicts are dicts, a NamedTuple is a JSON list), so a page written by any
+raytop version reads with any other.
+
+Stdlib only (``model`` layer).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, NotRequired, TypedDict
+
+
+class CheckpointUpload(TypedDict):
+    """One checkpoint a rank took part in (``ReportProbe.upload_started``; a NO_UPLOAD
+    report is recorded when its barrier ends, finished at once)."""
+
+    dir_name: str  # the checkpoint's folder in the run's storage
+    report: int | None  # the report (1-based count of this rank's reports) it belongs to
+    mode: str | None  # SYNC, ASYNC (Train's upload thread) or NO_UPLOAD
+    custom_upload: bool  # the user's upload function does the upload
+    files: dict[str, int]  # relative path → size of what this rank put in it (bounded)
+    # This rank's wait in that report's barrier; probes older than barrier timing do not
+    # send it (the validator then sets None).
+    sync_s: NotRequired[float | None]
+    start: float
+    end: float | None  # None: still uploading
+    error: str | None  # the upload's exception, one line
+
+
+class BarrierWait(NamedTuple):
+    """One rank's wait in the barrier of one report (Train's checkpoint-name sync, done on
+    every report). On the wire it is the list ``[report, start, end]``."""
+
+    report: int
+    start: float
+    end: float | None  # None: still waiting
+
+
+class RankReport(TypedDict):
+    """What a ReportProbe sends the Ledger on every flush: the whole cumulative state of
+    its rank, so a recreated ledger is whole again after one flush. The identity fields
+    (run, attempt, world size, group) also name the page the Ledger files it under."""
+
+    run_id: str
+    run_name: str
+    attempt_id: str
+    world_size: int
+    rank: int  # the world rank
+    local_rank: int
+    node_rank: int
+    node_id: str
+    gpu_ids: list[str]
+    placement_group_id: str | None
+    pid: int
+    entered: int  # reports entered (before the barrier)
+    exited: int  # reports returned from (after it)
+    last_enter_at: float | None
+    last_exit_at: float | None
+    usual_interval_s: float | None  # median gap between its recent report entries
+    done: bool  # the train loop returned or raised
+    dropped: int  # events lost to errors (a dead ledger, a failed flush)
+    sent_at: float
+    cpu_percent: float
+    rss_bytes: int
+    gpu_memory_bytes: int | None
+    run_path: str | None
+    checkpoints: list[CheckpointUpload]
+    # Its recent barrier waits, each a ``BarrierWait`` as its plain list: the message is
+    # pickled to the Ledger, which then needs no raytop class to read it.
+    syncs: list[list[float | None]]
+    # Once raytop asked (``StackRequest``): the request answered, and the stack text.
+    stack_request: NotRequired[str]
+    stack: NotRequired[str]
+
+
+class RankRecord(TypedDict):
+    """One rank's record as raytop reads it back from a ledger page: every field a reader
+    uses, typed (absent counters are 0, absent optional fields None), from this raytop's
+    probe or any other's."""
+
+    rank: int
+    entered: int
+    exited: int
+    dropped: int
+    local_rank: int | None
+    node_rank: int | None
+    pid: int | None
+    rss_bytes: int | None
+    gpu_memory_bytes: int | None
+    last_enter_at: float | None
+    last_exit_at: float | None
+    received_at: float | None  # stamped by the Ledger: the rank's heartbeat
+    cpu_percent: float | None
+    usual_interval_s: float | None
+    node_id: str | None
+    stack: str | None
+    stack_request: str | None
+    run_path: str | None
+    done: bool
+    gpu_ids: list[str]
+    checkpoints: list[CheckpointUpload]
+    syncs: list[BarrierWait]
+
+
+class LedgerPage(TypedDict):
+    """``ledger/page/<run_id>.<attempt_id>`` as read: one attempt of a Train run, and the
+    record of each of its ranks by rank number (a string: it is a JSON object key)."""
+
+    run_id: str
+    run_name: str
+    attempt_id: str
+    world_size: int
+    first_seen_at: float
+    placement_group_id: str | None
+    ranks: dict[str, RankRecord]
+
+
+class LedgerIndex(TypedDict):
+    """``ledger/index``: when the Ledger started (a new start time: it was recreated and
+    numbers its versions afresh), when it last published, and each page's version."""
+
+    started_at: float
+    published_at: float
+    pages: dict[str, int]
+
+
+class StackRequest(TypedDict):
+    """``cmd/stacks``: raytop asks every rank (of ``run_id``; None: of every run) for its
+    stack; each rank answers once per ``request_id``."""
+
+    request_id: str
+    run_id: str | None
+    requested_at: float

@@ -1,0 +1,13 @@
+"""The Ray wire: everything raytop says to Ray, and the names both of its sides agree on.
+
+``probe`` (inside Ray processes) and ``sources`` (raytop's readers, outside the cluster)
+both stand on this package and never on each other, so the KV key a probe writes and the
+key a reader fetches are one constant, and every private Ray API sits behind one version
+check. Modules, by what they hold:
+
+- ``version``: the Ray line the private calls were verified on, and the check.
+- ``gcs``: the GCS and its internal KV from outside the cluster (no ``ray.init``).
+- ``cluster_kv``: the same KV store from inside a Ray process.
+- ``train_hooks``: Train V2's worker callback classes and what the probe reads in them.
+- ``kv_keys``: the KV namespace and every key raytop writes or reads there.
+"""

@@ -6,7 +6,8 @@ nodes, GPUs and placement groups, and why a group waits. ``u`` opens the Resume 
 the experiments under this one's storage folder, and the resume of one, after a yes.
 
 ``x`` stops the shown experiment and ``t`` the highlighted trial, gracefully, after a
-confirmation, through the injected ``StopControls`` (run in a daemon thread: they block).
+confirmation, through the injected ``StopControls`` (in a daemon thread, by
+``background.run_in_background``: they block).
 Read-only, or without controls, the keys only say why they do nothing.
 """
 

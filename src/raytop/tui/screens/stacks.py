@@ -2,6 +2,8 @@
 
 One scrollable panel per rank in a horizontal scroller (at 80 columns two panels fit;
 more scroll sideways). The ranks the others wait for come first, then the waiting ones.
+A rank's state is the pipeline's (``Worker.state``, derived with the collector's
+thresholds), as in the Run screen's table.
 """
 
 from __future__ import annotations

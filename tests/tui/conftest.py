@@ -1,4 +1,7 @@
-"""Shared fixtures for the TUI tests: realistic snapshots and a scripted collector."""
+"""Shared fixtures for the TUI tests: realistic snapshots and a scripted collector.
+
+Every Train run goes through ``pipeline.derive.with_rank_states`` where it is built, as
+the collector's do: the screens only display ``Worker.state`` and ``Worker.behind``."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from raytop.model import (
 )
 from raytop.model.resume import PreviewRow, ResumePreview, StoredExperiment
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 from raytop.tui.app import RaytopApp
 
 NOW = 1_767_225_600.0  # a fixed "wall clock" for every test
@@ -198,7 +202,7 @@ def _stalled_run(taken_at: float) -> TrainRun:
         _rank(1, taken_at, entered=4, exited=4, entered_ago=84.0, exited_ago=83.0,
               beat_ago=0.6, pid=51235, cpu_percent=99.0, rss_bytes=2_300_000_000),
     )  # fmt: skip
-    return TrainRun(
+    run = TrainRun(
         run_id=RUN_ID,
         run_name="TorchTrainer_7d2a1_00000",
         attempt_id="attempt-9c41e",
@@ -207,6 +211,7 @@ def _stalled_run(taken_at: float) -> TrainRun:
         trial_id="7d2a1_00000",
         workers=(waiting, behind),
     )
+    return with_rank_states(run, Thresholds())
 
 
 @pytest.fixture
@@ -399,6 +404,7 @@ def placement(sweep: Snapshot) -> Snapshot:
         workers=(_gpu_rank(0, "0"), _gpu_rank(1, "1")),
         placement_group_id=TRAIN_PG,
     )
+    run = with_rank_states(run, Thresholds())
     trials = (
         Trial("t1", "RUNNING", config={"lr": 0.01}, iterations=7, elapsed_s=300.0),
         Trial("t2", "PENDING", config={"lr": 0.001}, pending_reason=GPU_WAIT),

@@ -10,6 +10,7 @@ import pytest
 from raytop.diagnose.ledger import run_findings
 from raytop.model import Finding, LedgerStatus, Severity, Snapshot, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 from raytop.tui.screens.help import HelpScreen
 from raytop.tui.screens.overview import NO_LEDGER, OverviewScreen
 from raytop.tui.screens.run import RunScreen
@@ -33,7 +34,9 @@ from .helpers import (
 
 
 def with_run(snapshot: Snapshot, run: TrainRun, *, dt: float = 1.0) -> Snapshot:
-    """The next snapshot: ``run`` replaces the first experiment's run, findings re-diagnosed."""
+    """The next snapshot: ``run`` replaces the first experiment's run, its rank states
+    derived and its findings diagnosed again, as the collector does."""
+    run = with_rank_states(run, Thresholds())
     experiment = replace(snapshot.experiments[0], runs=(run,))
     others = tuple(f for f in snapshot.findings if f.evidence.get("run_id") != run.run_id)
     return replace(
@@ -450,6 +453,6 @@ def test_order_ranks_missing_then_waiting_then_the_rest() -> None:
         Worker(rank=2, reports_entered=4, reports_exited=4),
         Worker(rank=3, reports_entered=5, reports_exited=4),
     )
-    run = TrainRun("r", "r", "a", world_size=6, workers=workers)
+    run = with_rank_states(TrainRun("r", "r", "a", world_size=6, workers=workers), Thresholds())
     # 5 is in no finding yet, but the ledger never saw it: it is missing too.
     assert order_ranks(run, missing=[4, 2]) == [2, 4, 5, 1, 3, 0]

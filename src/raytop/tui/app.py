@@ -77,7 +77,7 @@ class RaytopApp(App[None]):
         controls: Controls | None = None,
     ) -> None:
         super().__init__()
-        self.collector = collector
+        self.collector: Collector = collector
         self.refresh_s = refresh_s
         self.read_only = read_only
         # Stops and resume (``controls.Controls``); None, or read-only: the keys say so.
@@ -98,7 +98,10 @@ class RaytopApp(App[None]):
 
     def get_default_screen(self) -> OverviewScreen:
         return OverviewScreen(
-            clock=lambda: self.clock(), read_only=self.read_only, controls=self.controls
+            collector=self.collector,
+            clock=lambda: self.clock(),
+            read_only=self.read_only,
+            controls=self.controls,
         )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:

@@ -3,8 +3,8 @@
 ``post_message`` is the only thread-safe way into the UI, so the poller says everything
 it has to say with ``SnapshotReady`` and ``SourceFailed``. Both coalesce
 (``can_replace``): when the UI falls behind, only the newest news is worth rendering.
-The stacks fetch, the stop controls and the Resume screen's calls report back with
-their own messages.
+The stacks fetch, the stop controls and the Resume screen's calls run through
+``background.run_in_background`` and report back with their own messages.
 """
 
 from __future__ import annotations

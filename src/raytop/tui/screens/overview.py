@@ -6,13 +6,13 @@ nodes, GPUs and placement groups, and why a group waits. ``u`` opens the Resume 
 the experiments under this one's storage folder, and the resume of one, after a yes.
 
 ``x`` stops the shown experiment and ``t`` the highlighted trial, gracefully, after a
-confirmation, through the injected ``StopControls`` (run in a daemon thread: they block).
+confirmation, through the injected ``StopControls`` (in a daemon thread, by
+``background.run_in_background``: they block).
 Read-only, or without controls, the keys only say why they do nothing.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from textual import on
@@ -21,6 +21,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from raytop.model import Experiment, TrainRun, Trial
+from raytop.model.ports import Collector
+from raytop.tui.background import run_in_background
 from raytop.tui.controls import Controls, StopControls
 from raytop.tui.format import one_line
 from raytop.tui.messages import StopDone, StopFailed
@@ -101,11 +103,13 @@ class OverviewScreen(SnapshotScreen):
     def __init__(
         self,
         *,
+        collector: Collector,
         clock: Callable[[], float],
         read_only: bool,
         controls: Controls | None = None,
     ) -> None:
         super().__init__(state=ViewState(), clock=clock, read_only=read_only)
+        self._collector = collector  # for the Run screen's stacks
         self._experiment_name: str | None = None
         self._controls = controls
         self._resume_screen: ResumeScreen | None = None  # one for the session, see u
@@ -230,35 +234,32 @@ class OverviewScreen(SnapshotScreen):
                 return
             self._stopping.add(target)
             self.notify(f"stopping {target}…", markup=False)
-            threading.Thread(
-                target=self._run_stop,
-                args=(self._controls, target, experiment, trial_id),
+            controls = self._controls
+            run_in_background(
+                self,
+                lambda: self._run_stop(controls, target, experiment, trial_id),
+                lambda exc: StopFailed(target, one_line(exc)),
                 name="raytop-stop",
-                daemon=True,
-            ).start()
+            )
 
         self.app.push_screen(ConfirmModal(question, title=f"stop {target}", yes="stop"), answered)
 
+    @staticmethod
     def _run_stop(
-        self, controls: StopControls, target: str, experiment: Experiment, trial_id: str | None
-    ) -> None:
-        """Runs in a daemon thread: one blocking call, then a message; no widgets."""
-        try:
-            if trial_id is None:
-                controls.stop_experiment(experiment)
-            else:
-                controls.stop_trial(experiment, trial_id)
-        except Exception as exc:  # whatever a control raises, the UI stays up
-            self.post_message(StopFailed(target, one_line(exc)))
-            return
+        controls: StopControls, target: str, experiment: Experiment, trial_id: str | None
+    ) -> StopDone:
+        """Runs in a background thread: the one blocking call, then what to tell the user."""
         if trial_id is None:
-            done = (
+            controls.stop_experiment(experiment)
+            return StopDone(
+                target,
                 f"{target}: stop sent; its driver saves the state and exits, "
-                f"`raytop resume {experiment.path}` continues it"
+                f"`raytop resume {experiment.path}` continues it",
             )
-        else:
-            done = f"{target}: stop sent; it stops at its next result, checkpoints kept"
-        self.post_message(StopDone(target, done))
+        controls.stop_trial(experiment, trial_id)
+        return StopDone(
+            target, f"{target}: stop sent; it stops at its next result, checkpoints kept"
+        )
 
     def on_stop_done(self, message: StopDone) -> None:
         self._stopping.discard(message.target)
@@ -296,7 +297,11 @@ class OverviewScreen(SnapshotScreen):
             self.notify(NO_LEDGER, severity="warning")
             return
         screen = RunScreen(
-            run.run_id, state=self._state, clock=self._clock, read_only=self._read_only
+            run.run_id,
+            collector=self._collector,
+            state=self._state,
+            clock=self._clock,
+            read_only=self._read_only,
         )
         self.app.push_screen(screen)
 

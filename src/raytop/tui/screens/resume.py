@@ -9,8 +9,9 @@ and what the resume does, then the warnings (restarting errored trials can excee
 ``--errored``: resume, restart, skip); ``a`` (or Enter on the preview) resumes after a
 confirmation: a detached driver runs ``Tuner.restore`` with the spec saved at launch.
 
-Every call goes through the injected ``ResumeControls`` in a daemon thread (they read
-storage; ``resume`` may start a cluster) and answers with a message; an answer that no
+Every call goes through the injected ``ResumeControls`` in a daemon thread
+(``background.run_in_background``: they read storage; ``resume`` may start a cluster) and
+answers with a message; an answer that no
 longer matches what is chosen is dropped. Listing and previewing only read, so they work
 read-only too; resuming is then refused and marked, as the stops are.
 
@@ -20,20 +21,17 @@ up when it is back on view.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from raytop.model.resume import ERRORED_CHOICES, ResumePreview, StoredExperiment
+from raytop.tui.background import run_in_background
 from raytop.tui.controls import ResumeControls
 from raytop.tui.format import one_line
 from raytop.tui.messages import (
@@ -169,9 +167,11 @@ class ResumeScreen(Screen[None]):
         self._listing = storage
         self._note(f"listing {storage} …")
         controls = self._controls
-        self._call(
+        run_in_background(
+            self,
             lambda: ExperimentsListed(storage, tuple(controls.experiments_under(storage))),
-            lambda error: ListingFailed(storage, error),
+            lambda exc: ListingFailed(storage, one_line(exc)),
+            name="raytop-resume",
         )
 
     def on_experiments_listed(self, message: ExperimentsListed) -> None:
@@ -247,9 +247,11 @@ class ResumeScreen(Screen[None]):
         if path is None or self._controls is None:
             return
         controls, errored = self._controls, self._errored
-        self._call(
+        run_in_background(
+            self,
             lambda: PreviewReady(path, errored, controls.resume_preview(path, errored)),
-            lambda error: PreviewFailed(path, errored, error),
+            lambda exc: PreviewFailed(path, errored, one_line(exc)),
+            name="raytop-resume",
         )
 
     def on_preview_ready(self, message: PreviewReady) -> None:
@@ -360,9 +362,11 @@ class ResumeScreen(Screen[None]):
             self._show_heading()
             self.notify(f"resuming {preview.name}…", markup=False)
             controls = self._controls
-            self._call(
+            run_in_background(
+                self,
                 lambda: ResumeDone(preview.path, controls.resume(preview.path, preview.errored)),
-                lambda error: ResumeFailed(preview.path, error),
+                lambda exc: ResumeFailed(preview.path, one_line(exc)),
+                name="raytop-resume",
             )
 
         modal = ConfirmModal(question, title=f"resume {preview.name}", yes="resume")
@@ -381,20 +385,3 @@ class ResumeScreen(Screen[None]):
         # The error is the control's text, not markup ("[Errno 3] …" must print as is).
         title = f"could not resume {name}"
         self.notify(message.error, title=title, severity="error", markup=False)
-
-    # -- threads ------------------------------------------------------------------------
-
-    def _call(self, call: Callable[[], Message], failed: Callable[[str], Message]) -> None:
-        """Run ``call`` (a control, wrapped in its answer) in a daemon thread and post
-        the answer, or ``failed(one-line error)``; the thread touches no widget. Daemon:
-        a call stuck on storage or a cluster must not keep raytop alive after quit."""
-
-        def run() -> None:
-            try:
-                answer = call()
-            except Exception as exc:  # whatever a control raises, the UI stays up
-                self.post_message(failed(one_line(exc)))
-                return
-            self.post_message(answer)
-
-        threading.Thread(target=run, name="raytop-resume", daemon=True).start()

@@ -2,14 +2,14 @@
 
 Pushed from the overview for a trial's run. Like the overview it renders only while on
 view and catches up on resume. ``s`` asks the collector for every rank's Python stack, in
-a daemon thread (``request_stacks`` blocks up to its timeout), and shows them side by side.
+a daemon thread (``background.run_in_background``: ``request_stacks`` blocks up to its
+timeout), and shows them side by side.
 The request is written to the cluster's KV store, so read-only refuses it (``s`` only says
 why), as it refuses the stops.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from textual.app import ComposeResult
@@ -20,6 +20,8 @@ from textual.widgets import Footer, Static
 
 from raytop.model import Finding, LedgerStatus, Snapshot, TrainRun
 from raytop.model.format import fmt_duration
+from raytop.model.ports import Collector
+from raytop.tui.background import run_in_background
 from raytop.tui.messages import StacksFailed, StacksReady
 from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.stacks import StacksScreen
@@ -106,12 +108,14 @@ class RunScreen(SnapshotScreen):
         self,
         run_id: str,
         *,
+        collector: Collector,
         state: ViewState,
         clock: Callable[[], float],
         read_only: bool,
     ) -> None:
         super().__init__(state=state, clock=clock, read_only=read_only)
         self.run_id = run_id
+        self._collector = collector
         self._run = find_run(state.body, run_id)
         self._gone = False
         self._fetching = False
@@ -192,9 +196,8 @@ class RunScreen(SnapshotScreen):
         if self._read_only:
             self.notify(READ_ONLY, severity="warning")
             return
-        collector = getattr(self.app, "collector", None)
-        request = getattr(collector, "request_stacks", None)
-        if request is None:
+        collector = self._collector
+        if not isinstance(collector, Collector):  # a poll-only source: no request_stacks
             self.notify("stacks aren't available from this source", severity="warning")
             return
         if self._fetching:
@@ -202,18 +205,15 @@ class RunScreen(SnapshotScreen):
             return
         self._fetching = True
         self.notify(f"fetching stacks… (up to {STACKS_TIMEOUT_S:.0f}s)")
-        threading.Thread(
-            target=self._fetch_stacks, args=(request,), name="raytop-stacks", daemon=True
-        ).start()
-
-    def _fetch_stacks(self, request: Callable[..., Snapshot]) -> None:
-        """Runs in a daemon thread: one blocking call, then a message; no widgets."""
-        try:
-            snapshot = request(self.run_id, timeout_s=STACKS_TIMEOUT_S)
-        except Exception as exc:  # a failing source must not take the UI down
-            self.post_message(StacksFailed(self.run_id, f"{type(exc).__name__}: {exc}"))
-        else:
-            self.post_message(StacksReady(self.run_id, snapshot))
+        run_id = self.run_id
+        run_in_background(
+            self,
+            lambda: StacksReady(
+                run_id, collector.request_stacks(run_id, timeout_s=STACKS_TIMEOUT_S)
+            ),
+            lambda exc: StacksFailed(run_id, f"{type(exc).__name__}: {exc}"),
+            name="raytop-stacks",
+        )
 
     def on_stacks_failed(self, message: StacksFailed) -> None:
         self._fetching = False

@@ -2,6 +2,8 @@
 
 One scrollable panel per rank in a horizontal scroller (at 80 columns two panels fit;
 more scroll sideways). The ranks the others wait for come first, then the waiting ones.
+A rank's state is the pipeline's (``Worker.state``, derived with the collector's
+thresholds), as in the Run screen's table.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from raytop.diagnose.ledger import worker_state
 from raytop.model import TrainRun, Worker
-from raytop.tui.widgets.worker_table import THRESHOLDS
 
 NO_ANSWER = "no answer (process gone or busy in C code)"
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python")
@@ -36,7 +36,7 @@ def order_ranks(run: TrainRun, missing: Sequence[int]) -> list[int]:
         w = workers.get(rank)
         if rank in missing or w is None:
             return (0, rank)
-        if worker_state(w, run, THRESHOLDS) == "waiting":
+        if w.state == "waiting":
             return (1, rank)
         return (2, rank)
 
@@ -61,11 +61,11 @@ def describe_stack(stack: str) -> Content:
     return Content("\n").join(lines)
 
 
-def panel_title(rank: int, worker: Worker | None, run: TrainRun) -> str:
+def panel_title(rank: int, worker: Worker | None) -> str:
     if worker is None:
         return f"rank {rank} · never reported"
     pid = f"pid {worker.pid}" if worker.pid is not None else "pid ?"
-    return f"rank {rank} · {pid} · {worker_state(worker, run, THRESHOLDS)}"
+    return f"rank {rank} · {pid} · {worker.state}"
 
 
 class StacksScreen(Screen[None]):
@@ -99,13 +99,13 @@ class StacksScreen(Screen[None]):
                 classes = ["stack-panel"]
                 if rank in self.missing or worker is None:
                     classes.append("-missing")
-                elif worker is not None and worker_state(worker, run, THRESHOLDS) == "waiting":
+                elif worker is not None and worker.state == "waiting":
                     classes.append("-waiting")
                 stack = worker.stack if worker is not None else None
                 if not stack:
                     classes.append("-no-answer")
                 with VerticalScroll(id=f"stack-{rank}", classes=" ".join(classes)) as panel:
-                    panel.border_title = panel_title(rank, worker, run)
+                    panel.border_title = panel_title(rank, worker)
                     if stack:
                         yield Static(describe_stack(stack), classes="stack-text")
                     else:

@@ -117,10 +117,6 @@ class CheckpointTable(KeyedTable):
         self._run: TrainRun | None = None
         self._now = 0.0
 
-    @property
-    def selected_checkpoint(self) -> str | None:
-        return self.cursor_key()
-
     def show_run(self, run: TrainRun | None, now: float) -> None:
         """Make the rows match the run's newest ``MAX_SHOWN`` checkpoints."""
         self._run = run

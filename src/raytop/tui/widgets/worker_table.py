@@ -1,4 +1,9 @@
-"""The ranks of one Train run attempt, diff-updated by rank so the cursor survives ticks."""
+"""The ranks of one Train run attempt, diff-updated by rank so the cursor survives ticks.
+
+Each rank's state and reports-behind are the pipeline's (``Worker.state``,
+``Worker.behind``, derived once per snapshot with the collector's thresholds): the table
+only displays them, so a redraw is O(ranks) and agrees with the findings.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,10 @@ from collections.abc import Collection
 
 from rich.text import Text
 
-from raytop.diagnose.ledger import behind_by, worker_state
 from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
-from raytop.model.thresholds import Thresholds
 from raytop.tui.format import fmt_bytes
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, right
-
-THRESHOLDS = Thresholds()
 
 # Column key -> (header, content width). The order is the display order.
 _COLUMNS = {
@@ -55,32 +56,21 @@ class WorkerTable(KeyedTable):
         self._run: TrainRun | None = None
         self._stalled: frozenset[int] = frozenset()
 
-    @property
-    def selected_rank(self) -> int | None:
-        if self.row_count == 0:
-            return None
-        return int(self.cursor_key() or 0)
-
     def show_run(self, run: TrainRun | None, stalled: Collection[int] = ()) -> None:
         """Make the rows match ``run.workers``: add, update changed cells, remove."""
         self._run = run
         self._stalled = frozenset(stalled)
         workers = sorted(run.workers, key=lambda w: w.rank) if run else []
-        behind = behind_by(run) if run else {}
         columns = self._columns()
         keys = tuple(column.key for column in columns)
-        wanted = {str(w.rank): self._cells(w, run, behind, keys) for w in workers if run}
+        wanted = {str(w.rank): self._cells(w, keys) for w in workers}
         self.sync_rows(wanted, columns)
 
     def on_resize(self) -> None:
         # Which columns fit depends on our width: rebuild them if that changed.
         self.show_run(self._run, self._stalled)
 
-    def _cells(
-        self, w: Worker, run: TrainRun, behind: dict[int, int], columns: tuple[str, ...]
-    ) -> tuple[object, ...]:
-        gap = behind.get(w.rank, 0)
-        state = worker_state(w, run, THRESHOLDS)
+    def _cells(self, w: Worker, columns: tuple[str, ...]) -> tuple[object, ...]:
         stalled = w.rank in self._stalled
         everything: dict[str, object] = {
             "rank": right(str(w.rank)),
@@ -88,12 +78,12 @@ class WorkerTable(KeyedTable):
             "pid": right("-" if w.pid is None else str(w.pid)),
             "entered": right(str(w.reports_entered)),
             "exited": right(str(w.reports_exited)),
-            "behind": Text(str(gap) if gap else "", justify="right", style="bold"),
+            "behind": Text(str(w.behind) if w.behind else "", justify="right", style="bold"),
             "last_report": right(fmt_duration(w.last_report_age_s)),
             "heartbeat": right(fmt_duration(w.heartbeat_age_s)),
             "cpu": right("-" if w.cpu_percent is None else f"{w.cpu_percent:.0f}"),
             "rss": right(fmt_bytes(w.rss_bytes)),
-            "state": StyledCell(state, _state_class(state, stalled), self),
+            "state": StyledCell(w.state, _state_class(w.state, stalled), self),
         }
         return tuple(everything[key] for key in columns)
 

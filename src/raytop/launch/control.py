@@ -274,7 +274,8 @@ def start_resume(
     actual resume, unlike ``plan_resume``."""
     from raytop.launch.cluster import resolve, start_embedded
     from raytop.launch.driver import launch
-    from raytop.launch.spec import SpecError, preflight
+    from raytop.launch.preflight import preflight
+    from raytop.launch.spec import SpecError
     from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
 
     pid, alive = driver_alive(raytop_dir_for(spec.experiment_path, spec.experiment.name))

@@ -97,7 +97,7 @@ def train_runs_with_checkpoints(experiment_path: str) -> list[str]:
 
     storage = open_storage(experiment_path, watch=False)
     runs = [e.name for e in storage.listing(TRAIN_RUNS_DIR) or [] if e.is_dir]
-    return sorted(r for r in runs if storage.exists(f"{TRAIN_RUNS_DIR}/{r}/{SNAPSHOT_FILE}"))
+    return sorted(r for r in runs if storage.exists(join_path(TRAIN_RUNS_DIR, r, SNAPSHOT_FILE)))
 
 
 def _can_restore(path: str) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from raytop.diagnose.placement import why_pending
 from raytop.model import Bundle, Experiment, Node, PlacementGroup, TrainRun, untrusted
 from raytop.probe.trial_registry import TRIAL_PREFIX
+from raytop.rundir import train_run_name
 from raytop.sources.ray_adapter import GcsKv, GcsReader
 
 
@@ -82,7 +83,7 @@ class PlacementReader:
             record = trials.get(actor_at.get(creator["owner"], ""))
             kind = "train_run"
             if record:  # the raytop trainable names runs <experiment>-<trial id>
-                owner = f"{record['experiment']}-{record['trial_id']}"
+                owner = train_run_name(record["experiment"], record["trial_id"])
                 experiment = record["experiment"]
         elif experiment is not None and creator is None:
             kind = "pending_trial"

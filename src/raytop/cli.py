@@ -442,7 +442,8 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
                       errored: str | None = None) -> None:  # fmt: skip
     from raytop.launch.cluster import start_embedded
     from raytop.launch.driver import launch
-    from raytop.launch.spec import SpecError, preflight
+    from raytop.launch.preflight import preflight
+    from raytop.launch.spec import SpecError
     from raytop.model.thresholds import Thresholds
     from raytop.process_identity import driver_alive
     from raytop.rundir import raytop_dir_for

@@ -34,6 +34,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from raytop.rundir import train_run_name
+
 REPO = Path(__file__).resolve().parents[2]
 RAYTOP = Path(sys.executable).parent / "raytop"
 DOC = REPO / "docs" / "RELIABILITY.md"
@@ -246,7 +248,7 @@ def experiment(tmp: Path, name: str = "exp", **files: str | bytes | None) -> Pat
     path = tmp / "store" / name
     trial = {"trial_id": TRIAL_ID, "status": "TERMINATED", "config": {"x": 1}}
     last = {"score": 1.0, "training_iteration": 3, "time_total_s": 2.0}
-    run = f"train_runs/{name}-{TRIAL_ID}"
+    run = f"train_runs/{train_run_name(name, TRIAL_ID)}"
     checkpoint = {"checkpoint_dir_name": "checkpoint_000002", "metrics": {"epoch": 2}}
     content: dict[str, str | bytes | None] = {
         "experiment_state-2026-12-02_00-00-00.json": json.dumps(
@@ -329,7 +331,7 @@ def symlink_loop(rel: str, *removed: str):
 
     def setup(tmp: Path) -> None:
         path = experiment(tmp, **dict.fromkeys(removed))
-        target = path / rel.replace("RUN", f"train_runs/exp-{TRIAL_ID}")
+        target = path / rel.replace("RUN", f"train_runs/{train_run_name('exp', TRIAL_ID)}")
         if target.is_dir():
             import shutil
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from raytop.launch.control import ControlError, ExperimentControls, plan_resume, start_resume
-from raytop.launch.spec import SpecError, load_spec, preflight
+from raytop.launch.preflight import preflight
+from raytop.launch.spec import SpecError, load_spec
 from raytop.rundir import RAYTOP_DIR_NAME
 
 CLI_TIMEOUT_S = 120

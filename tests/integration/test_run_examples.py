@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from raytop.rundir import train_run_name
 from tests.conftest import run_raytop, status_json
 
 pytestmark = pytest.mark.ray
@@ -50,7 +51,7 @@ def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
         assert trial["metrics"]["epoch"] == 4
         assert 0 < trial["metrics"]["loss"] < 1.0  # it learned the synthetic regression
         # one Train run per trial, named for it, with rank 0's checkpoints kept (num_to_keep 2)
-        run_dir = experiment_path / "train_runs" / f"torch_sweep-{trial['trial_id']}"
+        run_dir = experiment_path / "train_runs" / train_run_name("torch_sweep", trial["trial_id"])
         snapshot = json.loads((run_dir / "checkpoint_manager_snapshot.json").read_text())
         kept = [c["checkpoint_dir_name"] for c in snapshot["checkpoint_results"]]
         assert len(kept) == 2

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from raytop.launch.spec import RunSpec, SpecError, load_spec, preflight
+from raytop.launch.preflight import preflight
+from raytop.launch.spec import RunSpec, SpecError, load_spec
 
 
 @pytest.fixture

@@ -97,7 +97,7 @@ def train_runs_with_checkpoints(experiment_path: str) -> list[str]:
 
     storage = open_storage(experiment_path, watch=False)
     runs = [e.name for e in storage.listing(TRAIN_RUNS_DIR) or [] if e.is_dir]
-    return sorted(r for r in runs if storage.exists(f"{TRAIN_RUNS_DIR}/{r}/{SNAPSHOT_FILE}"))
+    return sorted(r for r in runs if storage.exists(join_path(TRAIN_RUNS_DIR, r, SNAPSHOT_FILE)))
 
 
 def _can_restore(path: str) -> bool:
@@ -274,7 +274,8 @@ def start_resume(
     actual resume, unlike ``plan_resume``."""
     from raytop.launch.cluster import resolve, start_embedded
     from raytop.launch.driver import launch
-    from raytop.launch.spec import SpecError, preflight
+    from raytop.launch.preflight import preflight
+    from raytop.launch.spec import SpecError
     from raytop.wire.gcs import ClusterUnreachable
     from raytop.wire.version import RayUnsupported
 

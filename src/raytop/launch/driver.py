@@ -53,7 +53,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     Only raytop's own bookkeeping of the previous driver is replaced; Tune's and Train's
     files are never touched here. ``preflight`` first (SpecError, one line): every launch
     and actual resume imports the entrypoint and proves the storage writable here."""
-    from raytop.launch.spec import preflight
+    from raytop.launch.preflight import preflight
 
     preflight(spec)
     raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)

@@ -16,6 +16,7 @@ from pathlib import Path
 from raytop.diagnose.plan import NodeShape, Plan, TrialShape, plan
 from raytop.launch.spec import RunSpec, SpecError
 from raytop.model.paths import is_uri
+from raytop.model.resources import resource_name
 
 PLENTY = 1e18  # a resource a node description leaves out is not what binds
 # Nodes a NODES.toml may describe (all counts together). The planner looks at nodes one by
@@ -93,7 +94,7 @@ def nodes_from_file(path: Path) -> list[NodeShape]:
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if not number or not math.isfinite(value) or value < 0:
                 raise SpecError(f"{path}: [[nodes]] #{i + 1} {key}: expected a number >= 0")
-            resources[key.upper() if key.lower() in ("cpu", "gpu") else key] = float(value)
+            resources[resource_name(key)] = float(value)
         name = entry.get("name", f"group{i + 1}")
         if not isinstance(name, str):
             raise SpecError(f"{path}: [[nodes]] #{i + 1} name: expected a string")

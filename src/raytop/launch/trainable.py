@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raytop.launch.spec import RunSpec
+from raytop.model.paths import join_path
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 
 
@@ -28,12 +29,19 @@ def load_entrypoint(spec: RunSpec) -> Callable[..., Any]:
     return getattr(module, spec.trainable.function)
 
 
+def train_storage_path(spec: RunSpec) -> str:
+    """Where the torch trials' Train runs go: ``train_runs`` in the experiment folder. Joined
+    with ``join_path``: a URI's query (``s3://b/p?endpoint_override=…``) must stay at the
+    end, or Ray would read ``/train_runs`` as part of the endpoint."""
+    return join_path(spec.experiment_path, TRAIN_RUNS_DIR)
+
+
 def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
     train_loop = load_entrypoint(spec)
     scaling = spec.scaling
     failure = spec.failure
     num_to_keep = spec.checkpoint.num_to_keep
-    train_storage = f"{spec.experiment_path}/{TRAIN_RUNS_DIR}"
+    train_storage = train_storage_path(spec)
 
     def raytop_torch_trial(config: dict[str, Any]) -> None:
         import ray.train

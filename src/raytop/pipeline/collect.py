@@ -23,6 +23,7 @@ from raytop.model import (
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states
 from raytop.process_identity import driver_alive
+from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
@@ -220,8 +221,8 @@ def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) ->
     def reason(t: Trial) -> str | None:
         if t.trial_id in own:
             return own[t.trial_id]
-        if f"{exp.name}-{t.trial_id}" in runs:
-            return "Train workers wait: " + runs[f"{exp.name}-{t.trial_id}"]
+        if train_run_name(exp.name, t.trial_id) in runs:
+            return "Train workers wait: " + runs[train_run_name(exp.name, t.trial_id)]
         return unassigned if t.status == "PENDING" else None
 
     trials = tuple(dataclasses.replace(t, pending_reason=reason(t)) for t in exp.trials)
@@ -239,7 +240,7 @@ def attach_runs(
     for exp in experiments:
         mine = []
         for trial in exp.trials:
-            run = by_name.get(f"{exp.name}-{trial.trial_id}")
+            run = by_name.get(train_run_name(exp.name, trial.trial_id))
             if run is not None:
                 mine.append(dataclasses.replace(run, trial_id=trial.trial_id))
                 attached.add(run.run_id)

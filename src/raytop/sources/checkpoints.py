@@ -88,7 +88,7 @@ class CheckpointSnapshots:
 
 
 def _join(rel: str, name: str) -> str:
-    return f"{rel}/{name}" if rel else name
+    return join_path(rel, name) if rel else name
 
 
 def run_path(experiment: Experiment, trial_id: str) -> str:

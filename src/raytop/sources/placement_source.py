@@ -17,6 +17,7 @@ from typing import Any
 
 from raytop.diagnose.placement import why_pending
 from raytop.model import Bundle, Experiment, Node, PlacementGroup, TrainRun, untrusted
+from raytop.rundir import train_run_name
 from raytop.wire.gcs import GcsKv, GcsReader
 from raytop.wire.kv_keys import TRIAL_PREFIX
 
@@ -82,7 +83,7 @@ class PlacementReader:
             record = trials.get(actor_at.get(creator["owner"], ""))
             kind = "train_run"
             if record:  # the raytop trainable names runs <experiment>-<trial id>
-                owner = f"{record['experiment']}-{record['trial_id']}"
+                owner = train_run_name(record["experiment"], record["trial_id"])
                 experiment = record["experiment"]
         elif experiment is not None and creator is None:
             kind = "pending_trial"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from raytop.model import untrusted
-from raytop.model.paths import is_uri, local_path
+from raytop.model.paths import is_uri, join_path, local_path
 
 PARSE_RETRIES = 3
 LOCAL_MAX_AGE_S = 5.0
@@ -176,7 +176,7 @@ class Storage:
 
 
 def _join(root: str, rel: str) -> str:
-    return f"{root.rstrip('/')}/{rel}" if rel else root
+    return join_path(root, rel) if rel else root
 
 
 class LocalStorage(Storage):

@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from raytop.model import Experiment, TrainRun, Trial
+from raytop.model.paths import split_path
 from raytop.model.ports import Collector
 from raytop.tui.background import run_in_background
 from raytop.tui.controls import Controls, StopControls
@@ -47,10 +48,10 @@ NO_CONTROLS = "no controls in this session: stopping is disabled"
 def parent_folder(path: str) -> str:
     """``/home/ray/ray_results/torch_sweep`` → ``/home/ray/ray_results``; a URI keeps its
     scheme (``s3://bucket/exp`` → ``s3://bucket``); no folder in it → ``""``."""
-    head, sep, _ = path.rstrip("/").rpartition("/")
-    if not sep:
-        return ""
-    return head if head and not head.endswith(":/") else head + "/"
+    head, _ = split_path(path)
+    if not head:
+        return "/" if path.rstrip("/").startswith("/") else ""
+    return head + "/" if head.endswith(":/") else head
 
 
 class OverviewScreen(SnapshotScreen):

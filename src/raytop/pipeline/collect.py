@@ -6,6 +6,7 @@ import dataclasses
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from raytop.diagnose import diagnose
 from raytop.diagnose.checkpoints import pipeline
@@ -58,13 +59,19 @@ class SnapshotCollector:
         unreachable_reason: str | None = None,
         thresholds: Thresholds | None = None,
         watch: bool = False,
+        gcs: tuple[Any, Any] | None = None,
     ) -> None:
+        """``gcs``: (reader, kv) standing in for ``wire.gcs.GcsReader`` / ``GcsKv`` of
+        ``address`` (tests of the pipeline's join with recorded shapes, no cluster)."""
         self.address = address
         self.embedded = embedded
         self.thresholds = thresholds or Thresholds()
         self._unreachable_reason = unreachable_reason
-        self._reader = ray_adapter.GcsReader(address) if address else None
-        kv = ray_adapter.GcsKv(address) if address else None
+        if gcs is not None:
+            self._reader, kv = gcs
+        else:
+            self._reader = ray_adapter.GcsReader(address) if address else None
+            kv = ray_adapter.GcsKv(address) if address else None
         self._ledger = LedgerReader(kv) if kv else None
         self._placement = PlacementReader(self._reader, kv) if kv else None
         # One watch (local) or poll (remote) per storage root, shared by every reader;

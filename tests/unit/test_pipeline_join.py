@@ -1,0 +1,107 @@
+"""The pipeline's join, without a cluster: a stand-in GCS reader and KV store serve the
+shapes the real ones return (a node, a ledger index and page as the probe publishes them),
+an experiment folder on disk names the trial, and one ``collect()`` must attach the Train
+run to its trial, derive every rank's state with the collector's thresholds, and name the
+barrier stall. The same code runs against a real cluster in tests/integration."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from raytop.model.thresholds import Thresholds
+from raytop.pipeline.collect import SnapshotCollector
+from raytop.rundir import train_run_name
+from raytop.wire import kv_keys
+
+NODE = {"node_id": "n1", "address": "127.0.0.1", "alive": True, "is_head": True,
+        "resources_total": {"CPU": 4.0}, "resources_available": {"CPU": 2.0},
+        "labels": {}}  # fmt: skip
+
+
+def rank(r: int, entered: int, exited: int, entered_at: float, now: float) -> dict:
+    return {"rank": r, "local_rank": r, "node_rank": 0, "node_id": "n1", "gpu_ids": [],
+            "pid": 100 + r, "entered": entered, "exited": exited, "last_enter_at": entered_at,
+            "last_exit_at": entered_at if exited == entered else None, "usual_interval_s": 2.0,
+            "done": False, "dropped": 0, "sent_at": now, "cpu_percent": 1.0,
+            "rss_bytes": 1, "gpu_memory_bytes": None, "run_path": None, "checkpoints": [],
+            "syncs": [], "stack_request": None, "stack": None, "received_at": now}  # fmt: skip
+
+
+class Gcs:
+    def nodes(self):
+        return [NODE]
+
+    def actors(self):
+        return {}
+
+    def placement_groups(self):
+        return []
+
+    def reset(self):
+        pass
+
+
+class Kv:
+    def __init__(self, data: dict[str, bytes]) -> None:
+        self.data = data
+
+    def get(self, key):
+        return self.data.get(key)
+
+    def multi_get(self, keys):
+        return {k: self.data[k] for k in keys if k in self.data}
+
+    def keys(self, prefix):
+        return [k for k in self.data if k.startswith(prefix)]
+
+
+def test_one_collect_joins_the_run_to_its_trial_and_names_the_stall(tmp_path):
+    now = time.time()
+    run_name = train_run_name("exp", "t1")
+    page = {
+        "run_id": "r",
+        "run_name": run_name,
+        "attempt_id": "a",
+        "world_size": 2,
+        "placement_group_id": None,
+        "first_seen_at": now - 60,
+        "ranks": {"0": rank(0, 3, 2, now - 30, now), "1": rank(1, 2, 2, now - 32, now)},
+    }
+    index = {"started_at": now - 100, "published_at": now, "pages": {"r.a": 1}}
+    kv = Kv({kv_keys.INDEX_KEY: json.dumps(index).encode(),
+             kv_keys.PAGE_PREFIX + "r.a": json.dumps(page).encode()})  # fmt: skip
+    experiment = tmp_path / "exp"
+    (experiment / ".raytop").mkdir(parents=True)
+    (experiment / ".raytop" / "trials.json").write_text(
+        json.dumps(
+            {"trials": [{"trial_id": "t1", "status": "RUNNING", "config": {}, "metrics": {}}]}
+        )
+    )
+
+    collector = SnapshotCollector(
+        "127.0.0.1:1",
+        experiments=[(str(experiment), None)],
+        thresholds=Thresholds(stall_after_s=10),
+        gcs=(Gcs(), kv),
+    )
+    snapshot = collector.collect()
+
+    assert snapshot.cluster.connected and snapshot.cluster.total("CPU") == 4.0
+    (exp,) = snapshot.experiments
+    (run,) = exp.runs
+    assert (run.run_name, run.trial_id) == (run_name, "t1")
+    assert [(w.rank, w.state, w.behind) for w in run.workers] == [
+        (0, "waiting", 0),
+        (1, "behind", 1),
+    ]
+    (stall,) = [f for f in snapshot.findings if f.kind == "barrier_stall"]
+    assert "rank 1" in stall.message
+    # The collector's threshold, not a default: under a 60 s stall_after, no stall yet.
+    patient = SnapshotCollector(
+        "127.0.0.1:1",
+        experiments=[(str(experiment), None)],
+        thresholds=Thresholds(stall_after_s=60),
+        gcs=(Gcs(), kv),
+    )
+    assert not [f for f in patient.collect().findings if f.kind == "barrier_stall"]

@@ -216,11 +216,11 @@ def stop_target(experiment_path: str | None, trial_id: str | None) -> tuple[Path
     from raytop.home import registered_experiments
     from raytop.launch.control import ControlError
     from raytop.process_identity import driver_alive, driver_identity_problem
-    from raytop.rundir import RAYTOP_DIR_NAME
+    from raytop.rundir import raytop_dir_for
 
     if experiment_path:
-        experiment_path = str(Path(experiment_path).expanduser().resolve())
-        raytop_dir = Path(experiment_path) / RAYTOP_DIR_NAME
+        folder = Path(experiment_path).expanduser().resolve()
+        experiment_path, raytop_dir = str(folder), raytop_dir_for(str(folder), folder.name)
     else:
         running = [e for e in registered_experiments()
                    if driver_alive(Path(e["raytop_dir"]))[1]]  # fmt: skip

@@ -355,26 +355,15 @@ def check(
 
 
 def _teardown_findings(experiments: tuple[str, ...]):
-    """``check --teardown`` reads storage only, no cluster needed (it may already be gone):
-    the ``teardown_unsafe`` findings, and how many experiments were checked."""
-    from raytop.diagnose.teardown import teardown_findings, unlisted_findings
+    """The named experiments (else what raytop launched) and their teardown findings."""
     from raytop.pipeline.collect import default_experiments
-    from raytop.sources.checkpoints import teardown_facts
-    from raytop.sources.storage import Storages
-    from raytop.sources.tune_dir import ExperimentReader
+    from raytop.pipeline.teardown import storage_findings
 
     registry: list[str] = []  # what is wrong with the list of launched experiments
     chosen = experiment_paths(experiments) or default_experiments(registry)
     if not chosen and not registry:
         fail("no experiment to check: name one with --experiment PATH")
-    findings = unlisted_findings(registry)
-    for path, raytop_dir in chosen:
-        storages = Storages()  # local folders and remote (pyarrow) storage alike
-        # Safe only on positive evidence: Tune's state read as valid (``state_read``),
-        # every snapshot parsed; torn, wrong-shape, unreachable or unknown is unsafe.
-        experiment = ExperimentReader(path, raytop_dir, storages).read(require_state=True)
-        findings += teardown_findings(teardown_facts(experiment, storages))
-    return findings, len(chosen)
+    return storage_findings(chosen, registry), len(chosen)
 
 
 @main.command(epilog="\b\n" + PLAN_EXIT_CODES)

@@ -1,5 +1,6 @@
 """The way to a running driver: what an existing experiment folder allows, the capacity
-plan, the cluster (named, found, or started), then the detached driver.
+plan, the cluster (named, found, or started), then the detached driver; and what a stop
+acts on (``stop_target``).
 
 ``run`` and ``resume`` both go through ``launch_run``; it raises ``LaunchError`` (one line
 for the user, and a ``reason`` a caller can act on without reading the line) and reports

@@ -33,15 +33,12 @@ PLAN_REFUSED = "plan_refused"  # never placeable or deadlock, and not --force
 
 class LaunchError(Exception):
     """Nothing was launched: ``str`` is the one line for the user; ``exit_code`` is the
-    plan's code when the plan refused (else None: the caller's code for ``reason``);
-    ``details`` what a caller needs to word it its own way (``pid`` of a running driver)."""
+    plan's code when the plan refused (else None: the caller's code for ``reason``)."""
 
-    def __init__(self, reason: str, message: str, exit_code: int | None = None,
-                 **details: object) -> None:  # fmt: skip
+    def __init__(self, reason: str, message: str, exit_code: int | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.exit_code = exit_code
-        self.details = details
 
 
 @dataclass(frozen=True)
@@ -189,7 +186,7 @@ def launch_run(
         raise LaunchError(ALREADY_RUNNING, (
             f"experiment '{run_spec.experiment.name}' is already running (driver pid {pid}); "
             "attach with `raytop`"
-        ), pid=pid)  # fmt: skip
+        ))  # fmt: skip
     try:
         preflight(run_spec)
     except SpecError as exc:

@@ -336,8 +336,13 @@ def check(
     from raytop.model.thresholds import Thresholds
     from raytop.sources.ray_adapter import ClusterUnreachable, RayUnsupported
 
-    if teardown:
-        lines, code = faces_check.teardown(*_teardown_findings(experiments))
+    if teardown:  # storage only: the cluster may already be gone
+        from raytop.pipeline.teardown import storage_findings
+
+        findings, checked = storage_findings(experiment_paths(experiments))
+        if not findings and not checked:
+            fail("no experiment to check: name one with --experiment PATH")
+        lines, code = faces_check.teardown(findings, checked)
         click.echo("\n".join(lines))
         sys.exit(code)
     try:
@@ -352,18 +357,6 @@ def check(
     lines, code = faces_check.health(snapshot)
     click.echo("\n".join(lines))
     sys.exit(code)
-
-
-def _teardown_findings(experiments: tuple[str, ...]):
-    """The named experiments (else what raytop launched) and their teardown findings."""
-    from raytop.pipeline.collect import default_experiments
-    from raytop.pipeline.teardown import storage_findings
-
-    registry: list[str] = []  # what is wrong with the list of launched experiments
-    chosen = experiment_paths(experiments) or default_experiments(registry)
-    if not chosen and not registry:
-        fail("no experiment to check: name one with --experiment PATH")
-    return storage_findings(chosen, registry), len(chosen)
 
 
 @main.command(epilog="\b\n" + PLAN_EXIT_CODES)

@@ -189,3 +189,42 @@ def test_a_run_folder_that_cannot_be_listed_is_not_safe(tmp_path):
     # A trial with no run folder at all (a function trial) is no problem.
     runs.unlink()
     assert teardown_problems(teardown_facts(exp)) == []
+
+
+def test_each_verdict_is_a_structured_finding(tmp_path):
+    """The verdict is data: kind, severity, the experiment as subject and the reason in
+    the evidence; the printed line is the finding's message."""
+    from raytop.diagnose import teardown
+    from raytop.model import Severity
+    from raytop.model.teardown import ExperimentFacts, RunFacts
+
+    facts = ExperimentFacts(
+        name="exp", driver_alive=True, state_on_storage=False,
+        runs=(RunFacts("t1", "checkpoint_a", False, ("checkpoint_b",)),),
+    )  # fmt: skip
+    found = teardown.teardown_findings(facts)
+    assert {f.kind for f in found} == {"teardown_unsafe"}
+    assert {f.severity for f in found} == {Severity.ERROR}
+    assert {f.subject for f in found} == {"exp"}
+    assert [f.evidence["reason"] for f in found] == [
+        teardown.DRIVER_RUNNING, teardown.STATE_MISSING,
+        teardown.CHECKPOINT_MISSING, teardown.UNCOMMITTED,
+    ]  # fmt: skip
+    assert [f.message for f in found] == teardown.teardown_problems(facts)
+    assert found[2].evidence["trial_id"] == "t1"
+    (unlisted,) = teardown.unlisted_findings(["experiments.json: torn"])
+    assert unlisted.evidence["reason"] == teardown.UNLISTED
+    assert unlisted.message == "experiments.json: torn: name the experiments with --experiment PATH"
+
+
+def test_check_prints_one_line_per_teardown_finding(tmp_path):
+    from raytop.diagnose.check import TEARDOWN_UNSAFE
+    from raytop.diagnose.teardown import teardown_findings
+    from raytop.faces import check
+    from raytop.model.teardown import ExperimentFacts
+
+    found = teardown_findings(ExperimentFacts("exp", True, True))
+    lines, code = check.teardown(found, 1)
+    assert code == TEARDOWN_UNSAFE
+    assert lines == [f"teardown_unsafe {found[0].message}"]
+    assert check.teardown([], 2) == (["safe to tear down: 2 experiment(s) complete on storage"], 0)

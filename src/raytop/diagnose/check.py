@@ -9,7 +9,6 @@ from __future__ import annotations
 from raytop.model import Finding
 
 HEALTHY = 0
-USAGE = 2
 BARRIER_STALL = 10
 RANK_DEAD_OR_SILENT = 11
 PLACEMENT_INFEASIBLE = 12

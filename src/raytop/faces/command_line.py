@@ -1,0 +1,244 @@
+"""The command line as a face: the options every command shares (``GROUP_OPTIONS``),
+what ``--read-only`` refuses (``READ_ONLY_REFUSES``, the one list), the value types that
+refuse what would silently mean something else, and the one guard (``RaytopGroup``)
+that turns whatever escapes a command into one line on stderr. ``raytop.cli`` declares
+the commands with these.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import math
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
+
+
+class RaytopGroup(click.Group):
+    """The one top-level guard: whatever escapes a command becomes one line on stderr.
+
+    A usage error (unknown option, bad value) is one line, exit 2; an ``OSError`` names
+    the file (``cannot write ~/.raytop/x.json: Permission denied``), exit 2; anything else
+    is a bug: ``internal error: <Type>: <msg>``, exit 1, with the traceback only when
+    ``RAYTOP_DEBUG=1``. Overriding ``main`` keeps the console script ``raytop.cli:main``."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):  # fmt: skip
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            returned = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            fail(_one_line(exc.format_message()) + where, exc.exit_code)
+        except click.ClickException as exc:
+            fail(_one_line(exc.format_message()), exc.exit_code)
+        except click.Abort:
+            fail("aborted; nothing more was done", EXIT_RUN_FAILED)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader of our output went away
+                sys.exit(EXIT_RUN_FAILED)
+            _debug_traceback()
+            fail(_os_error_line(exc))
+        except Exception as exc:  # the guard of last resort: a bug, said in one line
+            _debug_traceback()
+            fail(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}", EXIT_RUN_FAILED)
+        sys.exit(returned if isinstance(returned, int) else EXIT_OK)
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def _debug_traceback() -> None:
+    if os.environ.get("RAYTOP_DEBUG") == "1":
+        traceback.print_exc()
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``cannot write|read <file>: <strerror>``: a file that exists but cannot be read
+    was being read; anything else (a missing folder, a read-only disk, a file where a
+    folder should be) was on the way to a write."""
+    filename = exc.filename if exc.filename is not None else exc.filename2
+    reason = exc.strerror or str(exc)
+    if filename is None:
+        return f"i/o error: {_one_line(reason)}"
+    name = os.fsdecode(filename)
+    unreadable = os.path.exists(name) and not os.access(name, os.R_OK)
+    return f"cannot {'read' if unreadable else 'write'} {name}: {reason}"
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    click.echo(f"raytop: error: {message}", err=True)
+    sys.exit(code)
+
+
+def experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | None:
+    """``--experiment`` values as collector input; None means "what raytop launched"."""
+    from raytop.model.paths import is_uri
+
+    if not experiments:
+        return None
+    chosen = []
+    for path in experiments:
+        if not is_uri(path):
+            try:
+                folder = Path(path).expanduser().resolve()
+            except (OSError, RuntimeError) as exc:  # Python 3.11: a symlink loop is RuntimeError
+                fail(f"--experiment {path}: cannot be resolved ({exc})")
+            if not folder.is_dir():
+                fail(f"--experiment {path}: no such folder")
+            path = str(folder)
+        chosen.append((path, None))
+    return chosen
+
+
+class FiniteFloat(click.ParamType):
+    """A finite number at least ``minimum``: ``click.FloatRange`` lets ``nan`` through
+    (every comparison with it is false) and ``inf`` makes a wait endless."""
+
+    name = "seconds"
+
+    def __init__(self, minimum: float) -> None:
+        self.minimum = minimum
+
+    def convert(self, value, param, ctx) -> float:
+        if isinstance(value, float) and math.isfinite(value) and value >= self.minimum:
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if number < self.minimum:
+            self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
+        return number
+
+
+class Address(click.ParamType):
+    """``HOST:PORT`` or ``auto``; an empty (or blank) value is refused rather than read
+    as "no address given" (which would silently pick another cluster)."""
+
+    name = "address"
+
+    def convert(self, value, param, ctx) -> str:
+        text = str(value).strip()
+        if not text:
+            self.fail("empty: give HOST:PORT or auto (or leave the option out)", param, ctx)
+        return text
+
+
+# The group's options and the value a command gets when neither position sets one.
+GROUP_OPTIONS = {"address": None, "refresh_s": 0.25, "stall_after": 60.0, "read_only": False}
+
+address_option = click.option(
+    "--address", type=Address(), metavar="HOST:PORT|auto",
+    help="Ray cluster (GCS) address; default RAY_ADDRESS, else the cluster raytop started, "
+    "else the one running on this machine.",
+)  # fmt: skip
+refresh_option = click.option(
+    "--refresh", "refresh_s", type=FiniteFloat(0.1), metavar="SECONDS",
+    help=f"Seconds between snapshots.  [default: {GROUP_OPTIONS['refresh_s']}]",
+)  # fmt: skip
+
+
+experiment_option = click.option(
+    "--experiment", "experiments", multiple=True, metavar="PATH",
+    help="An experiment folder to include (repeatable); default: what raytop launched.",
+)  # fmt: skip
+stall_option = click.option(
+    "--stall-after", type=FiniteFloat(0), metavar="SECONDS",
+    help="A rank waiting in report this long for another is a stall.  "
+    f"[default: {GROUP_OPTIONS['stall_after']:g}]",
+)  # fmt: skip
+read_only_option = click.option(
+    "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",
+    help="Refuse anything that changes a run or writes a file: run, resume, stop, down, "
+    "status --stacks; in the TUI x, t, a, s (also RAYTOP_READ_ONLY=1).",
+)  # fmt: skip
+GROUP_OPTION_DECORATORS = (address_option, refresh_option, stall_option, read_only_option)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One thing ``--read-only`` refuses. ``surface`` "cli": ``spelled`` is a command line
+    as typed (a command, then the flags that make it a change); "tui": a key, or a file
+    the TUI writes."""
+
+    surface: str
+    spelled: str
+    changes: str
+
+
+# Every change raytop can make, the one list read-only refuses (tests/integration/
+# test_cli_options.py and tests/tui/test_read_only.py test each entry). Under read-only
+# `raytop resume PATH` is refused at once, preview included: the TUI's Resume screen (u)
+# previews read-only.
+READ_ONLY_REFUSES = (
+    Mutation("cli", "run", "launches a detached driver (and may start a cluster)"),
+    Mutation("cli", "run --resume", "launches a driver that resumes the experiment"),
+    Mutation("cli", "resume", "launches a driver that resumes the experiment"),
+    Mutation("cli", "resume --yes", "launches a driver that resumes the experiment"),
+    Mutation("cli", "stop", "stops the experiment's driver"),
+    Mutation("cli", "stop --trial", "stops a trial"),
+    Mutation("cli", "down", "stops the embedded cluster"),
+    Mutation("cli", "status --stacks", "writes a stack request to the cluster's KV store"),
+    Mutation("tui", "x", "stops the experiment on view"),
+    Mutation("tui", "t", "stops the highlighted trial"),
+    Mutation("tui", "a", "resumes the previewed experiment"),
+    Mutation("tui", "s", "writes a stack request to the cluster's KV store"),
+    Mutation("tui", "tui.log", "the TUI's log in $RAYTOP_HOME (read-only: /dev/null)"),
+)
+
+
+def _refusal(ctx: click.Context, params: dict) -> Mutation | None:
+    """The most specific entry of ``READ_ONLY_REFUSES`` this invocation is, if any."""
+    flags = {opt: params.get(p.name) for p in ctx.command.params for opt in p.opts}
+    matches = [
+        m for m in READ_ONLY_REFUSES
+        if m.surface == "cli" and m.spelled.split()[0] == ctx.command.name
+        and all(flags.get(flag) for flag in m.spelled.split()[1:])
+    ]  # fmt: skip
+    return max(matches, key=lambda m: len(m.spelled), default=None)
+
+
+def group_options(command):
+    """Give ``command`` the group's options too: after the command name they win, else
+    the value given before it, else ``GROUP_OPTIONS``; read-only if either position (or
+    RAYTOP_READ_ONLY) says so, and then refuse a ``READ_ONLY_REFUSES`` entry before
+    anything is read. Apply it first (closest to the function)."""
+
+    @functools.wraps(command)
+    def merged(**params):
+        ctx = click.get_current_context()
+        root = ctx.find_root().params
+        for name, default in GROUP_OPTIONS.items():
+            if name == "read_only":
+                params[name] = bool(params.get(name) or root.get(name))
+            elif params.get(name) is None:
+                given = root.get(name)
+                params[name] = default if given is None else given
+        refused = _refusal(ctx, params) if params["read_only"] else None
+        if refused is not None:
+            fail(
+                f"read-only: `raytop {refused.spelled}` {refused.changes}; nothing was "
+                "changed (drop --read-only / RAYTOP_READ_ONLY)"
+            )
+        return command(**params)
+
+    for option in reversed(GROUP_OPTION_DECORATORS):
+        merged = option(merged)
+    return merged
+
+
+no_tui_option = click.option(
+    "--no-tui", is_flag=True, help="Print one line per change; exit when it ends."
+)

@@ -1,0 +1,112 @@
+"""The plain-text face: the snapshot for a human without a TUI (``status``), one line per
+change while a run is followed (``run --no-tui``), and the resume preview.
+
+Results go to stdout; what raytop says about itself (``say``) goes to stderr as
+``raytop: …``, so a pipe of stdout gets only the answer.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from raytop.model import ExperimentStatus, Severity, Snapshot
+from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
+from raytop.model.ports import Collector
+from raytop.model.resume import ResumePreview
+
+
+def say(message: str) -> None:
+    click.echo(f"raytop: {message}", err=True)
+
+
+def status_text(snapshot: Snapshot) -> str:
+    """The snapshot for a human without a TUI: cluster, trials, findings."""
+    c = snapshot.cluster
+    if c.connected:
+        usage = ", ".join(
+            f"{r} {fmt_value(c.used(r))}/{fmt_value(c.total(r))}" for r in ("CPU", "GPU")
+        )
+        where = f"{c.address}{' (embedded)' if c.embedded else ''}"
+        lines = [f"cluster {where}: {c.alive_nodes} node(s), {usage}, Ray {c.ray_version}"]
+    else:
+        lines = [f"cluster DISCONNECTED: {c.error}"]
+    for exp in snapshot.experiments:
+        lines.append(f"experiment {exp.name} {exp.status} ({exp.path})")
+        lines += [f"  warning: {w}" for w in exp.warnings]
+        swept = varying_keys([t.config for t in exp.trials])
+        for t in exp.trials:
+            metric = fmt_value(t.metrics.get(exp.metric)) if exp.metric else ""
+            elapsed, params = fmt_duration(t.elapsed_s), fmt_params(t.config, swept)
+            lines.append(f"  {t.trial_id:<14} {t.status:<10} {metric:>10} iter {t.iterations:<4} "
+                         f"{elapsed:>6}  {params}")  # fmt: skip
+    if not snapshot.experiments:
+        lines.append("no experiments (launch one with `raytop run SPEC`)")
+    lines += [f"warning: {w}" for w in snapshot.warnings]
+    lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
+    return "\n".join(lines)
+
+
+def progress_line(snapshot: Snapshot) -> str:
+    """One line that changes exactly when something a user cares about changes."""
+    parts = []
+    for exp in snapshot.experiments:
+        counts = " ".join(f"{n} {s}" for s, n in sorted(exp.status_counts().items()))
+        best = ""
+        if exp.metric:
+            scored = [t for t in exp.trials if isinstance(t.metrics.get(exp.metric), (int, float))]
+            if scored:
+                pick = min if exp.mode == "min" else max
+                top = pick(scored, key=lambda t: t.metrics[exp.metric])
+                best = f" | best {exp.metric}={fmt_value(top.metrics[exp.metric])} ({top.trial_id})"
+        iters = sum(t.iterations for t in exp.trials)
+        parts.append(f"{exp.name} {exp.status} | trials: {counts or 'none yet'} | "
+                     f"results {iters}{best}")  # fmt: skip
+    if not snapshot.cluster.connected:
+        parts.append(f"cluster DISCONNECTED ({snapshot.cluster.error})")
+    for finding in snapshot.findings:
+        if finding.severity == Severity.ERROR:
+            parts.append(f"{finding.kind}: {finding.message}")
+    return " | ".join(parts)
+
+
+def follow(collector: Collector, refresh_s: float, log_path: Path) -> bool:
+    """``run --no-tui``: print on change until the driver has ended. True when the run
+    ended well (every trial TERMINATED, no error finding) or the user stopped watching
+    (the run keeps going); False, with why, when it did not."""
+    last = None
+    try:
+        while True:
+            snapshot = collector.collect()
+            line = progress_line(snapshot)
+            if line != last:
+                click.echo(f"{time.strftime('%H:%M:%S')} {line}", nl=True)
+                last = line
+            exp = snapshot.experiments[0]
+            if exp.status not in (ExperimentStatus.RUNNING, ExperimentStatus.STARTING):
+                break
+            time.sleep(refresh_s)
+    except KeyboardInterrupt:
+        say("stopped watching; the run keeps going; `raytop` re-attaches")
+        return True
+    if exp.all_terminated and not any(f.severity == Severity.ERROR for f in snapshot.findings):
+        return True
+    if not exp.trials:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["(empty)"]
+        say(f"the driver ended before any trial started; last log line: {tail[0]}")
+    say(f"experiment ended {exp.status}; driver log: {log_path}")
+    return False
+
+
+def resume_preview_lines(shown: ResumePreview) -> list[str]:
+    """What resuming would do to each trial, before the user confirms."""
+    lines = [
+        f"resume {shown.path} (was {shown.status}); errored trials: {shown.errored}",
+        f"  {'trial':<14} {'status':<11} {'latest checkpoint':<44} action",
+    ]
+    lines += [f"  {row.trial_id:<14} {row.status:<11} {row.checkpoint:<44} {row.action}"
+              for row in shown.rows]  # fmt: skip
+    lines += [f"  warning: {warning}" for warning in shown.warnings]
+    return lines

@@ -38,8 +38,8 @@ def test_the_floors_hold_on_the_tree():
         ("wire/__init__.py", "import raytop.sources", "Floors"),
         ("tui/app.py", "import raytop.pipeline.collect", "The TUI never imports"),
         ("tui/widgets/worker_table.py", "import ray", "The TUI never imports"),
-        ("probe/ledger.py", "import raytop.sources.storage", "share only wire and model"),
-        ("sources/storage.py", "import raytop.probe.ledger", "share only wire and model"),
+        ("probe/ledger.py", "import raytop.sources.storage", "Probe and sources are apart"),
+        ("sources/storage.py", "import raytop.probe.ledger", "Probe and sources are apart"),
         ("tui/app.py", "import raytop.faces", "Floors"),
     ],
 )

@@ -11,7 +11,9 @@ checks the Ray line first (``wire.version``): the calls here are private Ray API
 from __future__ import annotations
 
 import contextlib
+import queue
 import socket
+import threading
 from typing import Any
 
 from raytop.wire.kv_keys import KV_NAMESPACE
@@ -27,9 +29,45 @@ __all__ = [
 ]
 
 
+# Ray's GlobalStateAccessor (nodes, placement groups, actors) has no per-call timeout: a GCS
+# that accepts the connection but does not answer (stopping, frozen, overloaded) blocks the
+# call until it answers, and when it dies meanwhile Ray ends the whole process after
+# gcs_rpc_server_reconnect_timeout_s (60 s). So each read runs on a thread of its own with
+# this deadline; a read that misses it is abandoned with its client (see _within).
+ACCESSOR_DEADLINE_S = 10.0
+
+
+def _within(deadline_s: float, read: Any, address: str) -> Any:
+    """``read()``, or ClusterUnreachable after ``deadline_s`` (the thread is left behind,
+    blocked in Ray; the caller drops its client and makes a new one next time)."""
+    done: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+
+    def run() -> None:
+        try:
+            done.put((True, read()))
+        except BaseException as exc:  # handed to the caller's thread
+            done.put((False, exc))
+
+    threading.Thread(target=run, name="raytop-gcs-read", daemon=True).start()
+    try:
+        ok, value = done.get(timeout=deadline_s)
+    except queue.Empty:
+        raise _Unanswered(
+            f"Ray cluster at {address} accepted the connection but did not answer in "
+            f"{deadline_s:.0f} s"
+        ) from None
+    if not ok:
+        raise value
+    return value
+
+
 class ClusterUnreachable(RuntimeError):
     """No GCS answers at the address (or it stopped answering): the callers show the
     cluster as not connected and try again on their next poll."""
+
+
+class _Unanswered(ClusterUnreachable):
+    """A read missed its deadline: its client is still blocked in Ray on another thread."""
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -84,11 +122,15 @@ class GcsReader:
         try:
             # A dead GCS can make the accessor wait; check the socket before every read.
             probe_tcp(self.address)
-            return read(self._global_state())
+            return _within(ACCESSOR_DEADLINE_S, lambda: read(self._global_state()), self.address)
         except Exception as exc:
             # Drop the client at once: Ray's GCS client ends the whole process when the
-            # GCS stays unreachable for 60 s (gcs_rpc_server_reconnect_timeout_s).
-            self.reset()
+            # GCS stays unreachable for 60 s (gcs_rpc_server_reconnect_timeout_s). One that
+            # is still blocked in a read is only let go (disconnecting it could block too).
+            if isinstance(exc, _Unanswered):
+                self._state = None
+            else:
+                self.reset()
             if isinstance(exc, ClusterUnreachable):
                 raise
             raise ClusterUnreachable(

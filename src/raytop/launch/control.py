@@ -26,6 +26,7 @@ from raytop.model.paths import is_uri, join_path, local_path, split_path
 from raytop.model.resume import ResumePreview, StoredExperiment
 from raytop.process_identity import check_driver, driver_alive
 from raytop.rundir import STOP_MARKER, STOP_REQUESTS, TRAIN_RUNS_DIR, raytop_dir_for
+from raytop.wire.version import import_ray
 
 if TYPE_CHECKING:
     from raytop.launch.driver import Launched
@@ -106,6 +107,7 @@ def _can_restore(path: str) -> bool:
         # Ray Tune reads ``sys.stdout.encoding`` at import; under the TUI ``sys.stdout`` is
         # Textual's print capture, which has none. Import it with a stand-in stdout.
         with contextlib.redirect_stdout(io.StringIO()):
+            import_ray()  # this process must outlive its cluster (wire.version)
             import ray.tune  # noqa: F401
     from ray.tune import Tuner
 
@@ -272,24 +274,16 @@ def start_resume(
     embedded one. The spec's preflight (importing the entrypoint, proving the storage
     writable) runs here, before a cluster is started, and again in ``launch``: this is an
     actual resume, unlike ``plan_resume``."""
-    from raytop.launch.cluster import resolve, start_embedded
-    from raytop.launch.driver import launch
-    from raytop.launch.preflight import preflight
-    from raytop.launch.spec import SpecError
-    from raytop.wire.gcs import ClusterUnreachable
-    from raytop.wire.version import RayUnsupported
+    from raytop.launch.workflow import SPEC, LaunchError, launch_run
 
     pid, alive = driver_alive(raytop_dir_for(spec.experiment_path, spec.experiment.name))
     if alive:
         raise ControlError(f"'{spec.experiment.name}' is already running (driver pid {pid})")
-    try:
-        preflight(spec)
-        target = resolve(address) or start_embedded(spec.cluster, progress=progress)
-        return launch(spec, target, errored=errored)
-    except SpecError as exc:
-        raise ControlError(f"the spec this experiment was launched with: {exc}") from None
-    except (ClusterUnreachable, RayUnsupported) as exc:
-        raise ControlError(str(exc)) from None
+    try:  # the one launch path of `raytop run`, with the errored trials' choice
+        return launch_run(spec, address, errored=errored, progress=progress)[0]
+    except LaunchError as exc:
+        prefix = "the spec this experiment was launched with: " if exc.reason == SPEC else ""
+        raise ControlError(f"{prefix}{exc}") from None
 
 
 class ExperimentControls:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from raytop.launch.spec import RunSpec, TrainableSection
 from raytop.launch.spec_values import URI, SpecFile
+from raytop.wire.version import import_ray
 
 _PROBE_NAME = ".raytop-write-probe"
 _PROBE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY | os.O_CLOEXEC
@@ -26,6 +27,7 @@ def preflight(spec: RunSpec) -> None:
     """Import the entrypoint and prove the local storage writable. Raises SpecError (one
     line). Safe to call twice."""
     ctx = SpecFile(str(spec.path))
+    import_ray()  # before the user's module imports Ray: this process outlives its cluster
     _check_entrypoint(ctx, spec.trainable, spec.spec_dir)
     _check_storage(ctx, spec.experiment.storage_path)
 

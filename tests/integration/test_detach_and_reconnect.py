@@ -128,16 +128,20 @@ def test_lost_cluster_shows_disconnected_then_recovers(ray_cluster):
         states.append(line[0])
         return line
 
-    while state()[0] != "1":
-        pass
+    def until(want: str, within_s: float) -> str:
+        """The first state line starting with ``want``, read within ``within_s``."""
+        deadline = time.monotonic() + within_s
+        while (line := state())[0] != want:
+            assert time.monotonic() < deadline, f"no state {want} in {within_s} s: {states}"
+        return line
+
+    until("1", 60)
     proxy.cut()
-    while (line := state())[0] != "0":
-        pass
+    line = until("0", 60)
     assert proxy.address in line
     time.sleep(5)
     proxy.start()
-    while state()[0] != "1":
-        pass
+    until("1", 60)
     watcher.kill()
     proxy.cut()
     assert states[0] == "1" and "0" in states and states[-1] == "1"

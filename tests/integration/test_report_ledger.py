@@ -16,7 +16,7 @@ import pytest
 
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.collect import SnapshotCollector
-from tests.conftest import kill_driver, launch_run, run_raytop
+from tests.conftest import kill_driver, launch_run, run_raytop, wait_for
 
 pytestmark = pytest.mark.ray
 
@@ -44,8 +44,7 @@ def test_a_skipped_report_is_named_within_seconds(ray_cluster, example_copy, ski
     watcher = launch_run(spec, ray_cluster.address)
     experiment = spec.parent / "results" / "stall"
     try:
-        while not experiment.is_dir():
-            time.sleep(0.5)
+        wait_for(experiment.is_dir, 120, "the experiment folder")
         result, detected_at = wait_for_check(ray_cluster.address, experiment, 10, timeout=180)
         assert f"rank {skip_rank} is 1 report behind" in result.stdout
         assert f"rank {waiting_rank} has waited in report 5" in result.stdout
@@ -92,8 +91,7 @@ def test_ledger_killed_mid_run_comes_back_and_counts_continue(ray_cluster, examp
         runs = snapshot.experiments[0].runs
         return snapshot, (runs[0] if runs else None)
 
-    while not experiment.is_dir():
-        time.sleep(0.5)
+    wait_for(experiment.is_dir, 120, "the experiment folder")
     collector = SnapshotCollector(
         ray_cluster.address, experiments=[(str(experiment), None)],
         thresholds=Thresholds(stall_after_s=STALL_AFTER_S),
@@ -111,7 +109,9 @@ def test_ledger_killed_mid_run_comes_back_and_counts_continue(ray_cluster, examp
     """)
     subprocess.run([sys.executable, "-c", killer], check=True, timeout=60)
 
+    deadline = time.monotonic() + 300
     while watcher.poll() is None:
+        assert time.monotonic() < deadline, "the run did not finish after the ledger's death"
         snapshot, run = snap()
         time.sleep(0.5)
     assert watcher.returncode == 0  # the run finished, unharmed

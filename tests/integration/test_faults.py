@@ -12,6 +12,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -67,11 +68,23 @@ class Watcher:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         self.polls: list[dict] = []
+        # Lines arrive through a queue, so that a watcher stuck inside a poll fails the
+        # wait at its deadline instead of blocking a readline until the test's timeout.
+        self._lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put("")
 
     def until(self, predicate, timeout: float, what: str) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
             if not line:
                 raise AssertionError(
                     f"the watcher died (code {self.process.wait()}) waiting for {what}: "
@@ -185,6 +198,45 @@ def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
     assert checks and during, checks
     assert {code for _, code, _ in checks} == {0}, checks
     figure("r1_ledger_checks_during_and_after", len(during))
+
+
+# -- R1: a GCS that stops answering, then dies ---------------------------------------------
+
+
+def test_r1_a_gcs_that_stops_answering_then_dies_never_ends_the_view(tmp_path, monkeypatch):
+    """The GCS accepts connections but does not answer (frozen, as while a loaded cluster
+    is being stopped), then is gone. Ray's state accessor has no per-call timeout, and
+    Ray's GCS client ends its whole process 60 s after the GCS is gone: the view must say
+    "not connected" within its read deadline and outlive both (found under load: the
+    watcher of the restart test below was ended by Ray mid-test)."""
+    from raytop.launch import cluster
+    from raytop.launch.spec import ClusterSection
+    from raytop.wire.gcs import ACCESSOR_DEADLINE_S
+
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
+    target = cluster.start_embedded(ClusterSection(num_cpus=1))
+    head = psutil.Process(cluster.embedded_record()["pid"])
+    (gcs,) = [p for p in head.children(recursive=True) if p.name() == "gcs_server"]
+    watcher = Watcher(target.address, 150)
+    try:
+        watcher.until(lambda p: p["connected"], 30, "the view to connect")
+        gcs.send_signal(signal.SIGSTOP)
+        frozen_at = time.time()
+        seen = watcher.until(lambda p: not p["connected"], ACCESSOR_DEADLINE_S + 20,
+                             "the view to show a GCS that does not answer")  # fmt: skip
+        figure("r1_frozen_gcs_seen_s", round(seen["t"] - frozen_at, 1))
+        gcs.kill()
+        killed_at = time.time()
+        last = watcher.until(lambda p: p["t"] > killed_at + 75, 120,
+                             "the view to outlive Ray's 60 s give-up")  # fmt: skip
+        assert not last["connected"] and watcher.process.poll() is None
+        figure("r1_view_alive_after_gcs_gone_s", round(last["t"] - killed_at))
+    finally:
+        watcher.close()
+        with contextlib.suppress(Exception):
+            gcs.send_signal(signal.SIGCONT)
+        cluster.stop_embedded()
 
 
 # -- R1: the cluster stopped and started again on the same address -----------------------

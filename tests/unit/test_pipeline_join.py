@@ -19,12 +19,13 @@ NODE = {"node_id": "n1", "address": "127.0.0.1", "alive": True, "is_head": True,
         "labels": {}}  # fmt: skip
 
 
-def rank(r: int, entered: int, exited: int, entered_at: float, now: float) -> dict:
+def rank(r: int, entered: int, exited: int, entered_at: float, now: float,
+         run_path: str | None = None) -> dict:  # fmt: skip
     return {"rank": r, "local_rank": r, "node_rank": 0, "node_id": "n1", "gpu_ids": [],
             "pid": 100 + r, "entered": entered, "exited": exited, "last_enter_at": entered_at,
             "last_exit_at": entered_at if exited == entered else None, "usual_interval_s": 2.0,
             "done": False, "dropped": 0, "sent_at": now, "cpu_percent": 1.0,
-            "rss_bytes": 1, "gpu_memory_bytes": None, "run_path": None, "checkpoints": [],
+            "rss_bytes": 1, "gpu_memory_bytes": None, "run_path": run_path, "checkpoints": [],
             "syncs": [], "stack_request": None, "stack": None, "received_at": now}  # fmt: skip
 
 
@@ -59,20 +60,18 @@ class Kv:
 def test_one_collect_joins_the_run_to_its_trial_and_names_the_stall(tmp_path):
     now = time.time()
     run_name = train_run_name("exp", "t1")
-    page = {
-        "run_id": "r",
-        "run_name": run_name,
-        "attempt_id": "a",
-        "world_size": 2,
-        "placement_group_id": None,
-        "first_seen_at": now - 60,
-        "ranks": {"0": rank(0, 3, 2, now - 30, now), "1": rank(1, 2, 2, now - 32, now)},
-    }
+    run_dir = tmp_path / "exp" / "train_runs" / run_name
+    run_dir.mkdir(parents=True)
+    (run_dir / "checkpoint_manager_snapshot.json").write_text('{"checkpoint_results": [')
+    ranks = {"0": rank(0, 3, 2, now - 30, now, str(run_dir)),
+             "1": rank(1, 2, 2, now - 32, now, str(run_dir))}  # fmt: skip
+    page = {"run_id": "r", "run_name": run_name, "attempt_id": "a", "world_size": 2,
+            "placement_group_id": None, "first_seen_at": now - 60, "ranks": ranks}  # fmt: skip
     index = {"started_at": now - 100, "published_at": now, "pages": {"r.a": 1}}
     kv = Kv({kv_keys.INDEX_KEY: json.dumps(index).encode(),
              kv_keys.PAGE_PREFIX + "r.a": json.dumps(page).encode()})  # fmt: skip
     experiment = tmp_path / "exp"
-    (experiment / ".raytop").mkdir(parents=True)
+    (experiment / ".raytop").mkdir()
     (experiment / ".raytop" / "trials.json").write_text(
         json.dumps(
             {"trials": [{"trial_id": "t1", "status": "RUNNING", "config": {}, "metrics": {}}]}
@@ -95,6 +94,8 @@ def test_one_collect_joins_the_run_to_its_trial_and_names_the_stall(tmp_path):
         (0, "waiting", 0),
         (1, "behind", 1),
     ]
+    # The run's torn snapshot is a warning of its experiment, attached by the run's name.
+    assert any(w.startswith(f"{run_name}/checkpoint_manager_snapshot.json") for w in exp.warnings)
     (stall,) = [f for f in snapshot.findings if f.kind == "barrier_stall"]
     assert "rank 1" in stall.message
     # The collector's threshold, not a default: under a 60 s stall_after, no stall yet.

@@ -145,6 +145,7 @@ class SnapshotCollector:
         cluster = self._cluster()
         experiments = [reader.read() for reader in self._experiments]
         self._snapshots.warnings.clear()
+        self._snapshots.warnings_by_run.clear()
         runs, ledger = self._runs(cluster)
         groups = self._groups(cluster, experiments, runs)
         if ledger is not None and self._placement is not None and self._placement.warnings:
@@ -153,7 +154,8 @@ class SnapshotCollector:
                 ledger, warnings=(*ledger.warnings, *self._placement.warnings)
             )
         experiments, unmatched = attach_runs(experiments, runs)
-        experiments = [_with_run_warnings(e, self._snapshots.warnings) for e in experiments]
+        by_run = self._snapshots.warnings_by_run
+        experiments = [_with_run_warnings(e, by_run) for e in experiments]
         snapshot = Snapshot(
             taken_at=time.time(),
             cluster=cluster,
@@ -187,10 +189,10 @@ class SnapshotCollector:
             time.sleep(STACK_POLL_S)
 
 
-def _with_run_warnings(exp: Experiment, warnings: list[str]) -> Experiment:
-    """Its runs' storage warnings (``<run name>/<file> is unreadable …``) join its own."""
-    names = {r.run_name for r in exp.runs}
-    mine = tuple(w for w in warnings if w.split("/", 1)[0] in names)
+def _with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experiment:
+    """Its runs' storage warnings (keyed by run name, never parsed out of the text) join
+    its own."""
+    mine = tuple(w for r in exp.runs for w in by_run.get(r.run_name, ()))
     return dataclasses.replace(exp, warnings=exp.warnings + mine) if mine else exp
 
 

@@ -26,7 +26,10 @@ class CheckpointSnapshots:
 
     def __init__(self, storages: Storages | None = None) -> None:
         self.storages = storages or Storages()
+        # The one-line notices, and the same keyed by the Train run (folder) they are about,
+        # so that a reader attaches them to their run without parsing the text.
         self.warnings: list[str] = []
+        self.warnings_by_run: dict[str, list[str]] = {}
 
     def read(self, run_path: str | Path) -> dict[str, Any] | None:
         data, _problem = self.read_checked(run_path)
@@ -43,6 +46,7 @@ class CheckpointSnapshots:
         data, warning = storage.read_json(path, label, untrusted.checkpoint_snapshot)
         if warning:
             self.warnings.append(warning)
+            self.warnings_by_run.setdefault(name, []).append(warning)
         return data, warning
 
     def folders(self, run_path: str | Path) -> list[Entry] | None:

@@ -22,7 +22,6 @@ from raytop.tui.widgets.placement_table import (
     PlacementTable,
     fmt_bundle,
     fmt_bundles,
-    owner_label,
     state_label,
 )
 from raytop.tui.widgets.trial_table import TrialTable
@@ -404,7 +403,7 @@ def test_custom_resources_skip_rays_bookkeeping() -> None:
 def test_owner_labels(kind, owner, expected) -> None:
     pg = PlacementGroup("p", "PACK", "PENDING", "NO_RESOURCES", owner_kind=kind, owner=owner,
                         experiment="exp")  # fmt: skip
-    assert owner_label(pg) == expected
+    assert pg.owner_label == expected
 
 
 def test_state_and_bundle_strings() -> None:

@@ -50,18 +50,6 @@ def infeasible_reason(pg: PlacementGroup, nodes: list[Node]) -> str | None:
     return None
 
 
-def owner_label(pg: PlacementGroup) -> str:
-    """Who a group is for, in a few words: ``trial <id>``, ``Train run <name>``,
-    ``pending trial of <experiment>``, or its creator job."""
-    if pg.owner_kind == "trial":
-        return f"trial {pg.owner}"
-    if pg.owner_kind == "train_run":
-        return f"Train run {pg.owner or '?'}"
-    if pg.owner_kind == "pending_trial":
-        return f"pending trial of {pg.experiment or '?'}"
-    return pg.owner or "other"
-
-
 def contention_reason(pg: PlacementGroup, nodes: list[Node], groups: list[PlacementGroup]) -> str:
     """A group that could fit: which resource is short, and who holds it."""
     need: dict[str, float] = {}
@@ -76,7 +64,7 @@ def contention_reason(pg: PlacementGroup, nodes: list[Node], groups: list[Placem
         if free >= v and pg.strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
         holders = sorted(
-            {owner_label(g) for g in groups if g.placed and g.pg_id != pg.pg_id
+            {g.owner_label for g in groups if g.placed and g.pg_id != pg.pg_id
              and any(b.resources.get(r, 0) > 0 for b in g.bundles)}
         )  # fmt: skip
         who = f"held by {', '.join(holders)}" if holders else "in use outside placement groups"
@@ -102,7 +90,7 @@ def placement_findings(
     for pg in groups:
         evidence = {"pg_id": pg.pg_id, "owner_kind": pg.owner_kind, "owner": pg.owner,
                     "experiment": pg.experiment, "age_s": pg.age_s}  # fmt: skip
-        subject = f"{owner_label(pg)} (group {pg.pg_id[:8]})"
+        subject = f"{pg.owner_label} (group {pg.pg_id[:8]})"
         if pg.leaked:
             holds = "holds" if pg.placed else "waits for"
             message = f"its creator is gone but it still {holds} {len(pg.bundles)} bundle(s)"

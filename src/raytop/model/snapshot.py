@@ -207,6 +207,18 @@ class PlacementGroup:
     def placed(self) -> bool:
         return self.state == "CREATED"
 
+    @property
+    def owner_label(self) -> str:
+        """Who the group is for, in a few words: ``trial <id>``, ``Train run <name>``,
+        ``pending trial of <experiment>``, or its creator job."""
+        if self.owner_kind == "trial":
+            return f"trial {self.owner}"
+        if self.owner_kind == "train_run":
+            return f"Train run {self.owner or '?'}"
+        if self.owner_kind == "pending_trial":
+            return f"pending trial of {self.experiment or '?'}"
+        return self.owner or "other"
+
 
 @dataclass(frozen=True)
 class LedgerStatus:

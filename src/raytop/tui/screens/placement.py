@@ -27,7 +27,6 @@ from raytop.tui.widgets.node_table import NodeTable
 from raytop.tui.widgets.placement_table import (
     PlacementTable,
     fmt_bundles,
-    owner_label,
     state_label,
     waiting_first,
 )
@@ -49,7 +48,7 @@ def describe_why(pg: PlacementGroup) -> Content:
     style = "bold $text-error" if infeasible else "bold $text-warning"
     about = [
         f"group {pg.pg_id[:8]}",
-        owner_label(pg),
+        pg.owner_label,
         pg.strategy,
         f"{pg.attempts} attempt{'' if pg.attempts == 1 else 's'}",
         f"waiting {fmt_duration(pg.age_s)}",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from raytop.diagnose.placement import owner_label
 from raytop.model import Bundle, PlacementGroup
 from raytop.model.format import fmt_duration, fmt_value
 from raytop.tui.format import fmt_bytes
@@ -106,7 +105,7 @@ class PlacementTable(KeyedTable):
         state = state_label(pg)
         everything: dict[str, object] = {
             "id": left(pg.pg_id[:8]),
-            "owner": left(owner_label(pg)),
+            "owner": left(pg.owner_label),
             "strategy": left(pg.strategy),
             "state": StyledCell(state, f"placement-table--{state.lower()}", self),
             "attempts": right(str(pg.attempts)),

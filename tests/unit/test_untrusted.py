@@ -11,7 +11,7 @@ import pytest
 
 from raytop.home import registered_experiments
 from raytop.jsonfile import write_json_atomic
-from raytop.model import untrusted
+from raytop.model import untrusted, untrusted_kv
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import LocalStorage, Storages
 from raytop.wire.kv_keys import TRIAL_PREFIX
@@ -37,12 +37,12 @@ def invalid(validator, value) -> str:
 
 
 def test_what_the_ledger_writes_is_accepted():
-    page = untrusted.ledger_page(json.loads(json.dumps(PAGE)))
+    page = untrusted_kv.ledger_page(json.loads(json.dumps(PAGE)))
     assert page["ranks"]["0"]["pid"] == 11 and page["ranks"]["0"]["stack"] is None
-    absent = untrusted.ledger_page({**PAGE, "ranks": {"0": {"rank": 0, "entered": None}}})
+    absent = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {"rank": 0, "entered": None}}})
     assert absent["ranks"]["0"]["entered"] == 0 and absent["ranks"]["0"]["checkpoints"] == []
     index = {"started_at": 1.0, "published_at": 2.0, "pages": {"r.a": 3}}
-    assert untrusted.ledger_index(index) == index
+    assert untrusted_kv.ledger_index(index) == index
 
 
 @pytest.mark.parametrize(
@@ -67,15 +67,15 @@ def test_what_the_ledger_writes_is_accepted():
     ],
 )  # fmt: skip
 def test_a_bad_ledger_page_names_where(page, message):
-    assert invalid(untrusted.ledger_page, page) == message
+    assert invalid(untrusted_kv.ledger_page, page) == message
 
 
 def test_too_many_ranks_or_pages_are_refused():
     ranks = {str(r): {**RANK, "rank": r} for r in range(untrusted.MAX_RANKS + 1)}
-    assert "over the cap of 10000" in invalid(untrusted.ledger_page, {**PAGE, "ranks": ranks})
+    assert "over the cap of 10000" in invalid(untrusted_kv.ledger_page, {**PAGE, "ranks": ranks})
     pages = {f"r.{i}": 1 for i in range(untrusted.MAX_LEDGER_PAGES + 1)}
     index = {"started_at": 1.0, "published_at": 2.0, "pages": pages}
-    assert "pages: 4097 entries" in invalid(untrusted.ledger_index, index)
+    assert "pages: 4097 entries" in invalid(untrusted_kv.ledger_index, index)
 
 
 def test_parse_refuses_oversize_and_deep_nesting():
@@ -105,10 +105,10 @@ def test_storage_keeps_the_last_good_copy_on_a_shape_error(tmp_path):
     path = tmp_path / "ledger.json"
     path.write_text(json.dumps(PAGE))
     storage = LocalStorage(tmp_path, watch=False)
-    good = untrusted.ledger_page(PAGE)
-    assert storage.read_json("ledger.json", validate=untrusted.ledger_page) == (good, None)
+    good = untrusted_kv.ledger_page(PAGE)
+    assert storage.read_json("ledger.json", validate=untrusted_kv.ledger_page) == (good, None)
     path.write_text(json.dumps({**PAGE, "world_size": "two"}))
-    data, warning = storage.read_json("ledger.json", validate=untrusted.ledger_page)
+    data, warning = storage.read_json("ledger.json", validate=untrusted_kv.ledger_page)
     assert data == good
     assert warning == (
         "ledger.json: world_size: expected an integer, got a string; using the last good copy"

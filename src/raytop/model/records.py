@@ -2,7 +2,7 @@
 
 A ReportProbe builds a ``RankReport`` (with its ``CheckpointUpload`` and ``BarrierWait``
 sub-records) on every flush; the Ledger files it under its attempt's page and publishes the
-page to the GCS KV store as JSON; ``model.untrusted`` validates what raytop reads back into
+page to the GCS KV store as JSON; ``model.untrusted_kv`` validates what raytop reads back into
 ``LedgerIndex`` / ``LedgerPage`` / ``RankRecord``; ``sources.ledger_source`` and
 ``diagnose.checkpoints`` consume those. The JSON on the wire is these dicts and lists as
 they are (TypedDicts are dicts, a NamedTuple is a JSON list), so a page written by any

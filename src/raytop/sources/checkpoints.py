@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from raytop.model import Experiment, untrusted
+from raytop.model import Experiment, untrusted_ray_files
 from raytop.model.paths import join_path, split_path
 from raytop.model.resume import Checkpoint
 from raytop.model.teardown import ExperimentFacts, RunFacts
@@ -37,13 +37,13 @@ class CheckpointSnapshots:
 
     def read_checked(self, run_path: str | Path) -> tuple[dict[str, Any] | None, str | None]:
         """(snapshot, problem): the snapshot (None if absent; its last good copy when it is
-        torn or of the wrong shape now, ``model.untrusted.checkpoint_snapshot``), and why it
+        torn or of the wrong shape now, ``untrusted_ray_files.checkpoint_snapshot``), and why it
         cannot be trusted as it is now (torn, unreachable, wrong shape)."""
         storage, rel = self.storages.locate(str(run_path))
         name = split_path(str(run_path))[1]
         label = f"{name}/{SNAPSHOT_FILE}"
         path = _join(rel, SNAPSHOT_FILE)
-        data, warning = storage.read_json(path, label, untrusted.checkpoint_snapshot)
+        data, warning = storage.read_json(path, label, untrusted_ray_files.checkpoint_snapshot)
         if warning:
             self.warnings.append(warning)
             self.warnings_by_run.setdefault(name, []).append(warning)

@@ -17,7 +17,7 @@ import time
 import uuid
 from typing import Any
 
-from raytop.model import LedgerStatus, TrainRun, Worker, untrusted
+from raytop.model import LedgerStatus, TrainRun, Worker, untrusted, untrusted_kv
 from raytop.model.records import (
     BarrierWait,
     CheckpointUpload,
@@ -85,7 +85,7 @@ class LedgerReader:
             status = LedgerStatus(False, error="no ledger yet: no instrumented Train run reported")
             return (), status
         try:
-            index = untrusted.ledger_index(_parse(raw, untrusted.MAX_LEDGER_INDEX_BYTES))
+            index = untrusted_kv.ledger_index(_parse(raw, untrusted.MAX_LEDGER_INDEX_BYTES))
         except ValueError as exc:
             # The runs as last read; marked unavailable so the view says its counts are frozen.
             problem = untrusted.problem(INDEX_KEY, exc)
@@ -110,7 +110,7 @@ class LedgerReader:
             if page_key not in pages:
                 continue  # not asked for
             try:
-                page = untrusted.ledger_page(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
+                page = untrusted_kv.ledger_page(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
             except ValueError as exc:
                 # Its last good copy (if any) stays; the page is fetched again next time.
                 warnings.append(untrusted.problem(key, exc))

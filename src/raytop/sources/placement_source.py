@@ -5,7 +5,7 @@ the KV store); a Train worker group is known from the ledger (the probes report 
 group) or from its creator, a TrainController owned by a registered trial actor; a group
 created by a watched experiment's Tune driver with no owner yet is a pending trial's.
 
-A registration is untrusted input (``model.untrusted.trial_registration``): one over its
+A registration is untrusted input (``model.untrusted_kv.trial_registration``): one over its
 size cap or of the wrong shape is left out and ``warnings`` names its key.
 """
 
@@ -16,7 +16,15 @@ import time
 from typing import Any
 
 from raytop.diagnose.placement import why_pending
-from raytop.model import Bundle, Experiment, Node, PlacementGroup, TrainRun, untrusted
+from raytop.model import (
+    Bundle,
+    Experiment,
+    Node,
+    PlacementGroup,
+    TrainRun,
+    untrusted,
+    untrusted_kv,
+)
 from raytop.rundir import train_run_name
 from raytop.wire.gcs import GcsKv, GcsReader
 from raytop.wire.kv_keys import TRIAL_PREFIX
@@ -41,7 +49,7 @@ class PlacementReader:
                 if not isinstance(blob, (bytes, str)):
                     raise untrusted.Invalid(f"expected bytes, got {type(blob).__name__}")
                 record = untrusted.parse(blob, untrusted.MAX_KV_VALUE_BYTES)
-                self._trials[key[len(TRIAL_PREFIX) :]] = untrusted.trial_registration(record)
+                self._trials[key[len(TRIAL_PREFIX) :]] = untrusted_kv.trial_registration(record)
             except ValueError as exc:
                 self._bad[key] = untrusted.problem(key, exc)  # a registration is written once
         self.warnings = list(self._bad.values())

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from raytop.model import Experiment, ExperimentStatus, Trial, untrusted
+from raytop.model import Experiment, ExperimentStatus, Trial, untrusted, untrusted_ray_files
 from raytop.model.paths import is_uri, local_path, split_path
 from raytop.process_identity import check_driver
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
@@ -28,13 +28,13 @@ def _parse_state(name: str, data: Any) -> tuple[list[Trial], list[str]]:
     """The trials of Tune's state file ``name`` and one warning per problem (naming it):
     a row that does not validate (``model.untrusted``) is left out, the others stay."""
     try:
-        rows = untrusted.tune_state_rows(name, data)
+        rows = untrusted_ray_files.tune_state_rows(name, data)
     except untrusted.Invalid as exc:
         return [], [str(exc)]
     trials, problems = [], []
     for row in rows:
         try:
-            trials.append(Trial(**untrusted.tune_state_trial(row)))
+            trials.append(Trial(**untrusted_ray_files.tune_state_trial(row)))
         except (untrusted.Invalid, OverflowError) as exc:
             problems.append(f"{name}: {exc}")
     return trials, problems

@@ -1,0 +1,156 @@
+"""Validators of the values raytop takes from the cluster's KV store: the report ledger's
+index and pages (each rank's record, its checkpoint uploads and barrier waits) and the
+trial registrations.
+
+A value may come from another raytop version or from a buggy probe; each validator returns
+the typed record raytop's readers rely on (``model.records``) or raises ``Invalid`` naming
+where (``ranks.2.pid``) and what was wrong. Built from ``untrusted``'s checks and caps.
+
+Pure and stdlib only (``model`` layer): no Ray, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raytop.model.records import (
+    BarrierWait,
+    CheckpointUpload,
+    LedgerIndex,
+    LedgerPage,
+    RankRecord,
+)
+from raytop.model.untrusted import (
+    MAX_LEDGER_PAGES,
+    MAX_RANKS,
+    MAX_RECORDS,
+    Invalid,
+    at,
+    fail,
+    flag,
+    integer,
+    number,
+    obj,
+    seq,
+    text,
+)
+
+# -- the ledger's KV values (probe.ledger, probe.report_probe; model.records) ----------------
+
+
+def ledger_index(data: Any) -> LedgerIndex:
+    """``ledger/index``: ``{"started_at", "published_at", "pages": {key: version}}``."""
+    index = obj(data)
+    pages = obj(index.get("pages") or {}, "pages")
+    if len(pages) > MAX_LEDGER_PAGES:
+        raise Invalid(f"pages: {len(pages)} entries, over the cap of {MAX_LEDGER_PAGES}")
+    return LedgerIndex(
+        started_at=number(index, "started_at"),
+        published_at=number(index, "published_at"),
+        pages={key: integer(pages, key, "pages", minimum=None) for key in pages},
+    )
+
+
+def _rank_record(record: Any, where: str) -> RankRecord:
+    """One rank's record (a ``RankReport`` as the Ledger stored it, from any raytop
+    version): every field the readers use, typed; fields they do not use are left out."""
+    raw = obj(record, where)
+    rank = integer(raw, "rank", where, maximum=MAX_RANKS)
+    entered, exited, dropped = (
+        integer(raw, key, where, default=0) for key in ("entered", "exited", "dropped")
+    )
+    local_rank, node_rank, pid, rss_bytes, gpu_memory_bytes = (
+        integer(raw, key, where, optional=True, minimum=None)
+        for key in ("local_rank", "node_rank", "pid", "rss_bytes", "gpu_memory_bytes")
+    )
+    last_enter_at, last_exit_at, received_at, cpu_percent, usual_interval_s = (
+        number(raw, key, where, optional=True)
+        for key in ("last_enter_at", "last_exit_at", "received_at", "cpu_percent",
+                    "usual_interval_s")
+    )  # fmt: skip
+    node_id, stack, stack_request, run_path = (
+        text(raw, key, where, optional=True)
+        for key in ("node_id", "stack", "stack_request", "run_path")
+    )
+    done = flag(raw, "done", where)
+    gpu_ids = seq(raw.get("gpu_ids") or [], at(where, "gpu_ids"), MAX_RANKS)
+    for i, gpu in enumerate(gpu_ids):
+        if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
+            raise fail(f"{at(where, 'gpu_ids')}[{i}]", "a string", gpu)
+    uploads = seq(raw.get("checkpoints") or [], at(where, "checkpoints"), MAX_RECORDS)
+    checkpoints = [
+        _upload(upload, f"{at(where, 'checkpoints')}[{i}]") for i, upload in enumerate(uploads)
+    ]
+    syncs = seq(raw.get("syncs") or [], at(where, "syncs"), MAX_RECORDS)
+    return RankRecord(
+        rank=rank, entered=entered, exited=exited, dropped=dropped,
+        local_rank=local_rank, node_rank=node_rank, pid=pid, rss_bytes=rss_bytes,
+        gpu_memory_bytes=gpu_memory_bytes, last_enter_at=last_enter_at,
+        last_exit_at=last_exit_at, received_at=received_at, cpu_percent=cpu_percent,
+        usual_interval_s=usual_interval_s, node_id=node_id, stack=stack,
+        stack_request=stack_request, run_path=run_path, done=done,
+        gpu_ids=[str(gpu) for gpu in gpu_ids], checkpoints=checkpoints,
+        syncs=[_barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
+    )  # fmt: skip
+
+
+def _barrier_wait(sync: Any, where: str) -> BarrierWait:
+    """One ``[report, start, end]`` of a rank's recent barrier waits."""
+    if (
+        not isinstance(sync, list)
+        or len(sync) != 3
+        or not all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in sync
+        )
+    ):
+        raise fail(where, "[report, start, end] (numbers)", sync)
+    return BarrierWait(*sync)
+
+
+def _upload(upload: Any, where: str) -> CheckpointUpload:
+    """One checkpoint upload record of a rank (``ReportProbe.upload_started``)."""
+    raw = obj(upload, where)
+    dir_name = text(raw, "dir_name", where)
+    start = number(raw, "start", where)
+    end, sync_s = (number(raw, key, where, optional=True) for key in ("end", "sync_s"))
+    report = integer(raw, "report", where, optional=True, minimum=None)
+    error, mode = (text(raw, key, where, optional=True) for key in ("error", "mode"))
+    custom_upload = flag(raw, "custom_upload", where)
+    files = obj(raw.get("files") or {}, at(where, "files"))
+    return CheckpointUpload(
+        dir_name=dir_name, report=report, mode=mode, custom_upload=custom_upload,
+        files={path: integer(files, path, at(where, "files"), minimum=None) for path in files},
+        sync_s=sync_s, start=start, end=end, error=error,
+    )  # fmt: skip
+
+
+def ledger_page(data: Any) -> LedgerPage:
+    """``ledger/page/<run_id>.<attempt_id>``: one attempt and the record of each rank."""
+    raw = obj(data)
+    run_id, run_name, attempt_id = (text(raw, key) for key in ("run_id", "run_name", "attempt_id"))
+    world_size = integer(raw, "world_size", maximum=MAX_RANKS)
+    first_seen_at = number(raw, "first_seen_at")
+    placement_group_id = text(raw, "placement_group_id", optional=True)
+    ranks = obj(raw.get("ranks") or {}, "ranks")
+    if len(ranks) > MAX_RANKS:
+        raise Invalid(f"ranks: {len(ranks)} entries, over the cap of {MAX_RANKS}")
+    for key in ranks:
+        if not (key.isascii() and key.isdigit()):
+            raise Invalid(f"ranks: key '{key[:40]}' is not a rank number")
+    return LedgerPage(
+        run_id=run_id, run_name=run_name, attempt_id=attempt_id, world_size=world_size,
+        first_seen_at=first_seen_at, placement_group_id=placement_group_id,
+        ranks={key: _rank_record(record, f"ranks.{key}") for key, record in ranks.items()},
+    )  # fmt: skip
+
+
+# -- trial registrations (probe.trial_registry; sources.placement_source) --------------------
+
+
+def trial_registration(data: Any) -> dict[str, Any]:
+    """``trial/<actor id>`` (probe.trial_registry): which trial owns which group."""
+    record = obj(data)
+    text(record, "trial_id", nonempty=True)
+    text(record, "experiment")
+    text(record, "pg_id", optional=True)
+    return record

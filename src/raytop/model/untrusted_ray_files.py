@@ -1,0 +1,125 @@
+"""Validators of the files Ray Tune and Ray Train write: Tune's experiment_state rows and
+Train's checkpoint-manager snapshot.
+
+Such a file may be torn, truncated, of another Ray version, or not Ray's at all; each
+validator returns what raytop's readers rely on or raises ``Invalid`` saying what was
+wrong (in Ray's own words: "object", "trial_data"). Uses ``untrusted``'s caps and kinds.
+
+Pure and stdlib only (``model`` layer): no Ray, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from raytop.model.untrusted import MAX_RECORDS, MAX_TRIALS, Invalid, kind
+
+# -- Tune's experiment_state-*.json (sources.tune_dir) ------------------------------------------
+# Tune writes each trial as a pair of JSON *strings* (the trial, its runtime metadata); the
+# wording below says "object" as Tune's own docs do.
+
+
+def _state_kind(value: Any) -> str:
+    return "an object" if isinstance(value, dict) else kind(value)
+
+
+def _state_object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, str):
+        raise Invalid(f"{what} is {_state_kind(value)}, not a JSON string")
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        raise Invalid(f"{what} is not valid JSON") from None
+    if not isinstance(parsed, dict):
+        raise Invalid(f"{what} is {_state_kind(parsed)}, not an object")
+    return parsed
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def tune_state_rows(name: str, data: Any) -> list[Any]:
+    """The ``trial_data`` list of Tune's state file ``name``; ``Invalid`` (naming it) when
+    the file is not a Tune experiment state at all."""
+    if not isinstance(data, dict):
+        raise Invalid(f"{name} is {_state_kind(data)}, not an object: not a Tune experiment state")
+    if "trial_data" not in data:
+        raise Invalid(f"{name} has no trial_data: not a Tune experiment state")
+    rows = data["trial_data"]
+    if not isinstance(rows, list):
+        raise Invalid(f"{name}: trial_data is {_state_kind(rows)}, not a list")
+    if len(rows) > MAX_TRIALS:
+        raise Invalid(f"{name}: trial_data has {len(rows)} entries, over the cap of {MAX_TRIALS}")
+    return rows
+
+
+def tune_state_trial(entry: Any) -> dict[str, Any]:
+    """One ``[trial, meta]`` pair of ``trial_data`` → the keyword arguments of
+    ``model.Trial`` (scalar config values and metrics only)."""
+    if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+        raise Invalid(f"an entry of trial_data is {_state_kind(entry)}, not a [trial, meta] pair")
+    trial = _state_object(entry[0], "a trial of trial_data")
+    meta = _state_object(entry[1], "a trial's metadata")
+    trial_id = trial.get("trial_id")
+    if not isinstance(trial_id, str) or not trial_id:
+        raise Invalid("a trial of trial_data has no trial_id")
+    last = meta.get("last_result") or {}
+    if isinstance(last, str):
+        last = _state_object(last, f"trial {trial_id}'s last_result")
+    if not isinstance(last, dict):
+        raise Invalid(f"trial {trial_id}'s last_result is {_state_kind(last)}, not an object")
+    config = trial.get("config") or {}
+    if not isinstance(config, dict):
+        raise Invalid(f"trial {trial_id}'s config is {_state_kind(config)}, not an object")
+    status = trial.get("status", "PENDING")
+    iterations, failures = (
+        _finite(last.get("training_iteration")),
+        _finite(meta.get("num_failures")),
+    )
+    return {
+        "trial_id": trial_id,
+        "status": status if isinstance(status, str) else "PENDING",
+        "config": {k: v for k, v in config.items() if not isinstance(v, dict)},
+        "metrics": {
+            k: v
+            for k, v in last.items()
+            if k != "config"
+            and not k.startswith("time_")
+            and isinstance(v, (int, float, str, bool))
+        },  # fmt: skip
+        "num_failures": int(failures or 0),
+        "iterations": int(iterations or 0),
+        "elapsed_s": _finite(last.get("time_total_s")),
+        "error": None,
+    }
+
+
+# -- Train's checkpoint_manager_snapshot.json (sources.checkpoints) -----------------------------
+
+
+def checkpoint_snapshot(data: Any) -> dict[str, Any]:
+    """A Train run's checkpoint-manager snapshot: ``checkpoint_results`` (a list of
+    objects), ``latest_checkpoint_result`` (an object or null), each with a string
+    ``checkpoint_dir_name`` and an object ``metrics``."""
+    if not isinstance(data, dict):
+        raise Invalid("not an object")
+    results = data.get("checkpoint_results", [])
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise Invalid("checkpoint_results is not a list of objects")
+    if len(results) > MAX_RECORDS:
+        raise Invalid(f"checkpoint_results: {len(results)} entries, over the cap of {MAX_RECORDS}")
+    latest = data.get("latest_checkpoint_result")
+    if latest is not None and not isinstance(latest, dict):
+        raise Invalid("latest_checkpoint_result is not an object")
+    for r in [*results, latest or {}]:
+        name = r.get("checkpoint_dir_name")
+        if name is not None and not isinstance(name, str):
+            raise Invalid("a checkpoint_dir_name is not a string")
+        if r.get("metrics") is not None and not isinstance(r.get("metrics"), dict):
+            raise Invalid("a checkpoint's metrics is not an object")
+    return data

@@ -27,6 +27,7 @@ import psutil
 from raytop.home import raytop_home
 from raytop.jsonfile import read_json, write_json_atomic
 from raytop.launch.spec import ClusterSection
+from raytop.model import untrusted
 from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
 from raytop.wire import gcs as ray_adapter
 from raytop.wire.gcs import ClusterUnreachable
@@ -63,13 +64,14 @@ class ClusterRecordUnproven(ClusterUnreachable):
 
 
 def _valid_record(record: object) -> tuple[int, int] | None:
-    """(pid, port) of a well-shaped ``cluster.json``, else None."""
-    if not isinstance(record, dict):
+    """(pid, port) of a well-shaped ``cluster.json`` (``model.untrusted.cluster_record``),
+    else None."""
+    try:
+        untrusted.cluster_record(record)
+    except untrusted.Invalid:
         return None
-    pid, address = record.get("pid"), record.get("address")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
-        return None
-    if not isinstance(address, str):
+    pid, address = int(record["pid"]), record["address"]  # type: ignore[index]
+    if pid <= 1:
         return None
     _, _, port = address.rpartition(":")
     if not port.isdigit():

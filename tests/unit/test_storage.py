@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from raytop.sources.storage import LocalStorage, RemoteStorage, Storages
+from raytop.sources.remote_storage import RemoteStorage
+from raytop.sources.storage import LocalStorage, Storages
 
 
 def wait_until(predicate, timeout_s: float = 10.0) -> None:

@@ -98,8 +98,11 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
 
     controls = ExperimentControls(collector.address)
     app = RaytopApp(collector, refresh_s=refresh_s, read_only=read_only, controls=controls)
-    with _native_stderr_to_log(read_only):
-        app.run()
+    try:
+        with _native_stderr_to_log(read_only):
+            app.run()
+    finally:
+        collector.close()
 
 
 @click.group(cls=RaytopGroup, invoke_without_command=True, epilog=EXIT_CODES)
@@ -207,7 +210,11 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
         watch=True,
     )  # fmt: skip
     if no_tui:
-        sys.exit(EXIT_OK if follow(collector, refresh_s, launched.log_path) else EXIT_RUN_FAILED)
+        try:
+            ended_well = follow(collector, refresh_s, launched.log_path)
+        finally:
+            collector.close()
+        sys.exit(EXIT_OK if ended_well else EXIT_RUN_FAILED)
     _open_tui(collector, refresh_s)
     info("the run keeps going; `raytop` re-attaches")
 

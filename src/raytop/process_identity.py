@@ -11,6 +11,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -118,6 +119,12 @@ def driver_alive(raytop_dir: Path) -> tuple[int | None, bool | None]:
     another host (cannot tell from here), True only for the proven driver (``check_driver``)."""
     check = check_driver(raytop_dir)
     return check.pid, check.alive
+
+
+def running_experiments(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The registry entries (``home.read_registry``) whose driver is provably running here:
+    what a bare ``raytop`` shows and what a bare ``raytop stop`` may act on."""
+    return [e for e in entries if driver_alive(Path(e["raytop_dir"]))[1]]
 
 
 def driver_identity_problem(raytop_dir: Path) -> str | None:

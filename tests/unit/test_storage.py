@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from raytop.sources.storage import LocalStorage, RemoteStorage, Storages
+from raytop.sources.remote_storage import RemoteStorage
+from raytop.sources.storage import LocalStorage, Storages
 
 
 def wait_until(predicate, timeout_s: float = 10.0) -> None:
@@ -113,3 +114,24 @@ def test_an_unreachable_remote_is_a_warning_not_an_error():
     data, warning = storage.read_json("experiment_state-1.json")
     assert data is None and warning.startswith("nosuchfs://bucket/exp unreachable (")
     assert storage.listing("") is None and storage.glob("", "*.json") == []
+
+
+def test_a_closed_watcher_stops_its_thread(tmp_path):
+    storages = Storages(watch=True)
+    storage = storages.root(str(tmp_path))
+    wait_until(lambda: storage.watching)
+    storages.close()
+    wait_until(lambda: not storage._watcher.is_alive())
+    assert not storage.watching
+
+
+def test_closing_a_watching_collector_stops_its_watchers(tmp_path):
+    from raytop.pipeline.collect import SnapshotCollector
+
+    collector = SnapshotCollector(None, experiments=[(str(tmp_path), None)], watch=True)
+    collector.collect()
+    watched = list(collector._storages._by_root.values())
+    assert watched
+    wait_until(lambda: all(s.watching for s in watched))
+    collector.close()
+    wait_until(lambda: not any(s._watcher.is_alive() for s in watched))

@@ -141,39 +141,31 @@ def run_findings(run: TrainRun, t: Thresholds) -> list[Finding]:
         if w.rank in stalled_ranks:
             continue
         if _dead(w, t):
-            findings.append(
-                Finding(
-                    kind="rank_dead",
-                    severity=Severity.ERROR,
-                    subject=f"{subject} rank {w.rank}",
-                    message=(
-                        f"rank {w.rank} (pid {w.pid}) sent no heartbeat for "
-                        f"{w.heartbeat_age_s:.0f}s; its process is gone or frozen"
-                    ),
-                    evidence={
-                        **evidence_base,
-                        "rank": w.rank,
-                        "pid": w.pid,
-                        "heartbeat_age_s": w.heartbeat_age_s,
-                    },
-                )  # fmt: skip
+            kind, severity = "rank_dead", Severity.ERROR
+            message = (
+                f"rank {w.rank} (pid {w.pid}) sent no heartbeat for "
+                f"{w.heartbeat_age_s:.0f}s; its process is gone or frozen"
             )
+            particular = {"pid": w.pid, "heartbeat_age_s": w.heartbeat_age_s}
         elif _silent(w, t):
-            findings.append(
-                Finding(
-                    kind="rank_silent",
-                    severity=Severity.WARNING,
-                    subject=f"{subject} rank {w.rank}",
-                    message=(
-                        f"rank {w.rank} is alive but has not reported for "
-                        f"{w.last_report_age_s:.0f}s (usually every {w.usual_interval_s:.1f}s)"
-                    ),
-                    evidence={
-                        **evidence_base,
-                        "rank": w.rank,
-                        "last_report_age_s": w.last_report_age_s,
-                        "usual_interval_s": w.usual_interval_s,
-                    },
-                )  # fmt: skip
+            kind, severity = "rank_silent", Severity.WARNING
+            message = (
+                f"rank {w.rank} is alive but has not reported for "
+                f"{w.last_report_age_s:.0f}s (usually every {w.usual_interval_s:.1f}s)"
             )
+            particular = {
+                "last_report_age_s": w.last_report_age_s,
+                "usual_interval_s": w.usual_interval_s,
+            }
+        else:
+            continue
+        findings.append(
+            Finding(
+                kind=kind,
+                severity=severity,
+                subject=f"{subject} rank {w.rank}",
+                message=message,
+                evidence={**evidence_base, "rank": w.rank, **particular},
+            )
+        )
     return findings

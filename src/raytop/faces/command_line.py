@@ -18,6 +18,8 @@ from pathlib import Path
 
 import click
 
+from raytop.model.format import one_line
+
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
 
 
@@ -37,9 +39,9 @@ class RaytopGroup(click.Group):
             returned = super().main(args, prog_name, complete_var, False, **extra)
         except click.UsageError as exc:
             where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-            fail(_one_line(exc.format_message()) + where, exc.exit_code)
+            fail(one_line(exc.format_message(), joined_by="; ") + where, exc.exit_code)
         except click.ClickException as exc:
-            fail(_one_line(exc.format_message()), exc.exit_code)
+            fail(one_line(exc.format_message(), joined_by="; "), exc.exit_code)
         except click.Abort:
             fail("aborted; nothing more was done", EXIT_RUN_FAILED)
         except OSError as exc:
@@ -49,12 +51,9 @@ class RaytopGroup(click.Group):
             fail(_os_error_line(exc))
         except Exception as exc:  # the guard of last resort: a bug, said in one line
             _debug_traceback()
-            fail(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}", EXIT_RUN_FAILED)
+            message = one_line(str(exc), joined_by="; ")
+            fail(f"internal error: {type(exc).__name__}: {message}", EXIT_RUN_FAILED)
         sys.exit(returned if isinstance(returned, int) else EXIT_OK)
-
-
-def _one_line(text: str) -> str:
-    return "; ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
 def _debug_traceback() -> None:
@@ -69,7 +68,7 @@ def _os_error_line(exc: OSError) -> str:
     filename = exc.filename if exc.filename is not None else exc.filename2
     reason = exc.strerror or str(exc)
     if filename is None:
-        return f"i/o error: {_one_line(reason)}"
+        return "i/o error: " + one_line(reason, joined_by="; ")
     name = os.fsdecode(filename)
     unreadable = os.path.exists(name) and not os.access(name, os.R_OK)
     return f"cannot {'read' if unreadable else 'write'} {name}: {reason}"

@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, NoReturn
 
+from raytop.model.format import one_line
 from raytop.model.resources import resource_name
 
 # A storage path that starts with a scheme (``s3://``, ``gs://``, ``file://``).
@@ -25,10 +26,6 @@ class SpecError(Exception):
     """A spec that cannot be used; ``str(err)`` is the one-line message shown to the user."""
 
 
-def one_line(text: str) -> str:
-    return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
-
-
 class SpecFile:
     """Carries the file label so every error starts the same way."""
 
@@ -36,26 +33,30 @@ class SpecFile:
         self.label = label
 
     def fail(self, where: str, message: str) -> NoReturn:
-        raise SpecError(one_line(f"{self.label}: {where}: {message}"))
+        raise SpecError(one_line(f"{self.label}: {where}: {message}", joined_by=" "))
 
 
 def read_toml(path: Path, label: str) -> dict[str, Any]:
     if not path.exists():
-        raise SpecError(one_line(f"spec not found: {label}"))
+        raise SpecError(one_line(f"spec not found: {label}", joined_by=" "))
     if path.is_dir():
-        raise SpecError(one_line(f"spec is a directory, not a file: {label}"))
+        raise SpecError(one_line(f"spec is a directory, not a file: {label}", joined_by=" "))
     try:
         raw = path.read_bytes()
     except OSError as err:
-        raise SpecError(one_line(f"cannot read spec {label}: {err.strerror or err}")) from None
+        raise SpecError(
+            one_line(f"cannot read spec {label}: {err.strerror or err}", joined_by=" ")
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise SpecError(one_line(f"{label}: not valid UTF-8 text ({err.reason})")) from None
+        raise SpecError(
+            one_line(f"{label}: not valid UTF-8 text ({err.reason})", joined_by=" ")
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise SpecError(one_line(f"{label}: TOML syntax error: {err}")) from None
+        raise SpecError(one_line(f"{label}: TOML syntax error: {err}", joined_by=" ")) from None
 
 
 def did_you_mean(word: str, choices: Any, fmt: str = "'{}'") -> str:

@@ -141,12 +141,12 @@ def check_plan(run_spec: RunSpec, target: Target | None, force: bool,
 def cluster_differs(target: Target, run_spec: RunSpec) -> str | None:
     """A reused embedded cluster keeps the resources it was started with: the line that
     says how it differs from the spec's ``[cluster]``, if it does (and can be read)."""
-    from raytop.model import Cluster, Node
-    from raytop.wire.gcs import ClusterUnreachable, GcsReader
+    from raytop.model import Cluster
+    from raytop.wire.gcs import ClusterUnreachable, GcsReader, nodes_from_gcs
 
     wanted = {"CPU": run_spec.cluster.num_cpus, "GPU": run_spec.cluster.num_gpus}
     try:
-        nodes = tuple(Node(**n) for n in GcsReader(target.address).nodes())
+        nodes = nodes_from_gcs(GcsReader(target.address).nodes())
     except ClusterUnreachable:
         return None
     cluster = Cluster(target.address, connected=True, embedded=True, nodes=nodes)
@@ -215,15 +215,14 @@ def stop_target(experiment_path: str | None, trial_id: str | None) -> tuple[Path
     ``ControlError`` (one line) for an unknown trial or a driver not running here."""
     from raytop.home import registered_experiments
     from raytop.launch.control import ControlError
-    from raytop.process_identity import driver_alive, driver_identity_problem
+    from raytop.process_identity import driver_alive, driver_identity_problem, running_experiments
     from raytop.rundir import raytop_dir_for
 
     if experiment_path:
         folder = Path(experiment_path).expanduser().resolve()
         experiment_path, raytop_dir = str(folder), raytop_dir_for(str(folder), folder.name)
     else:
-        running = [e for e in registered_experiments()
-                   if driver_alive(Path(e["raytop_dir"]))[1]]  # fmt: skip
+        running = running_experiments(registered_experiments())
         if len(running) != 1:
             raise ControlError(f"{len(running)} experiments are running: name the one to stop")
         experiment_path, raytop_dir = running[0]["path"], Path(running[0]["raytop_dir"])

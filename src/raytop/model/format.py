@@ -1,4 +1,5 @@
-"""Human strings for the faces (TUI cells, progress lines), computed off the UI thread."""
+"""Human strings: TUI cells and progress lines (computed off the UI thread), and the one-line
+form of a message or an exception every floor reports with."""
 
 from __future__ import annotations
 
@@ -44,3 +45,21 @@ def varying_keys(configs: list[dict[str, Any]]) -> frozenset[str]:
     """The config keys whose values differ between trials."""
     keys = {k for c in configs for k in c}
     return frozenset(k for k in keys if len({repr(c.get(k)) for c in configs}) > 1)
+
+
+def one_line(
+    what: str | BaseException, joined_by: str | None = None, limit: int | None = None
+) -> str:
+    """A message (or an exception's) as one line, for a toast, a warning or a CLI error.
+
+    Without ``joined_by``: the first line only (a stray traceback is not shown), else the
+    exception's type name. With it: every non-blank line, stripped, joined by it (a
+    message whose lines all matter, e.g. click's usage errors). ``limit`` caps the length,
+    for a warning repeated on every poll."""
+    text = str(what).strip()
+    if joined_by is not None:
+        line = joined_by.join(part.strip() for part in text.splitlines() if part.strip())
+    else:
+        lines = text.splitlines()
+        line = lines[0] if lines else type(what).__name__
+    return line if limit is None else line[:limit]

@@ -15,7 +15,6 @@ from raytop.model import (
     Cluster,
     Experiment,
     LedgerStatus,
-    Node,
     PlacementGroup,
     Snapshot,
     TrainRun,
@@ -23,14 +22,14 @@ from raytop.model import (
 )
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states
-from raytop.process_identity import driver_alive
+from raytop.process_identity import running_experiments
 from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import Storages
 from raytop.sources.tune_dir import ExperimentReader
-from raytop.wire import gcs as ray_adapter
+from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
 
 STACK_POLL_S = 0.25
 
@@ -41,7 +40,7 @@ def default_experiments(warnings: list[str] | None = None) -> list[tuple[str, Pa
     entries, problems = read_registry()
     if warnings is not None:
         warnings += problems
-    chosen = [e for e in entries if driver_alive(Path(e["raytop_dir"]))[1]]
+    chosen = running_experiments(entries)
     if entries and entries[-1] not in chosen:
         chosen.append(entries[-1])
     return [(e["path"], Path(e["raytop_dir"])) for e in chosen]
@@ -70,8 +69,8 @@ class SnapshotCollector:
         if gcs is not None:
             self._reader, kv = gcs
         else:
-            self._reader = ray_adapter.GcsReader(address) if address else None
-            kv = ray_adapter.GcsKv(address) if address else None
+            self._reader = GcsReader(address) if address else None
+            kv = GcsKv(address) if address else None
         self._ledger = LedgerReader(kv) if kv else None
         self._placement = PlacementReader(self._reader, kv) if kv else None
         # One watch (local) or poll (remote) per storage root, shared by every reader;
@@ -93,15 +92,15 @@ class SnapshotCollector:
                 error=self._unreachable_reason or "no Ray cluster found (none named, none running)",
             )
         try:
-            nodes = tuple(Node(**n) for n in self._reader.nodes())
-        except ray_adapter.ClusterUnreachable as exc:
+            nodes = nodes_from_gcs(self._reader.nodes())
+        except ClusterUnreachable as exc:
             return Cluster(address=self.address, connected=False, error=str(exc),
                            embedded=self.embedded)  # fmt: skip
         return Cluster(
             address=self.address,
             connected=True,
             embedded=self.embedded,
-            ray_version=ray_adapter.ray_version(),
+            ray_version=ray_version(),
             nodes=nodes,
         )
 
@@ -110,7 +109,7 @@ class SnapshotCollector:
             return (), None
         try:
             runs, status = self._ledger.read()
-        except ray_adapter.ClusterUnreachable as exc:
+        except ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
         derived = (with_rank_states(self._with_checkpoints(r), self.thresholds) for r in runs)
         return tuple(derived), status
@@ -132,7 +131,7 @@ class SnapshotCollector:
             return ()
         try:
             return self._placement.read(cluster.nodes, experiments, runs)
-        except ray_adapter.ClusterUnreachable:
+        except ClusterUnreachable:
             return ()
 
     def collect(self) -> Snapshot:
@@ -166,6 +165,11 @@ class SnapshotCollector:
             warnings=tuple(self._warnings),
         )
         return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
+
+    def close(self) -> None:
+        """Stop watching storage: the TUI and ``run --no-tui`` call it when they are done
+        with a watching collector, so its watcher threads do not outlive it."""
+        self._storages.close()
 
     def request_stacks(self, run_id: str | None = None, timeout_s: float = 5.0) -> Snapshot:
         """Ask the ranks of ``run_id`` (or of every run) for their Python stacks and

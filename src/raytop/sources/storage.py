@@ -8,7 +8,7 @@ machine, and reading them mid-write gives a parse error. So (DESIGN decision 8):
   the watcher saw it change, or when the cached copy is ``max_age_s`` old (a safety net for
   filesystems whose changes inotify cannot see, e.g. NFS written from another node);
 - any other filesystem (``s3://``, ``gs://``… through pyarrow, as Ray Train reads it) is
-  polled, each file and listing at most once per ``period_s``;
+  polled, each file and listing at most once per ``period_s`` (``remote_storage.py``);
 - a file that does not parse, or parses into the wrong shape (a ``model.untrusted``
   validator given by the caller), is re-read a few times, then its last good copy is kept
   and a one-line warning names the file and what was wrong;
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import queue
 import stat
 import threading
 import time
@@ -37,7 +36,6 @@ from raytop.model.paths import is_uri, join_path, local_path
 
 PARSE_RETRIES = 3
 LOCAL_MAX_AGE_S = 5.0
-REMOTE_PERIOD_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -179,6 +177,10 @@ def _join(root: str, rel: str) -> str:
     return join_path(root, rel) if rel else root
 
 
+class StorageUnreachable(OSError):
+    """The filesystem could not be reached (not a torn file: no point re-reading)."""
+
+
 class LocalStorage(Storage):
     """A local folder, watched for changes by a ``watchfiles`` thread; unwatched
     (``watch=False``: one-shot commands) every read goes to the disk."""
@@ -272,146 +274,19 @@ def _entry(e: os.DirEntry) -> Entry | None:
             return None
 
 
-class StorageUnreachable(OSError):
-    """The filesystem could not be reached (not a torn file: no point re-reading)."""
-
-
-class RemoteStorage(Storage):
-    """A pyarrow filesystem (``s3://bucket/prefix`` …), polled every ``period_s``.
-
-    A remote read can take seconds (an unreachable S3 endpoint: ~6 s of retries), so when
-    polling (``period_s > 0``) only the first read of a file or listing waits; after that
-    the cached copy is returned at once and a background thread refreshes it when stale.
-    The filesystem is resolved on first use: creating it may already touch the network."""
-
-    def __init__(self, uri: str, period_s: float = REMOTE_PERIOD_S) -> None:
-        super().__init__()
-        self.root = uri
-        self.period_s = period_s
-        self._fs: Any = None
-        self._base = ""
-        self._queue: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
-        self._pending: set[tuple[str, str]] = set()
-        self._refresher: threading.Thread | None = None
-        self._how: dict[str, tuple] = {}  # rel → the label, validator and cap it is read with
-
-    def _filesystem(self) -> Any:
-        import pyarrow.fs
-
-        if self._fs is None:
-            try:
-                self._fs, self._base = pyarrow.fs.FileSystem.from_uri(self.root)
-            except Exception as exc:
-                self.error = _one_line(exc)
-                raise StorageUnreachable(self.error) from None
-        return self._fs
-
-    def _fresh(self, rel: str, read_at: float) -> bool:
-        return time.time() - read_at < self.period_s
-
-    def read_json(
-        self,
-        rel: str,
-        label: str | None = None,
-        validate: Callable[[Any], Any] | None = None,
-        max_bytes: int = untrusted.MAX_STATE_BYTES,
-    ) -> tuple[Any | None, str | None]:
-        with self._lock:
-            cached = self._files.get(rel)
-        if cached is None or self.period_s <= 0:
-            return super().read_json(rel, label, validate, max_bytes)
-        if not self._fresh(rel, cached[0]):
-            self._refresh("file", rel, (label, validate, max_bytes))
-        warning = self.unreachable()
-        return cached[1], f"{warning}; showing the last copy read" if warning else cached[2]
-
-    def listing(self, rel: str = "") -> list[Entry] | None:
-        with self._lock:
-            cached = self._listings.get(rel)
-        if cached is None or self.period_s <= 0:
-            return super().listing(rel)
-        if not self._fresh(rel, cached[0]):
-            self._refresh("listing", rel)
-        return cached[1]
-
-    def _refresh(self, kind: str, rel: str, how: tuple = ()) -> None:
-        with self._lock:
-            if (kind, rel) in self._pending:
-                return
-            self._pending.add((kind, rel))
-            if kind == "file":
-                self._how[rel] = how
-            if self._refresher is None:
-                self._refresher = threading.Thread(
-                    target=self._refresh_loop, name="raytop-storage-poll", daemon=True
-                )
-                self._refresher.start()
-        self._queue.put((kind, rel))
-
-    def _refresh_loop(self) -> None:
-        while True:
-            kind, rel = self._queue.get()
-            try:
-                if kind == "file":
-                    Storage.read_json(self, rel, *self._how.get(rel, ()))
-                else:
-                    Storage.listing(self, rel)
-            finally:
-                with self._lock:
-                    self._pending.discard((kind, rel))
-
-    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
-        import pyarrow
-
-        fs = self._filesystem()
-        try:
-            with fs.open_input_stream(_join(self._base, rel)) as f:
-                data = f.read(max_bytes + 1)
-        except FileNotFoundError:
-            data = None
-        except (OSError, pyarrow.ArrowException) as exc:
-            self.error = _one_line(exc)
-            raise StorageUnreachable(self.error) from None
-        self.error = None
-        return data
-
-    def _list(self, rel: str) -> list[Entry] | None:
-        import pyarrow.fs
-
-        try:
-            infos = self._filesystem().get_file_info(
-                pyarrow.fs.FileSelector(_join(self._base, rel))
-            )
-        except (OSError, pyarrow.ArrowException) as exc:
-            if not isinstance(exc, FileNotFoundError):
-                self.error = _one_line(exc)
-            return None
-        self.error = None
-        return [
-            Entry(
-                name=info.base_name,
-                is_dir=info.type == pyarrow.fs.FileType.Directory,
-                mtime=info.mtime.timestamp() if info.mtime is not None else None,
-            )
-            for info in infos
-        ]
-
-
 def _real(path: str) -> str:
     """The absolute, symlink-free path. ``os.path.realpath``, not ``Path.resolve``: on a
     symlink loop that raises RuntimeError, this leaves the looping part as it is."""
     return os.path.realpath(local_path(path))
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:200]
-
-
 def open_storage(root: str, watch: bool = True) -> Storage:
     """Local folders are watched (if ``watch``); URIs are read through pyarrow and polled
     (``watch=False``: read at every call, for one-shot commands)."""
     if is_uri(root):
+        # Imported here: remote_storage builds on this module's Storage.
+        from raytop.sources.remote_storage import REMOTE_PERIOD_S, RemoteStorage
+
         return RemoteStorage(root, REMOTE_PERIOD_S if watch else 0.0)
     return LocalStorage(root, watch=watch)
 
@@ -448,5 +323,6 @@ class Storages:
         return self.root(key), ""
 
     def close(self) -> None:
+        """Stop every storage's watcher (``SnapshotCollector.close``)."""
         for storage in self._by_root.values():
             storage.close()

@@ -26,10 +26,3 @@ def fmt_seconds(s: float | None) -> str:
     if s is None:
         return "-"
     return f"{s:.1f}s" if s < 999.95 else f"{s:.0f}s"
-
-
-def one_line(exc: BaseException) -> str:
-    """What a control raised, for a toast or a status line: its first line (a control's
-    message is one line; a stray traceback is not shown), else the exception's name."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__

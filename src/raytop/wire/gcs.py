@@ -16,6 +16,7 @@ import socket
 import threading
 from typing import Any
 
+from raytop.model import Node
 from raytop.wire.kv_keys import KV_NAMESPACE
 from raytop.wire.version import check_ray_version, ray_version
 
@@ -24,6 +25,7 @@ __all__ = [
     "GcsKv",
     "GcsReader",
     "local_cluster_address",
+    "nodes_from_gcs",
     "probe_tcp",
     "ray_version",
 ]
@@ -94,16 +96,21 @@ def local_cluster_address() -> str | None:
     return services.find_bootstrap_address(None)
 
 
-class GcsReader:
-    """Reads nodes and resources straight from the GCS; reconnects after a failure."""
+class _OutsideClient:
+    """What both clients start with: the Ray line checked (their calls are private Ray
+    APIs) and no connection yet: it is made on first use, and dropped after a failure."""
 
     def __init__(self, address: str) -> None:
         check_ray_version()
         self.address = address
-        self._state: Any = None
+        self._client: Any = None
+
+
+class GcsReader(_OutsideClient):
+    """Reads nodes and resources straight from the GCS; reconnects after a failure."""
 
     def _global_state(self) -> Any:
-        if self._state is None:
+        if self._client is None:
             import ray._raylet as raylet
             from ray._private.state import GlobalState
 
@@ -112,8 +119,8 @@ class GcsReader:
                 self.address, None, allow_cluster_id_nil=True, fetch_cluster_id_if_nil=False
             )
             state._initialize_global_state(options)
-            self._state = state
-        return self._state
+            self._client = state
+        return self._client
 
     def _call(self, fn: str, *args: Any) -> Any:
         return self._call_with_state(lambda state: getattr(state, fn)(*args))
@@ -128,7 +135,7 @@ class GcsReader:
             # GCS stays unreachable for 60 s (gcs_rpc_server_reconnect_timeout_s). One that
             # is still blocked in a read is only let go (disconnecting it could block too).
             if isinstance(exc, _Unanswered):
-                self._state = None
+                self._client = None
             else:
                 self.reset()
             if isinstance(exc, ClusterUnreachable):
@@ -138,10 +145,10 @@ class GcsReader:
             ) from exc
 
     def reset(self) -> None:
-        if self._state is not None:
+        if self._client is not None:
             with contextlib.suppress(Exception):
-                self._state.disconnect()
-        self._state = None
+                self._client.disconnect()
+        self._client = None
 
     def placement_groups(self) -> list[dict[str, Any]]:
         return self._call_with_state(placement_groups_from)
@@ -188,6 +195,12 @@ class GcsReader:
         return nodes
 
 
+def nodes_from_gcs(rows: list[dict[str, Any]]) -> tuple[Node, ...]:
+    """``GcsReader.nodes()``'s rows as ``model.Node``s: the one place their keys meet the
+    model's fields (the collector's cluster and the reuse guard's both read it)."""
+    return tuple(Node(**row) for row in rows)
+
+
 # -- GCS internal KV: how raytop and the ledger talk without raytop joining the cluster ----
 # The ledger actor publishes into the KV store; raytop reads (and posts commands) with a
 # plain GcsClient. Inside the cluster the same store is reached through wire.cluster_kv.
@@ -195,13 +208,8 @@ class GcsReader:
 KV_TIMEOUT_S = 2.0
 
 
-class GcsKv:
+class GcsKv(_OutsideClient):
     """Internal-KV reads and writes from outside the cluster, with short timeouts."""
-
-    def __init__(self, address: str) -> None:
-        check_ray_version()
-        self.address = address
-        self._client: Any = None
 
     def _gcs(self) -> Any:
         if self._client is None:

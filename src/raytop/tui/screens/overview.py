@@ -21,11 +21,11 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from raytop.model import Experiment, TrainRun, Trial
+from raytop.model.format import one_line
 from raytop.model.paths import split_path
 from raytop.model.ports import Collector
 from raytop.tui.background import run_in_background
 from raytop.tui.controls import Controls, StopControls
-from raytop.tui.format import one_line
 from raytop.tui.messages import StopDone, StopFailed
 from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.confirm import ConfirmModal

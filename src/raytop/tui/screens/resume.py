@@ -30,10 +30,10 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
+from raytop.model.format import one_line
 from raytop.model.resume import ERRORED_CHOICES, ResumePreview, StoredExperiment
 from raytop.tui.background import run_in_background
 from raytop.tui.controls import ResumeControls
-from raytop.tui.format import one_line
 from raytop.tui.messages import (
     ExperimentsListed,
     ListingFailed,

@@ -89,14 +89,27 @@ def example_copy(tmp_path: Path):
 
 
 def launch_run(spec: Path, address: str, *extra: str, **popen) -> subprocess.Popen:
-    """``raytop run SPEC --no-tui`` in the background (its driver is detached)."""
-    popen.setdefault("stdout", subprocess.DEVNULL)
-    popen.setdefault("stderr", subprocess.DEVNULL)
-    return subprocess.Popen(
-        [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui", "--address", address,
-         *extra],
-        **popen,
-    )  # fmt: skip
+    """``raytop run SPEC --no-tui`` in the background (its driver is detached); unless the
+    caller takes its output, what it prints goes to ``run_output(spec)`` for a failing test
+    to show."""
+    argv = [sys.executable, "-m", "raytop", "run", str(spec), "--no-tui", "--address", address,
+            *extra]  # fmt: skip
+    if "stdout" in popen or "stderr" in popen:
+        popen.setdefault("stdout", subprocess.DEVNULL)
+        popen.setdefault("stderr", subprocess.DEVNULL)
+        return subprocess.Popen(argv, **popen)
+    with open(spec.parent / "raytop-run.out", "wb") as out:
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, **popen)
+
+
+def run_output(spec: Path, experiment: Path | None = None) -> str:
+    """What ``launch_run(spec)`` printed, and the tail of its driver's log."""
+    out = spec.parent / "raytop-run.out"
+    text = out.read_text(errors="replace")[-3000:] if out.exists() else "(no output file)"
+    log = experiment / ".raytop" / "driver.log" if experiment else None
+    if log is not None and log.exists():
+        text += "\n--- driver.log ---\n" + log.read_text(errors="replace")[-4000:]
+    return text
 
 
 def status_json(address: str, experiment: Path, *extra: str) -> dict:

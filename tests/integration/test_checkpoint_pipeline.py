@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.conftest import kill_driver, launch_run, run_raytop, status_json
+from tests.conftest import kill_driver, launch_run, run_output, run_raytop, status_json
 
 pytestmark = pytest.mark.ray
 
@@ -123,7 +123,7 @@ def test_a_slow_async_upload_is_shown_in_flight_then_committed(ray_cluster, tmp_
                     if c["state"] == "uploading":
                         assert (c["mode"], c["custom_upload"], c["ranks"]) == ("ASYNC", True, [0])
             time.sleep(0.5)
-        assert watcher.returncode == 0
+        assert watcher.returncode == 0, run_output(spec, experiment)
     finally:
         if watcher.poll() is None:
             kill_driver(experiment)

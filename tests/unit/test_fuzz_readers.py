@@ -23,6 +23,7 @@ from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.tune_dir import ExperimentReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, TRIAL_PREFIX
+from tests.fakes import FakeKv
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -145,23 +146,6 @@ def test_the_checkpoint_snapshot_reader_survives_any_snapshot(snapshot):
         assert (data is None) == (problem is not None)
         if problem is not None:
             assert problem in snapshots.warnings
-
-
-class FakeKv:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-
-    def get(self, key):
-        return self.data.get(key)
-
-    def multi_get(self, keys):
-        return {k: self.data[k] for k in keys if k in self.data}
-
-    def keys(self, prefix):
-        return [k for k in self.data if k.startswith(prefix)]
-
-    def put(self, key, value):
-        self.data[key] = value
 
 
 @FUZZ

@@ -5,22 +5,7 @@ import json
 
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
-
-
-class FakeKv:
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-        self.multi_gets: list[list[str]] = []
-
-    def get(self, key):
-        return self.data.get(key)
-
-    def multi_get(self, keys):
-        self.multi_gets.append(keys)
-        return {k: self.data[k] for k in keys if k in self.data}
-
-    def put(self, key, value):
-        self.data[key] = value
+from tests.fakes import FakeKv
 
 
 def rank(r: int, entered: int, received_at: float = 100.0) -> dict:

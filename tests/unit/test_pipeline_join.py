@@ -13,6 +13,7 @@ from raytop.model.thresholds import Thresholds
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.rundir import train_run_name
 from raytop.wire import kv_keys
+from tests.fakes import FakeKv
 
 NODE = {"node_id": "n1", "address": "127.0.0.1", "alive": True, "is_head": True,
         "resources_total": {"CPU": 4.0}, "resources_available": {"CPU": 2.0},
@@ -43,20 +44,6 @@ class Gcs:
         pass
 
 
-class Kv:
-    def __init__(self, data: dict[str, bytes]) -> None:
-        self.data = data
-
-    def get(self, key):
-        return self.data.get(key)
-
-    def multi_get(self, keys):
-        return {k: self.data[k] for k in keys if k in self.data}
-
-    def keys(self, prefix):
-        return [k for k in self.data if k.startswith(prefix)]
-
-
 def test_one_collect_joins_the_run_to_its_trial_and_names_the_stall(tmp_path):
     now = time.time()
     run_name = train_run_name("exp", "t1")
@@ -68,7 +55,7 @@ def test_one_collect_joins_the_run_to_its_trial_and_names_the_stall(tmp_path):
     page = {"run_id": "r", "run_name": run_name, "attempt_id": "a", "world_size": 2,
             "placement_group_id": None, "first_seen_at": now - 60, "ranks": ranks}  # fmt: skip
     index = {"started_at": now - 100, "published_at": now, "pages": {"r.a": 1}}
-    kv = Kv({kv_keys.INDEX_KEY: json.dumps(index).encode(),
+    kv = FakeKv({kv_keys.INDEX_KEY: json.dumps(index).encode(),
              kv_keys.PAGE_PREFIX + "r.a": json.dumps(page).encode()})  # fmt: skip
     experiment = tmp_path / "exp"
     (experiment / ".raytop").mkdir()

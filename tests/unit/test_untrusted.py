@@ -15,6 +15,7 @@ from raytop.model import untrusted, untrusted_kv
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import LocalStorage, Storages
 from raytop.wire.kv_keys import TRIAL_PREFIX
+from tests.fakes import FakeKv
 
 RANK = {"rank": 0, "entered": 3, "exited": 3, "local_rank": 0, "node_rank": 0,
         "node_id": "n1", "pid": 11, "last_enter_at": 90.0, "last_exit_at": 90.5,
@@ -171,17 +172,6 @@ def test_a_home_that_is_a_file_or_missing_records_nothing_and_is_not_created(tmp
 class FakeGcs:
     def placement_groups(self):
         return []
-
-
-class FakeKv:
-    def __init__(self, data):
-        self.data = data
-
-    def keys(self, prefix):
-        return [k for k in self.data if k.startswith(prefix)]
-
-    def multi_get(self, keys):
-        return {k: self.data[k] for k in keys if k in self.data}
 
 
 def test_bad_trial_registrations_are_warnings_naming_the_key():

@@ -4,8 +4,8 @@ Click wiring only: each command turns its options into calls of the launch workf
 (``launch.workflow``), the pipeline and the faces (``faces``), and their refusals into
 one line and an exit code.
 
-Exit codes are in ``EXIT_CODES`` (shown by ``raytop --help``) and docs/schema.md; ``check``
-has its own (``raytop.diagnose.check``). Errors are one line on stderr, never a traceback:
+Exit codes are in ``faces.command_line.EXIT_CODES`` (``raytop --help``) and docs/schema.md;
+``check`` has its own (``raytop.diagnose.check``). Errors are one line on stderr, never a traceback:
 ``RaytopGroup`` is the one guard that turns what escapes a command into that line.
 
 The group's options (``GROUP_OPTIONS``) mean the same before or after the command name:
@@ -25,10 +25,12 @@ from raytop.diagnose.check import EXIT_CODES_HELP
 from raytop.faces import check as faces_check
 from raytop.faces.command_line import (
     EXIT_CLUSTER_START,
+    EXIT_CODES,
     EXIT_OK,
     EXIT_RUN_FAILED,
     EXIT_USAGE,
     GROUP_OPTIONS,
+    PLAN_EXIT_CODES,
     READ_ONLY_REFUSES,
     FiniteFloat,
     RaytopGroup,
@@ -48,23 +50,6 @@ from raytop.faces.text import follow, resume_preview_lines, say, status_text
 
 # Importable from here too: tests and the docs name them as the CLI's.
 __all__ = ["GROUP_OPTIONS", "READ_ONLY_REFUSES", "main", "status_text"]
-PLAN_EXIT_CODES = """Exit codes:
-  0   the sweep fits: every trial started can run
-  12  never placeable: a bundle or a worker group fits no node of the cluster
-  13  deadlock (trial drivers leave no room for any worker group) or under-utilised
-      (some started trials would wait, holding their driver bundle)
-  2   bad usage"""
-EXIT_CODES = """\b
-Exit codes:
-  0  success (run --no-tui: every trial TERMINATED)
-  1  run --no-tui: the experiment ended with trials not TERMINATED, or an error finding;
-     an internal error (RAYTOP_DEBUG=1 shows its traceback)
-  2  bad usage or input: spec errors, a bad option value, unreachable --address,
-     refused under --read-only, a file that cannot be read or written, no terminal
-  3  the embedded cluster could not be started
-  12/13  run: refused by the capacity plan (see raytop plan --help); --force overrides
-  (raytop check has its own codes: raytop check --help)"""
-
 info = say  # what raytop says about itself: one ``raytop: …`` line on stderr
 
 
@@ -389,6 +374,18 @@ def plan(spec: str, cluster: str, address: str | None, **_group) -> None:
         _launch_error(exc)
     click.echo("\n".join(describe(sweep)))
     sys.exit(sweep.exit_code)
+
+
+@main.command()
+@group_options
+def themes(**_group) -> None:
+    """List raytop's themes: the built-in ones and your own (reads only)."""
+    from raytop.tui.theming import theme_listing
+
+    lines, problems = theme_listing()
+    click.echo("\n".join(lines))
+    for problem in problems:
+        info(f"warning: {problem}")
 
 
 @main.command()

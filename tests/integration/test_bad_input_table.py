@@ -343,6 +343,13 @@ def symlink_loop(rel: str, *removed: str):
     return setup
 
 
+def user_theme(tmp: Path, content: str | bytes) -> None:
+    folder = tmp / "config" / "raytop" / "themes"
+    folder.mkdir(parents=True)
+    path = folder / "bad.toml"
+    path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+
+
 def binary_spec(tmp: Path) -> None:
     spec()(tmp)
     (tmp / "spec.toml").write_bytes(BINARY)
@@ -1324,6 +1331,24 @@ CASES: list[Case] = [
         r"experiments\.json",
         home_json("experiments.json", '[{{"name": "exp", "pa'),
         kind=WARNING,
+    ),
+    Case(
+        "themes: a user theme file of a wrong type",
+        ("themes",),
+        0,
+        r"bad\.toml: dark: 'yes' is not a boolean",
+        lambda tmp: user_theme(tmp, 'name = "bad"\nprimary = "#123456"\ndark = "yes"\n'),
+        kind=WARNING,
+        env={"XDG_CONFIG_HOME": "{tmp}/config"},
+    ),
+    Case(
+        "themes: a user theme file of binary bytes",
+        ("themes",),
+        0,
+        r"bad\.toml: unreadable",
+        lambda tmp: user_theme(tmp, BINARY),
+        kind=WARNING,
+        env={"XDG_CONFIG_HOME": "{tmp}/config"},
     ),
     Case(
         "teardown: experiments.json truncated",

@@ -20,7 +20,7 @@ import raytop.launch.cluster
 import raytop.model.thresholds
 from raytop.cli import GROUP_OPTIONS, READ_ONLY_REFUSES, main
 
-COMMANDS = ("", "run", "plan", "status", "check", "resume", "stop", "down")
+COMMANDS = ("", "run", "plan", "status", "check", "resume", "stop", "down", "themes")
 POSITIONS = ("before", "after")
 UNREACHABLE = "127.0.0.1:1"
 TRIALS = [f"a91c3_{i:05d}" for i in range(7)]
@@ -57,6 +57,7 @@ def argv_of(command: str, where: dict[str, Path]) -> list[str]:
         "resume": ["resume", str(where["experiment"]), "--yes"],
         "stop": ["stop", str(where["experiment"]), "--yes"],
         "down": ["down"],
+        "themes": ["themes"],
     }[command]
 
 

@@ -520,3 +520,10 @@ class FakeResumeControls:
     def resume(self, experiment_path: str, errored: str) -> str:
         self._record("resume", experiment_path, errored)
         return f"resumed '{experiment_path.rsplit('/', 1)[-1]}' (driver pid 5151)"
+
+
+@pytest.fixture(autouse=True)
+def no_user_themes(tmp_path_factory, monkeypatch):
+    """The look tests see raytop's built-in themes only, whatever this machine's user has
+    in ~/.config/raytop/themes (a test that wants user themes sets its own folder)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))

@@ -13,6 +13,8 @@ from raytop.tui.theming import (
     ThemeFileError,
     builtin_theme_files,
     load_theme_file,
+    next_theme,
+    theme_listing,
     themes_dir,
 )
 from raytop.tui.widgets.trial_table import TrialTable
@@ -84,6 +86,13 @@ async def test_unknown_theme_falls_back_to_the_default(make_app) -> None:
         ('name = "x"\nprimary = "not-a-colour"\n', "primary"),
         ('primary = "#123456"\n', "required"),
         ("name = \n", "x.toml"),
+        ('name = "x"\nprimary = "#123456"\ndark = "yes"\n', "x.toml: dark: 'yes' is not a boolean"),
+        ('name = "x"\nprimary = "#123456"\ntext_alpha = "a"\n', "text_alpha"),
+        (
+            'name = "x"\nprimary = "#123456"\n[variables]\ntrial-error = "nope"\n',
+            "variables.trial-error",
+        ),
+        ('name = "x"\nprimary = "#123456"\nvariables = 3\n', "variables: expected a table"),
     ],
 )
 def test_bad_theme_files_are_rejected_with_their_name(tmp_path: Path, text, problem) -> None:
@@ -91,3 +100,54 @@ def test_bad_theme_files_are_rejected_with_their_name(tmp_path: Path, text, prob
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ThemeFileError, match=problem):
         load_theme_file(path)
+
+
+def test_four_themes_ship_dark_light_high_contrast_and_monochrome() -> None:
+    names = {load_theme_file(p).name for p in THEME_FILES}
+    assert {"raytop-dark", "raytop-light", "raytop-high-contrast", "raytop-mono"} <= names
+    mono = load_theme_file(themes_dir() / "raytop-mono.toml")
+    colours = [mono.primary, mono.secondary, mono.accent, mono.foreground, mono.background,
+               mono.surface, mono.panel, mono.warning, mono.error, mono.success,
+               *mono.variables.values()]  # fmt: skip
+    for colour in colours:  # greys only: it needs no colour to be read
+        r, g, b = Color.parse(colour).rgb
+        assert r == g == b, colour
+
+
+@pytest.fixture
+def user_themes(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    folder = tmp_path / "raytop" / "themes"
+    folder.mkdir(parents=True)
+    (folder / "mine.toml").write_text('name = "mine"\nprimary = "#123456"\ndark = false\n')
+    (folder / "broken.toml").write_text('name = "broken"\nprimary = "#123456"\ndark = 1\n')
+    return folder
+
+
+def test_user_themes_are_listed_and_a_bad_one_is_one_line(user_themes) -> None:
+    lines, problems = theme_listing()
+    assert any(line.startswith("mine") and str(user_themes / "mine.toml") in line
+               for line in lines)  # fmt: skip
+    assert any("raytop-dark" in line and "(default)" in line for line in lines)
+    (problem,) = problems
+    assert str(user_themes / "broken.toml") in problem and "dark" in problem
+    assert "\n" not in problem
+
+
+async def test_c_cycles_raytops_themes_including_the_users(make_app, sweep, user_themes) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, sweep)
+        seen = [app.theme]
+        for _ in range(5):
+            await pilot.press("c")
+            await pilot.pause()
+            seen.append(app.theme)
+        assert seen[0] == DEFAULT_THEME and "mine" in seen and len(set(seen)) == 5
+        assert seen[5] == seen[0]  # around and back to the start
+
+
+def test_next_theme_wraps_and_starts_from_the_first() -> None:
+    assert next_theme(["a", "b"], "b") == "a"
+    assert next_theme(["a", "b"], "nord") == "a"
+    assert next_theme([], "x") == "x"

@@ -22,6 +22,24 @@ from raytop.model.format import one_line
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
 
+# What `raytop --help` and `raytop plan --help` say of their exit codes.
+PLAN_EXIT_CODES = """Exit codes:
+  0   the sweep fits: every trial started can run
+  12  never placeable: a bundle or a worker group fits no node of the cluster
+  13  deadlock (trial drivers leave no room for any worker group) or under-utilised
+      (some started trials would wait, holding their driver bundle)
+  2   bad usage"""
+EXIT_CODES = """\b
+Exit codes:
+  0  success (run --no-tui: every trial TERMINATED)
+  1  run --no-tui: the experiment ended with trials not TERMINATED, or an error finding;
+     an internal error (RAYTOP_DEBUG=1 shows its traceback)
+  2  bad usage or input: spec errors, a bad option value, unreachable --address,
+     refused under --read-only, a file that cannot be read or written, no terminal
+  3  the embedded cluster could not be started
+  12/13  run: refused by the capacity plan (see raytop plan --help); --force overrides
+  (raytop check has its own codes: raytop check --help)"""
+
 
 class RaytopGroup(click.Group):
     """The one top-level guard: whatever escapes a command becomes one line on stderr.

@@ -23,7 +23,7 @@ from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.help import HelpScreen
 from raytop.tui.screens.overview import OverviewScreen
 from raytop.tui.state import ViewState
-from raytop.tui.theming import DEFAULT_THEME, install_themes, variable_defaults
+from raytop.tui.theming import DEFAULT_THEME, install_themes, next_theme, variable_defaults
 
 MAX_BACKOFF_S = 30.0
 _WAKE_CHECK_S = 0.1  # how often a sleeping poller checks for "refresh now"
@@ -63,6 +63,7 @@ class RaytopApp(App[None]):
             tooltip="Close raytop; the Ray run is not affected.",
         ),
         Binding("r", "refresh_now", "Refresh", id="raytop.refresh"),
+        Binding("c", "cycle_theme", "Colours: next theme", show=False, id="raytop.theme"),
         Binding("question_mark", "help", "Help", key_display="?", id="raytop.help"),
     ]
 
@@ -87,6 +88,7 @@ class RaytopApp(App[None]):
         self.state = ViewState()
         self._autostart = autostart
         self._requested_theme = theme
+        self._theme_names: list[str] = []  # raytop's themes, in the order `c` cycles them
         self._refresh_now = threading.Event()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -108,7 +110,7 @@ class RaytopApp(App[None]):
         return variable_defaults(self.current_theme)
 
     def on_mount(self) -> None:
-        problems = install_themes(self, self._requested_theme)
+        self._theme_names, problems = install_themes(self, self._requested_theme)
         if problems:
             self.notify("\n".join(problems), title="Themes", severity="error")
         if self._autostart:
@@ -166,6 +168,11 @@ class RaytopApp(App[None]):
             if isinstance(screen, SnapshotScreen):
                 screen.show(state)
 
+    def action_cycle_theme(self) -> None:
+        """The next of raytop's themes (``raytop themes`` lists them), said in a notice."""
+        self.theme = next_theme(self._theme_names, self.theme)
+        self.notify(f"theme {self.theme}", timeout=2)
+
     def action_refresh_now(self) -> None:
         """Poll now instead of at the next tick (and start polling if it wasn't)."""
         self._refresh_now.set()
@@ -173,7 +180,8 @@ class RaytopApp(App[None]):
 
     def action_help(self) -> None:
         keys: dict[str, str] = {}
-        help_only = getattr(self.screen, "HELP_ONLY", frozenset())  # not in the footer
+        # Keys listed in help though not in the footer: the screen's own, and the app's `c`.
+        help_only = getattr(self.screen, "HELP_ONLY", frozenset()) | {"raytop.theme"}
         for active in self.screen.active_bindings.values():
             binding = active.binding
             listed = binding.show or binding.id in help_only

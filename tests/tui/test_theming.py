@@ -151,3 +151,12 @@ def test_next_theme_wraps_and_starts_from_the_first() -> None:
     assert next_theme(["a", "b"], "b") == "a"
     assert next_theme(["a", "b"], "nord") == "a"
     assert next_theme([], "x") == "x"
+
+
+def test_an_oversized_theme_file_is_not_read(tmp_path: Path) -> None:
+    from raytop.tui.theming import MAX_THEME_BYTES
+
+    path = tmp_path / "huge.toml"
+    path.write_text('name = "x"\nprimary = "#123456"\n' + "#" * MAX_THEME_BYTES)
+    with pytest.raises(ThemeFileError, match="huge.toml: over"):
+        load_theme_file(path)

@@ -25,6 +25,7 @@ DEFAULT_THEME = "raytop-dark"
 _THEME_KEYS = {f.name for f in dataclasses.fields(Theme)} - {"variables"}
 _NON_COLOR_KEYS = {"name", "dark", "luminosity_spread", "text_alpha", "ansi"}
 _META_KEYS = {"author", "description", "homepage"}
+MAX_THEME_BYTES = 64 * 1024  # a theme is a few hundred bytes; a user folder is not trusted
 _KIND = {"name": "string", "dark": "boolean", "luminosity_spread": "number",
          "text_alpha": "number", "ansi": "boolean"}  # fmt: skip
 
@@ -54,6 +55,8 @@ def themes_dir() -> Traversable:
 def load_theme_file(path: Traversable) -> Theme:
     """Parse one theme file, failing with the file's name rather than deep in the CSS."""
     try:
+        if isinstance(path, Path) and path.stat().st_size > MAX_THEME_BYTES:
+            raise ThemeFileError(f"{path.name}: over {MAX_THEME_BYTES:,} bytes: not read")
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ThemeFileError(f"{path.name}: {exc}") from exc

@@ -14,6 +14,7 @@ import pytest
 
 from raytop.jsonfile import write_json_atomic
 from raytop.model import ExperimentStatus
+from raytop.sources.storage import Storages
 from raytop.sources.tune_dir import ExperimentReader
 
 
@@ -171,3 +172,35 @@ def test_state_outcomes_ok_missing_and_incomplete(tmp_path):
     exp = ExperimentReader(str(folder)).read(require_state=True)
     assert exp.state_read == "incomplete" and "t2" in exp.state_reason
     assert ExperimentReader(str(folder)).read().state_read == "unknown"  # not asked for
+
+
+def test_the_drivers_last_table_is_read_when_it_ends_before_the_watch_says_so(tmp_path):
+    # The driver writes its final trials.json, then exit.json, and ends. The folder's watch
+    # reports changes after a debounce; a read in between must not pair "driver ended" with
+    # the table from before its last write (that read as INTERRUPTED a run that finished).
+    rdir = tmp_path / "exp" / ".raytop"
+    fake_driver = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "raytop.launch.driver", str(rdir)]
+    )
+    cmdline = Path(f"/proc/{fake_driver.pid}/cmdline")
+    for _ in range(100):
+        if b"raytop.launch.driver" in cmdline.read_bytes():
+            break
+        time.sleep(0.05)
+    try:
+        started = psutil.Process(fake_driver.pid).create_time()
+        launched(tmp_path, fake_driver.pid, [trial_row("t1", "RUNNING", 0.5)], started)
+        reader = ExperimentReader(str(tmp_path / "exp"), storages=Storages(watch=True))
+        deadline = time.monotonic() + 10
+        while not reader._storage.watching and time.monotonic() < deadline:
+            time.sleep(0.05)  # the watch yields once before its copies are trusted
+        assert reader._storage.watching, "the folder's watch did not start"
+        assert reader.read().status == ExperimentStatus.RUNNING
+        write_json_atomic(rdir / "trials.json", {"trials": [trial_row("t1", "TERMINATED", 0.4)]})
+        write_json_atomic(rdir / "exit.json", {"code": 0})
+        exp = reader.read()
+        assert (exp.driver_alive, exp.status) == (False, ExperimentStatus.FINISHED)
+        assert exp.trials[0].metrics == {"loss": 0.4}
+    finally:
+        fake_driver.kill()
+        fake_driver.wait()

@@ -152,6 +152,13 @@ class Storage:
             self._files[rel] = (read_at, good, warning)
         return good, warning
 
+    def forget(self, rel: str) -> None:
+        """Read ``rel`` again next time, whatever the watch says: for a moment when the
+        file is known to have just changed (the driver's last write before it ended) and a
+        change event may still be on its way."""
+        with self._lock:
+            self._files.pop(rel, None)
+
     def listing(self, rel: str = "") -> list[Entry] | None:
         """The entries of a folder under the root (None: absent or unlistable)."""
         with self._lock:

@@ -58,6 +58,9 @@ class ExperimentReader:
         self._parsed: tuple[Any, list[Trial], list[str]] | None = None
         # How Tune's state read the last time: (one of the STATE_* values, reason or None).
         self.state: tuple[str, str | None] = (STATE_UNKNOWN, None)
+        # The driver's liveness at the last read: when it turns to ended, the probe's
+        # table is read afresh (its last write came just before exit.json).
+        self._alive_before: bool | None = None
         if self.raytop_dir is not None:
             # Inside a local experiment folder it shares that watch; else it gets its own.
             self._storages.locate(str(self.raytop_dir))
@@ -126,6 +129,10 @@ class ExperimentReader:
             check = check_driver(self.raytop_dir)
             pid, alive, driver_problem = check.pid, check.alive, check.record_problem
         info = info if isinstance(info, dict) else {}
+        if alive is False and self._alive_before is not False and self.raytop_dir is not None:
+            storage, rel = self._storages.locate(str(self.raytop_dir / "trials.json"))
+            storage.forget(rel)
+        self._alive_before = alive
         stopped = alive is False and (self.raytop_dir / STOP_MARKER).exists()
         if stopped:  # a user stop: Tune's saved state says which trials are unfinished
             trials, warnings = self._trials_from_tune_state()

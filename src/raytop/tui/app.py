@@ -18,6 +18,7 @@ from textual.binding import Binding
 from raytop.model import Snapshot
 from raytop.model.ports import Collector
 from raytop.tui.controls import Controls
+from raytop.tui.glyphs import ASCII, UNICODE, Glyphs
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.help import HelpScreen
@@ -76,6 +77,7 @@ class RaytopApp(App[None]):
         read_only: bool = False,
         theme: str = DEFAULT_THEME,
         controls: Controls | None = None,
+        ascii_only: bool = False,
     ) -> None:
         super().__init__()
         self.collector: Collector = collector
@@ -86,6 +88,8 @@ class RaytopApp(App[None]):
         # Wall clock for "updated Ns ago"; tests replace it to freeze the display.
         self.clock = time.time
         self.state = ViewState()
+        # ``--ascii``: pictures in plain ASCII (``tui.glyphs``), for terminals without blocks.
+        self.glyphs: Glyphs = ASCII if ascii_only else UNICODE
         self._autostart = autostart
         self._requested_theme = theme
         self._theme_names: list[str] = []  # raytop's themes, in the order `c` cycles them

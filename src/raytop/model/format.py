@@ -21,6 +21,11 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{secs}s"
 
 
+def plural(count: int, word: str) -> str:
+    """``1 trial``, ``2 trials``, ``0 trials``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def fmt_value(value: Any) -> str:
     """A metric or config value in at most ~10 characters."""
     if value is None:

@@ -200,6 +200,7 @@ class PlacementGroup:
     owner_kind: str = "other"
     owner: str | None = None  # trial id, or Train run name (or creator job)
     experiment: str | None = None
+    trial_id: str | None = None  # the Tune trial it serves: its own group or its Train run's
     leaked: bool = False
     why_pending: str | None = None  # one sentence, for a group that is not placed
 

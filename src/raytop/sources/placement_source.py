@@ -70,7 +70,7 @@ class PlacementReader:
         trials = self._registrations()
         by_pg = {t["pg_id"]: t for t in trials.values() if t.get("pg_id")}
         actor_at = {a["address"]: actor_id for actor_id, a in actors.items()}
-        run_of_pg = {r.placement_group_id: r.run_name for r in runs if r.placement_group_id}
+        run_of_pg = {r.placement_group_id: r for r in runs if r.placement_group_id}
         experiment_of_job = {e.job_id: e.name for e in experiments if e.job_id}
         groups = [self._labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg,
                                  experiment_of_job) for g in raw]  # fmt: skip
@@ -81,18 +81,21 @@ class PlacementReader:
     @staticmethod
     def _labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg, experiment_of_job):
         kind, owner, experiment = "other", None, experiment_of_job.get(g["creator_job_id"])
+        trial_id = None
         creator = actors.get(g["creator_actor_id"])
         if g["pg_id"] in by_pg:
             record = by_pg[g["pg_id"]]
             kind, owner, experiment = "trial", record["trial_id"], record["experiment"]
+            trial_id = record["trial_id"]
         elif g["pg_id"] in run_of_pg:
-            kind, owner = "train_run", run_of_pg[g["pg_id"]]
+            run = run_of_pg[g["pg_id"]]
+            kind, owner, trial_id = "train_run", run.run_name, run.trial_id
         elif creator is not None and creator["class_name"] == "TrainController":
             record = trials.get(actor_at.get(creator["owner"], ""))
             kind = "train_run"
             if record:  # the raytop trainable names runs <experiment>-<trial id>
                 owner = train_run_name(record["experiment"], record["trial_id"])
-                experiment = record["experiment"]
+                experiment, trial_id = record["experiment"], record["trial_id"]
         elif experiment is not None and creator is None:
             kind = "pending_trial"
         if owner is None and kind == "other":
@@ -110,6 +113,7 @@ class PlacementReader:
             owner_kind=kind,
             owner=owner,
             experiment=experiment,
+            trial_id=trial_id,
             leaked=g["creator_dead"] and not g["detached"],
         )
 

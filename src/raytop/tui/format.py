@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.content import Content
+
 _UNITS = ("K", "M", "G", "T", "P")
 
 
@@ -26,3 +28,32 @@ def fmt_seconds(s: float | None) -> str:
     if s is None:
         return "-"
     return f"{s:.1f}s" if s < 999.95 else f"{s:.0f}s"
+
+
+def fit_words(line: Content, width: int, ellipsis: str) -> Content:
+    """``line`` cut to ``width`` cells at a word boundary, with ``ellipsis``: a panel line
+    never wraps (the panels are budgeted in lines) and never ends mid-word."""
+    if line.cell_length <= width:
+        return line
+    cut = line.plain.rfind(" ", 0, max(0, width - len(ellipsis)) + 1)
+    cut = cut if cut > 0 else max(0, width - len(ellipsis))
+    return Content.assemble(line[:cut].rstrip(), ellipsis)
+
+
+def wrap_words(
+    line: Content, width: int, lines: int, ellipsis: str, indent: int = 2
+) -> list[Content]:
+    """``line`` folded at word boundaries into at most ``lines`` lines of ``width`` cells
+    (the later ones indented), the last cut with ``ellipsis`` if it still does not fit."""
+    out: list[Content] = []
+    rest = line
+    while rest.cell_length > width and len(out) + 1 < lines:
+        cut = rest.plain.rfind(" ", 0, width + 1)
+        if cut <= indent:
+            break
+        out.append(rest[:cut].rstrip())
+        tail = rest[cut:]
+        tail = tail[len(tail.plain) - len(tail.plain.lstrip(" ")) :]
+        rest = Content.assemble(" " * indent, tail)
+    out.append(fit_words(rest, width, ellipsis))
+    return out

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Container, Vertical
 from textual.widgets import DataTable, Footer, Static
 
 from raytop.model import Experiment, TrainRun, Trial
+from raytop.model.dashboard import PhaseClock, groups_of, run_phase
 from raytop.model.format import one_line
 from raytop.model.paths import split_path
 from raytop.model.ports import Collector
@@ -31,14 +33,24 @@ from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.confirm import ConfirmModal
 from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.resume import ResumeScreen
-from raytop.tui.screens.run import RunScreen
+from raytop.tui.screens.run import RunScreen, run_findings
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.experiment_header import ExperimentHeader
-from raytop.tui.widgets.findings_list import FindingsList
-from raytop.tui.widgets.stall_banner import StallLine
+from raytop.tui.widgets.findings_list import FindingsList, shown_lines
+from raytop.tui.widgets.run_dashboard import RunDashboard
+from raytop.tui.widgets.stall_banner import (
+    STALL,
+    StallLine,
+    describe_stall_line,
+    missing_ranks,
+    stalls,
+)
 from raytop.tui.widgets.trial_table import TrialTable
 
+# From this width on the dashboard stands beside the trials, not under them.
+WIDE_COLUMNS = 140
+MIN_TRIAL_ROWS = 4  # rows the trials table keeps when the dashboard sits under it
 NO_LEDGER = "no report ledger for this trial yet (is the ReportProbe installed?)"
 STOP_IDS = frozenset({"raytop.stop-experiment", "raytop.stop-trial"})
 READ_ONLY = "read-only: stopping is disabled"
@@ -115,6 +127,7 @@ class OverviewScreen(SnapshotScreen):
         self._controls = controls
         self._resume_screen: ResumeScreen | None = None  # one for the session, see u
         self._stopping: set[str] = set()  # targets whose stop is in flight
+        self._phase_clock = PhaseClock()  # how long each trial's run is in its phase
         self._stop_refusal = READ_ONLY if read_only else NO_CONTROLS if controls is None else None
         if self._stop_refusal is not None:
             mark_bindings(self, STOP_IDS, "read-only" if read_only else "no controls")
@@ -123,10 +136,18 @@ class OverviewScreen(SnapshotScreen):
         yield ClusterBar()
         yield StallLine()
         yield ExperimentHeader()
-        yield TrialTable()
-        yield Static(id="pending-reason")
+        with Container(id="overview-body"):
+            with Vertical(id="trials-column"):
+                yield TrialTable()
+                yield Static(id="pending-reason")
+            yield RunDashboard()
         yield FindingsList()
         yield Footer()
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width >= WIDE_COLUMNS, "-wide")
+        if self.is_current:
+            self._redraw()
 
     def action_next_experiment(self) -> None:
         experiments = self._experiments()
@@ -194,6 +215,7 @@ class OverviewScreen(SnapshotScreen):
     @on(DataTable.RowHighlighted, "TrialTable")
     def _trial_highlighted(self) -> None:
         self._show_pending_reason()
+        self._show_dashboard()
         self.refresh_bindings()  # "stop trial" depends on the highlighted trial
 
     # -- stops --------------------------------------------------------------------------
@@ -346,7 +368,44 @@ class OverviewScreen(SnapshotScreen):
         self._show_pending_reason()
         body = state.body
         self.query_one(FindingsList).show(body.findings if body else ())
+        self._show_dashboard()
         self.refresh_bindings()
+
+    def _show_dashboard(self) -> None:
+        """The highlighted trial's run, in the lines the rest of the screen leaves."""
+        experiment = self._experiment()
+        trial = self._highlighted_trial()
+        dashboard = self.query_one(RunDashboard)
+        if experiment is None or trial is None:
+            dashboard.show(None, None, (), None, "", lines=0)
+            return
+        run = self._run_of(trial.trial_id)
+        snapshot = self._state.cluster_snapshot
+        groups = groups_of(trial, run, snapshot.placement_groups if snapshot else ())
+        phase = run_phase(trial, run, groups)
+        now = self._state.latest.taken_at if self._state.latest else self._clock()
+        since = self._phase_clock.seen(f"{experiment.name}/{trial.trial_id}", phase.name, now)
+        found = run_findings(self._state.body, run, (STALL,)) if run else []
+        dashboard.show(
+            trial, run, groups, phase, since, lines=self._dashboard_lines(experiment),
+            stalled=missing_ranks(found[0] if found else None),
+        )  # fmt: skip
+
+    def _dashboard_lines(self, experiment: Experiment) -> int:
+        """The screen's height less every other panel's (and, when the dashboard is
+        under the trials, the trials' first rows): the lines the dashboard may use."""
+        state = self._state
+        findings = state.body.findings if state.body else ()
+        used = 1 + (state.problem is not None)  # cluster line, its banner
+        width = max(1, self.size.width - 2)
+        stall_text = describe_stall_line(stalls(findings)).plain.splitlines()
+        used += sum(-(-len(line) // width) for line in stall_text)  # wrapped lines
+        used += 2 + len(experiment.warnings)  # experiment header
+        used += shown_lines(findings) + 1  # findings (with their rule) and the footer
+        used += bool(self.query_one("#pending-reason", Static).display)
+        if not self.has_class("-wide"):  # trials' header and rows, the dashboard's rule
+            used += 1 + min(len(experiment.trials), MIN_TRIAL_ROWS) + 1
+        return max(0, self.size.height - used)
 
     def _show_age(self) -> None:
         self.query_one(ClusterBar).show_age(self._age_text())

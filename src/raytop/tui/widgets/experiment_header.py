@@ -6,6 +6,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from raytop.model import Experiment, ExperimentStatus
+from raytop.model.format import plural
 
 _STATUS_STYLE = {
     ExperimentStatus.RUNNING: "bold $primary",
@@ -35,7 +36,10 @@ def describe_experiment(experiment: Experiment, position: int, count: int) -> Co
     counts = experiment.status_counts()
     ordered = [s for s in _COUNT_ORDER if s in counts] + sorted(counts.keys() - set(_COUNT_ORDER))
     tally = " · ".join(f"{counts[s]} {s}" for s in ordered) or "no trials yet"
-    lines = [Content.assemble(*first), Content(f"{len(experiment.trials)} trials: {tally}")]
+    lines = [
+        Content.assemble(*first),
+        Content(f"{plural(len(experiment.trials), 'trial')}: {tally}"),
+    ]
     lines += [Content.styled(f"⚠ {w}", "$text-warning") for w in experiment.warnings]
     return Content("\n").join(lines)
 

@@ -8,6 +8,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from raytop.model import Finding, Severity
+from raytop.tui.format import fit_words
+from raytop.tui.glyphs import glyphs_of
 
 _MAX_SHOWN = 4
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -20,7 +22,10 @@ _STYLE = {
 }
 
 
-def describe_findings(findings: Sequence[Finding]) -> Content:
+def describe_findings(
+    findings: Sequence[Finding], width: int | None = None, ellipsis: str = "…"
+) -> Content:
+    """Worst first, a line each, cut at a word when wider than ``width``."""
     ordered = sorted(findings, key=_urgency)
     lines = [
         Content.assemble(
@@ -32,9 +37,18 @@ def describe_findings(findings: Sequence[Finding]) -> Content:
         )
         for f in ordered[:_MAX_SHOWN]
     ]
+    if width is not None:
+        lines = [fit_words(line, width, ellipsis) for line in lines]
     if len(ordered) > _MAX_SHOWN:
         lines.append(Content.styled(f"… and {len(ordered) - _MAX_SHOWN} more", "$text-muted"))
     return Content("\n").join(lines)
+
+
+def shown_lines(findings: Sequence[Finding]) -> int:
+    """How many lines the list takes: its rule, the findings shown, the "more" line."""
+    if not findings:
+        return 0
+    return 1 + min(len(findings), _MAX_SHOWN) + (len(findings) > _MAX_SHOWN)
 
 
 def _urgency(finding: Finding) -> tuple[int, int]:
@@ -48,4 +62,5 @@ class FindingsList(Static):
     def show(self, findings: Sequence[Finding]) -> None:
         self.display = bool(findings)
         self.border_title = f"findings ({len(findings)})"
-        self.update(describe_findings(findings))
+        width = (self.size.width or self.app.size.width) - 2  # padding
+        self.update(describe_findings(findings, width, glyphs_of(self).ellipsis))

@@ -1,0 +1,255 @@
+"""The overview's dashboard: one trial's Train run at a glance, beside or under the trials.
+
+Four panels, in the order they are given room when lines are short: the run's phase (and
+for how long), the rank strip (every rank's report count, or a histogram with the
+laggards named), its latest checkpoints, and where its bundles are. What each panel says
+is decided in ``raytop.model.dashboard``; this widget paints it in the lines it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from raytop.model import PlacementGroup, TrainRun, Trial
+from raytop.model.dashboard import (
+    ERRORED,
+    FINISHED,
+    PAUSED,
+    SCHEDULING,
+    STARTING,
+    TRAINING,
+    WAITING,
+    Phase,
+    RankCell,
+    RankStrip,
+    bundle_places,
+    latest_checkpoints,
+    rank_cells,
+    rank_strip,
+)
+from raytop.model.format import fmt_duration
+from raytop.tui.format import fit_words, fmt_bytes, wrap_words
+from raytop.tui.glyphs import glyphs_of
+from raytop.tui.widgets.checkpoint_table import TONES, fmt_mode, state_label
+
+_PHASE_STYLE = {
+    WAITING: "bold $text-muted",
+    SCHEDULING: "bold $text-warning",
+    STARTING: "bold $text-warning",
+    TRAINING: "bold $text-success",
+    PAUSED: "bold $text-muted",
+    FINISHED: "bold $text-primary",
+    ERRORED: "bold $text-error",
+}
+_RANK_STYLE = {
+    "training": "$text-success",
+    "waiting": "$text-warning",
+    "behind": "bold $text-warning",
+    "silent": "bold $text-error",
+    "dead": "bold $text-error",
+    "done": "$text-muted",
+}
+_TONE_STYLE = {"ok": "$text-success", "warn": "$text-warning", "error": "bold $text-error"}
+_LABEL_WIDTH = 7  # "ranks  ", "ckpts  ", "place  "
+
+
+def describe_phase(trial: Trial, run: TrainRun | None, phase: Phase, since: str) -> Content:
+    """``t2 · training for 1m02s · report 12 · 2 rank(s)``."""
+    # raytop's runs are named <experiment>-<trial id>: then the trial id says it all.
+    named = run is not None and trial.trial_id not in run.run_name
+    who = f"{trial.trial_id} · {run.run_name}" if named and run else trial.trial_id
+    attempt = f" · attempt {run.attempt_index}" if run and run.attempt_index > 1 else ""
+    return Content.assemble(
+        Content.styled(who, "bold"),
+        "  ",
+        Content.styled(phase.name, _PHASE_STYLE.get(phase.name, "bold")),
+        f" {since} · {phase.detail}{attempt}",
+    )
+
+
+def _label(text: str) -> Content:
+    return Content.styled(f"{text:<{_LABEL_WIDTH}}", "$text-muted")
+
+
+def _rank_cell(cell: RankCell, width: int) -> Content:
+    style = "bold reverse $text-error" if cell.stalled else _RANK_STYLE.get(cell.state, "")
+    return Content.styled(f"{cell.text:<{width}}", style)
+
+
+def describe_ranks(strip: RankStrip, width: int, spark: str) -> list[Content]:
+    """The strip's lines: cells in rows, or a histogram and the laggards."""
+    if strip.cells:
+        per_line = max(1, (width - _LABEL_WIDTH) // strip.cell_width)
+        lines = []
+        for start in range(0, len(strip.cells), per_line):
+            row = strip.cells[start : start + per_line]
+            label = _label("ranks" if start == 0 else "")
+            lines.append(Content.assemble(label, *(_rank_cell(c, strip.cell_width) for c in row)))
+        return lines
+    lines = []
+    bar_room = max(4, min(30, width - _LABEL_WIDTH - 24))
+    for i, bar in enumerate(strip.bars):
+        blocks = spark[-1] * max(1, round(bar.share * bar_room))
+        lines.append(Content.assemble(
+            _label("ranks" if i == 0 else ""),
+            f"{bar.reports:>6} reports ",
+            Content.styled(f"{blocks:<{bar_room}}", "$text-accent"),
+            f" {bar.ranks} rank{'s' if bar.ranks != 1 else ''}",
+        ))  # fmt: skip
+    if strip.laggards or strip.more_laggards:
+        more = f" +{strip.more_laggards} more" if strip.more_laggards else ""
+        cells = (_rank_cell(c, strip.cell_width) for c in strip.laggards)
+        lines.append(Content.assemble(_label("look"), *cells, more))
+    return lines
+
+
+def describe_checkpoints(run: TrainRun, count: int) -> list[Content]:
+    """``ckpts  #12 committed 1.2M SYNC  #13 uploading 3.1M ASYNC``: newest first."""
+    shown = latest_checkpoints(run, count)
+    if not shown:
+        return [Content.assemble(_label("ckpts"), Content.styled("none yet", "$text-muted"))]
+    parts: list[Content | str] = [_label("ckpts")]
+    for c in shown:
+        index = "?" if c.report_index is None else str(c.report_index)
+        tone = _TONE_STYLE.get(TONES.get(c.state, ""), "")
+        parts += [
+            f"#{index} ",
+            Content.styled(state_label(c.state), tone),
+            f" {fmt_bytes(c.bytes)} {fmt_mode(c)}  ",
+        ]
+    return [Content.assemble(*parts)]
+
+
+def describe_placement(
+    groups: Sequence[PlacementGroup], run: TrainRun | None, arrow: str
+) -> list[Content]:
+    """``place  b0→a3f9c2d1 GPU 0  b1→a3f9c2d1 GPU 1``; unplaced bundles say so."""
+    places = bundle_places(groups, run)
+    if not places:
+        return []
+    parts: list[Content | str] = [_label("place")]
+    for index, node, gpus in places:
+        if node is None:
+            parts += [f"b{index}{arrow}", Content.styled("unplaced", "$text-warning"), "  "]
+        else:
+            gpu = f" GPU {','.join(gpus)}" if gpus else ""
+            parts.append(f"b{index}{arrow}{node[:8]}{gpu}  ")
+    return [Content.assemble(*parts)]
+
+
+def describe_rank_rows(cells: Sequence[RankCell]) -> list[Content]:
+    """The tall form: a header, then a line per rank with its report rate."""
+    head = f"{'rank':>6} {'reports':>7} {'behind':>6} {'last rep':>8} {'rate/min':>8}  state"
+    lines = [Content.styled(head, "$text-muted")]
+    for c in cells:
+        rate = "-" if c.rate_per_min is None else f"{c.rate_per_min:.1f}"
+        style = "bold reverse $text-error" if c.stalled else _RANK_STYLE.get(c.state, "")
+        lines.append(Content.assemble(
+            f"{'r' + str(c.rank):>6} {c.reports:>7} {c.behind or '':>6} "
+            f"{fmt_duration(c.age_s):>8} {rate:>8}  ",
+            Content.styled("stalled" if c.stalled else c.state, style),
+        ))  # fmt: skip
+    return lines
+
+
+def describe_checkpoint_rows(run: TrainRun, count: int) -> list[Content]:
+    """The tall form: a line per checkpoint, newest first."""
+    lines = [Content.styled("checkpoints (newest first)", "$text-muted")]
+    for c in latest_checkpoints(run, count):
+        index = "?" if c.report_index is None else str(c.report_index)
+        tone = _TONE_STYLE.get(TONES.get(c.state, ""), "")
+        took = "" if c.upload_s is None else f" {c.upload_s:.1f}s"
+        lines.append(Content.assemble(
+            f"  #{index:<4} ", Content.styled(f"{state_label(c.state):<11}", tone),
+            f" {fmt_bytes(c.bytes):>5} {fmt_mode(c)}{took}",
+        ))  # fmt: skip
+    return lines
+
+
+def describe_bundle_rows(
+    groups: Sequence[PlacementGroup], run: TrainRun | None, arrow: str
+) -> list[Content]:
+    """The tall form: a line per bundle."""
+    places = bundle_places(groups, run)
+    lines = [Content.styled("placement (bundle → node, GPU)", "$text-muted")] if places else []
+    for index, node, gpus in places:
+        if node is None:
+            lines.append(
+                Content.assemble(f"  b{index} ", Content.styled("unplaced", "$text-warning"))
+            )
+        else:
+            gpu = f"  GPU {','.join(gpus)}" if gpus else ""
+            lines.append(Content(f"  b{index} {arrow} {node[:12]}{gpu}"))
+    return lines
+
+
+class RunDashboard(Vertical):
+    """Shows one trial's run in at most ``lines`` lines; hidden without a trial."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="dash-phase", markup=False)
+        yield Static(id="dash-ranks", markup=False)
+        yield Static(id="dash-checkpoints", markup=False)
+        yield Static(id="dash-placement", markup=False)
+
+    def show(
+        self,
+        trial: Trial | None,
+        run: TrainRun | None,
+        groups: Sequence[PlacementGroup],
+        phase: Phase | None,
+        since: str,
+        *,
+        lines: int,
+        stalled: Sequence[int] = (),
+    ) -> None:
+        """Fill the panels within ``lines``: each first in its compact form, by priority
+        (phase, ranks, checkpoints, placement); then, while lines are left, the ranks,
+        checkpoints and bundles each get a line of their own. A panel without room is
+        hidden, and no line is cut mid-word."""
+        self.display = trial is not None and phase is not None and lines > 0
+        if trial is None or phase is None or lines <= 0:
+            return
+        glyphs = glyphs_of(self)
+        width = max(20, self.size.width or self.app.size.width) - 2  # padding
+        ranks: list[Content] = []
+        checkpoints: list[Content] = []
+        if run is not None and run.workers:
+            room = max(1, min(lines - 1, 6))
+            strip = rank_strip(run, width - _LABEL_WIDTH, room, stalled)
+            ranks = describe_ranks(strip, width, glyphs.spark)
+        if run is not None:
+            checkpoints = describe_checkpoints(run, 3)
+        placement = describe_placement(groups, run, glyphs.arrow)
+        panels = [ranks, checkpoints, placement]
+        phase_line = describe_phase(trial, run, phase, since)
+        phase_lines = wrap_words(phase_line, width, 2 if lines >= 4 else 1, glyphs.ellipsis)
+        budget = lines - len(phase_lines)
+        for i, panel in enumerate(panels):  # compact forms, by priority
+            panels[i] = panel[: max(0, budget)]
+            budget -= len(panels[i])
+        tall = [
+            describe_rank_rows(rank_cells(run, stalled)) if run and run.workers else [],
+            describe_checkpoint_rows(run, 5) if run and run.checkpoints else [],
+            describe_bundle_rows(groups, run, glyphs.arrow),
+        ]
+        for i, rows in enumerate(tall):  # then the tall ones, while they fit whole
+            if rows and len(panels[i]) and len(rows) - len(panels[i]) <= budget:
+                budget -= len(rows) - len(panels[i])
+                panels[i] = rows
+        self._put("#dash-phase", phase_lines, width, glyphs.ellipsis)
+        for selector, panel in zip(
+            ("#dash-ranks", "#dash-checkpoints", "#dash-placement"), panels, strict=True
+        ):
+            self._put(selector, panel, width, glyphs.ellipsis)
+
+    def _put(self, selector: str, lines: list[Content], width: int, ellipsis: str) -> None:
+        panel = self.query_one(selector, Static)
+        panel.display = bool(lines)
+        if lines:
+            panel.update(Content("\n").join(fit_words(line, width, ellipsis) for line in lines))

@@ -1,0 +1,74 @@
+"""The overview's dashboard, as a user meets it: the highlighted trial's run, its phase
+while the worker group starts, the rank strip at 80×24 and beside the trials when wide."""
+
+from __future__ import annotations
+
+from raytop.tui.widgets.run_dashboard import RunDashboard
+from raytop.tui.widgets.trial_table import TrialTable
+
+from . import dashboard_data
+from .helpers import show, text_of
+
+
+def dashboard_text(app) -> str:
+    parts = app.screen.query(f"{RunDashboard.__name__} Static")
+    return "\n".join(str(p.visual) for p in parts if p.display)
+
+
+async def test_the_phase_while_the_worker_group_is_placed_then_starts(make_app, sweep):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, dashboard_data.scheduling(sweep))
+        phase = " ".join(text_of(app, "#dash-phase").split())
+        assert "scheduling" in phase and "every node's CPUs are taken" in phase
+        assert "b0" in dashboard_text(app) and "unplaced" in dashboard_text(app)
+        await show(pilot, dashboard_data.starting(sweep))
+        phase = " ".join(text_of(app, "#dash-phase").split())  # it may fold at a word
+        assert "starting" in phase and "worker group starting 1/2" in phase
+        assert "r0" in text_of(app, "#dash-ranks")
+
+
+async def test_the_dashboard_follows_the_highlighted_trial(make_app, sweep):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await show(pilot, dashboard_data.starting(sweep))
+        assert dashboard_data.TRIAL in text_of(app, "#dash-phase")
+        await pilot.press("down", "down")  # the PENDING trial
+        assert app.screen.query_one(TrialTable).selected_trial_id == "7d2a1_00002"
+        phase = text_of(app, "#dash-phase")
+        assert "7d2a1_00002" in phase and "waiting" in phase
+
+
+async def test_a_stall_names_the_rank_behind_in_the_strip(make_app, stalled):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, stalled)
+        ranks = text_of(app, "#dash-ranks")
+        assert "stalled" in ranks and "r1" in ranks
+
+
+async def test_many_ranks_collapse_to_counts_and_the_laggards_at_80x24(make_app, sweep):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, dashboard_data.many_ranks(sweep))
+        ranks = text_of(app, "#dash-ranks")
+        assert "41 reports" in ranks and "62 ranks" in ranks
+        assert "40 reports" in ranks and "2 ranks" in ranks
+        assert "r17" in ranks and "r45" in ranks
+        for line in ranks.splitlines():
+            assert len(line) <= 78
+
+
+async def test_every_panel_fits_its_lines_and_no_word_is_cut(make_app, checkpointed):
+    for size in ((80, 24), (160, 48)):
+        app = make_app()
+        async with app.run_test(size=size) as pilot:
+            await show(pilot, checkpointed)
+            dashboard = app.screen.query_one(RunDashboard)
+            for line in dashboard_text(app).splitlines():
+                assert len(line) <= dashboard.size.width - 2
+                assert line.endswith(("…", " ")) or not line.endswith("…")
+            assert app.screen.has_class("-wide") is (size[0] >= 140)
+            # The trials keep their rows: every trial visible at both sizes.
+            table = app.screen.query_one(TrialTable)
+            assert table.size.height >= 1 + table.row_count

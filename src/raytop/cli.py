@@ -52,7 +52,7 @@ from raytop.faces.command_line import (
     tui_options,
 )
 from raytop.faces.progress import stderr_progress
-from raytop.faces.terminal import NO_TUI_HINT, tui_look, tui_unavailable
+from raytop.faces.terminal import NO_TUI_HINT, color_system_problem, tui_look, tui_unavailable
 from raytop.faces.terminal import native_stderr_to_log as _native_stderr_to_log
 from raytop.faces.text import follow, resume_preview_lines, say, status_once, status_text
 
@@ -78,6 +78,8 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
     from raytop.launch.control import ExperimentControls
     from raytop.tui.app import RaytopApp
 
+    if (bad := color_system_problem()) is not None:
+        fail(bad)
     look = tui_options(click.get_current_context(silent=True))
     look = tui_look(look["theme"], look["ascii_only"])
     controls = ExperimentControls(collector.address)

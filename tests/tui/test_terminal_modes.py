@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,27 @@ async def test_with_colour_the_same_screen_has_hues(make_app, monkeypatch, stall
         assert not app.no_color
         seen = colours(rendered(app)[1])
         assert any(not (r == g == b) for r, g, b in seen)
+
+
+class Timed:
+    """A collector that notes when it was polled."""
+
+    def __init__(self, snapshot) -> None:
+        self.snapshot = snapshot
+        self.at: list[float] = []
+
+    def collect(self):
+        self.at.append(time.monotonic())
+        return self.snapshot
+
+
+@pytest.mark.parametrize("refresh_s", [0.2, 0.4])
+async def test_the_tui_polls_at_the_refresh_given(make_app, sweep, refresh_s) -> None:
+    """--refresh is the poller's period (a slow link asks for a long one)."""
+    collector = Timed(sweep)
+    app = make_app(collector=collector, refresh_s=refresh_s, autostart=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: len(collector.at) >= 4, tries=400)
+    gaps = [b - a for a, b in zip(collector.at, collector.at[1:], strict=False)]
+    assert min(gaps) >= refresh_s * 0.9, gaps
+    assert max(gaps[:3]) < refresh_s + 1.0, gaps

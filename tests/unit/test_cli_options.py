@@ -227,3 +227,19 @@ def test_no_color_text_on_a_terminal_has_no_escapes(tmp_path, command) -> None:
     _code, out = run_in_pty(command, env)
     assert "cluster" in out
     assert "\x1b" not in out, repr(out)
+
+
+def test_a_bad_textual_color_system_is_one_line_before_the_tui(monkeypatch) -> None:
+    opened = Opened(monkeypatch)
+    result = invoke(["--read-only"], env={"TEXTUAL_COLOR_SYSTEM": "16"})
+    assert result.exit_code == 2
+    assert "TEXTUAL_COLOR_SYSTEM='16'" in one_line_error(result)
+    assert opened.apps == []
+
+
+@pytest.mark.parametrize("value", ["auto", "standard", "256", "truecolor"])
+def test_a_good_textual_color_system_opens_the_tui(monkeypatch, value) -> None:
+    opened = Opened(monkeypatch)
+    result = invoke(["--read-only"], env={"TEXTUAL_COLOR_SYSTEM": value})
+    assert result.exit_code == 0, result.output
+    assert len(opened.apps) == 1

@@ -52,6 +52,17 @@ def no_color() -> bool:
 
 
 MONO_THEME = "raytop-mono"
+# What TEXTUAL_COLOR_SYSTEM may say (Textual hands it to Rich's Console; another value
+# would end the TUI with a KeyError as it opens).
+COLOR_SYSTEMS = ("auto", "standard", "256", "truecolor", "windows")
+
+
+def color_system_problem() -> str | None:
+    """One line when ``TEXTUAL_COLOR_SYSTEM`` is set to a value Textual cannot use."""
+    value = os.environ.get("TEXTUAL_COLOR_SYSTEM")
+    if value is None or value in COLOR_SYSTEMS:
+        return None
+    return f"TEXTUAL_COLOR_SYSTEM={value!r}: use one of {', '.join(COLOR_SYSTEMS)}"
 
 
 def tui_look(theme: str | None, ascii_only: bool) -> dict[str, object]:

@@ -24,65 +24,67 @@ import click
 from raytop.diagnose.check import EXIT_CODES_HELP
 from raytop.faces import check as faces_check
 from raytop.faces.command_line import (
-    EXIT_CLUSTER_START,
     EXIT_CODES,
     EXIT_OK,
     EXIT_RUN_FAILED,
-    EXIT_USAGE,
     GROUP_OPTIONS,
     PLAN_EXIT_CODES,
     READ_ONLY_REFUSES,
+    THEME_NAMES,
+    TUI_META,
     FiniteFloat,
     RaytopGroup,
     address_option,
+    ascii_option,
+    collector_for,
     experiment_option,
     experiment_paths,
     fail,
     group_options,
+    launch_error,
+    load_spec_or_fail,
     no_tui_option,
     read_only_option,
     refresh_option,
+    resolved,
     stall_option,
+    theme_option,
+    tui_options,
 )
-from raytop.faces.terminal import has_terminal
+from raytop.faces.progress import stderr_progress
+from raytop.faces.terminal import NO_TUI_HINT, color_system_problem, tui_look, tui_unavailable
 from raytop.faces.terminal import native_stderr_to_log as _native_stderr_to_log
-from raytop.faces.text import follow, resume_preview_lines, say, status_text
+from raytop.faces.text import follow, resume_preview_lines, say, status_once, status_text
 
 # Importable from here too: tests and the docs name them as the CLI's.
 __all__ = ["GROUP_OPTIONS", "READ_ONLY_REFUSES", "main", "status_text"]
 info = say  # what raytop says about itself: one ``raytop: …`` line on stderr
 
 
-def _resolve_target(address: str | None):
-    from raytop.launch.workflow import LaunchError, resolve_target
+def _theme_names() -> list[str]:  # --theme is checked against these (faces cannot ask tui)
+    from raytop.tui.theming import available_themes
 
-    try:
-        return resolve_target(address)
-    except LaunchError as exc:
-        fail(str(exc))
+    return [choice.theme.name for choice in available_themes()[0]]
 
 
-def _collector(target, experiments=None, thresholds=None, watch=False):
-    """``watch``: the collector is polled again and again (TUI, follow): watch local
-    storage and poll remote storage between reads instead of re-reading every file."""
-    from raytop.pipeline.collect import SnapshotCollector
-
-    if target is None:
-        return SnapshotCollector(None, experiments=experiments, thresholds=thresholds, watch=watch)
-    return SnapshotCollector(
-        target.address, embedded=target.embedded, experiments=experiments,
-        thresholds=thresholds, watch=watch,
-    )  # fmt: skip
+THEME_NAMES.known = _theme_names
 
 
 def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
-    if not has_terminal():
-        fail("no terminal for the TUI: use `raytop status`, or `kubectl exec -it` / `ssh -t`")
+    """The TUI; without a terminal for it (a pipe, TERM=dumb), the plain status, exit 0."""
+    if (why := tui_unavailable()) is not None:
+        status_once(collector, why)
+        return
     from raytop.launch.control import ExperimentControls
     from raytop.tui.app import RaytopApp
 
+    if (bad := color_system_problem()) is not None:
+        fail(bad)
+    look = tui_options(click.get_current_context(silent=True))
+    look = tui_look(look["theme"], look["ascii_only"])
     controls = ExperimentControls(collector.address)
-    app = RaytopApp(collector, refresh_s=refresh_s, read_only=read_only, controls=controls)
+    app = RaytopApp(collector, refresh_s=refresh_s, read_only=read_only, controls=controls,
+                    **look)  # fmt: skip
     try:
         with _native_stderr_to_log(read_only):
             app.run()
@@ -95,14 +97,17 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
 @refresh_option
 @stall_option
 @read_only_option
+@theme_option
+@ascii_option
 @click.version_option(package_name="raytop")
 @click.pass_context
 def main(
     ctx: click.Context, address: str | None, refresh_s: float | None,
-    stall_after: float | None, read_only: bool,
+    stall_after: float | None, read_only: bool, theme: str | None, ascii_only: bool,
 ) -> None:  # fmt: skip
     """top for Ray Train and Ray Tune runs. Without a command: attach the TUI to the
-    experiments raytop launched (quitting it leaves them running).
+    experiments raytop launched (quitting it leaves them running). Without a terminal
+    (a pipe, TERM=dumb, kubectl exec without -t): the status, printed once.
 
     The options above mean the same after a command's name (which wins): every command
     takes them, and one with no use for an option ignores it."""
@@ -110,9 +115,11 @@ def main(
 
     if ctx.invoked_subcommand:
         return  # each command merges these values itself (``group_options``)
+    ctx.meta[TUI_META] = {"theme": theme, "ascii_only": ascii_only}
     refresh_s = GROUP_OPTIONS["refresh_s"] if refresh_s is None else refresh_s
     stall_after = GROUP_OPTIONS["stall_after"] if stall_after is None else stall_after
-    collector = _collector(_resolve_target(address), None, Thresholds(stall_after), watch=True)
+    target = resolved(address)
+    collector = collector_for(target, None, Thresholds(stall_after), watch=True)
     _open_tui(collector, refresh_s, read_only)
 
 
@@ -142,7 +149,7 @@ def run(
     --resume continues it, --new-name starts a fresh one beside it."""
     from raytop.launch.workflow import existing_experiment, renamed
 
-    run_spec = _load_spec(spec)
+    run_spec = load_spec_or_fail(spec)
     path = run_spec.experiment_path
     existing = existing_experiment(path)
     if existing is not None and existing.resumable and resume_existing:
@@ -156,47 +163,33 @@ def run(
     _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after)
 
 
-def _load_spec(spec: str):
-    from raytop.launch.spec import SpecError, load_spec
-
-    try:
-        return load_spec(spec)
-    except SpecError as exc:
-        fail(str(exc))
-
-
-def _launch_error(exc) -> None:
-    """A ``launch.workflow.LaunchError`` as its one line, with the code its reason has."""
-    from raytop.launch.workflow import CLUSTER_NOT_STARTED
-
-    if exc.exit_code is not None:
-        fail(str(exc), exc.exit_code)
-    fail(str(exc), EXIT_CLUSTER_START if exc.reason == CLUSTER_NOT_STARTED else EXIT_USAGE)
-
-
 def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
                       errored: str | None = None) -> None:  # fmt: skip
     from raytop.launch.workflow import LaunchError, launch_run
     from raytop.model.thresholds import Thresholds
 
+    progress = stderr_progress()
     try:
         launched, target = launch_run(
-            run_spec, address, force=force, errored=errored, progress=info
+            run_spec, address, force=force, errored=errored, progress=progress
         )
     except LaunchError as exc:
-        _launch_error(exc)
+        progress.close()
+        launch_error(exc)
     verb = "resumed" if errored else "launched"
     info(
         f"{verb} '{run_spec.experiment.name}' (driver pid {launched.pid}, "
         f"log {launched.log_path}) on {target.address}"
     )
-    collector = _collector(
+    collector = collector_for(
         target, [(run_spec.experiment_path, launched.raytop_dir)], Thresholds(stall_after),
         watch=True,
     )  # fmt: skip
-    if no_tui:
+    if no_tui or (why := tui_unavailable()) is not None:
+        if not no_tui:
+            info(f"{why}: following as --no-tui; {NO_TUI_HINT}")
         try:
-            ended_well = follow(collector, refresh_s, launched.log_path)
+            ended_well = follow(collector, refresh_s, launched.log_path, progress)
         finally:
             collector.close()
         sys.exit(EXIT_OK if ended_well else EXIT_RUN_FAILED)
@@ -295,8 +288,8 @@ def status(
     """Print the snapshot the TUI shows, once."""
     from raytop.model.thresholds import Thresholds
 
-    collector = _collector(
-        _resolve_target(address), experiment_paths(experiments), Thresholds(stall_after)
+    collector = collector_for(
+        resolved(address), experiment_paths(experiments), Thresholds(stall_after)
     )
     snapshot = collector.request_stacks() if stacks else collector.collect()
     if as_json:
@@ -346,7 +339,7 @@ def check(
         click.echo(f"cluster_unreachable: {exc}")
         sys.exit(CLUSTER_UNREACHABLE)
     thresholds = Thresholds(stall_after_s=stall_after, waiting_after_s=waiting_after)
-    snapshot = _collector(target, experiment_paths(experiments), thresholds).collect()
+    snapshot = collector_for(target, experiment_paths(experiments), thresholds).collect()
     lines, code = faces_check.health(snapshot)
     click.echo("\n".join(lines))
     sys.exit(code)
@@ -364,14 +357,14 @@ def plan(spec: str, cluster: str, address: str | None, **_group) -> None:
     from raytop.launch.planning import describe
     from raytop.launch.workflow import LaunchError, plan_for, resolve_target
 
-    run_spec = _load_spec(spec)
+    run_spec = load_spec_or_fail(spec)
     try:
         if cluster == "current":
             sweep = plan_for(run_spec, resolve_target(address))
         else:
             sweep = plan_for(run_spec, None, cluster_file=cluster)
     except LaunchError as exc:
-        _launch_error(exc)
+        launch_error(exc)
     click.echo("\n".join(describe(sweep)))
     sys.exit(sweep.exit_code)
 

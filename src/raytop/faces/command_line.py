@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +35,9 @@ Exit codes:
   0  success (run --no-tui: every trial TERMINATED)
   1  run --no-tui: the experiment ended with trials not TERMINATED, or an error finding;
      an internal error (RAYTOP_DEBUG=1 shows its traceback)
-  2  bad usage or input: spec errors, a bad option value, unreachable --address,
-     refused under --read-only, a file that cannot be read or written, no terminal
+  2  bad usage or input: spec errors, a bad option value (an unknown --theme),
+     unreachable --address, refused under --read-only, a file that cannot be read
+     or written (no terminal is no error: raytop prints the status instead)
   3  the embedded cluster could not be started
   12/13  run: refused by the capacity plan (see raytop plan --help); --force overrides
   (raytop check has its own codes: raytop check --help)"""
@@ -97,6 +99,49 @@ def fail(message: str, code: int = EXIT_USAGE) -> None:
     sys.exit(code)
 
 
+def resolved(address: str | None):
+    """The cluster to use (``launch.workflow.resolve_target``); unreachable: one line, 2."""
+    from raytop.launch.workflow import LaunchError, resolve_target
+
+    try:
+        return resolve_target(address)
+    except LaunchError as exc:
+        fail(str(exc))
+
+
+def load_spec_or_fail(spec: str):
+    """The run spec at ``spec`` (``launch.spec.load_spec``); a bad one: one line, 2."""
+    from raytop.launch.spec import SpecError, load_spec
+
+    try:
+        return load_spec(spec)
+    except SpecError as exc:
+        fail(str(exc))
+
+
+def launch_error(exc) -> None:
+    """A ``launch.workflow.LaunchError`` as its one line, with the code its reason has."""
+    from raytop.launch.workflow import CLUSTER_NOT_STARTED
+
+    if exc.exit_code is not None:
+        fail(str(exc), exc.exit_code)
+    fail(str(exc), EXIT_CLUSTER_START if exc.reason == CLUSTER_NOT_STARTED else EXIT_USAGE)
+
+
+def collector_for(target, experiments=None, thresholds=None, watch=False):
+    """The collector every face reads, for ``target`` (None: no cluster). ``watch``: it is
+    polled again and again (TUI, follow): watch local storage and poll remote storage
+    between reads instead of re-reading every file."""
+    from raytop.pipeline.collect import SnapshotCollector
+
+    if target is None:
+        return SnapshotCollector(None, experiments=experiments, thresholds=thresholds, watch=watch)
+    return SnapshotCollector(
+        target.address, embedded=target.embedded, experiments=experiments,
+        thresholds=thresholds, watch=watch,
+    )  # fmt: skip
+
+
 def experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | None:
     """``--experiment`` values as collector input; None means "what raytop launched"."""
     from raytop.model.paths import is_uri
@@ -153,8 +198,34 @@ class Address(click.ParamType):
         return text
 
 
+class ThemeName(click.ParamType):
+    """A theme raytop knows (``raytop themes``). The names come from the TUI's theming,
+    which this floor may not import: ``raytop.cli`` hands the lister in (``known``)."""
+
+    name = "theme"
+
+    def __init__(self) -> None:
+        self.known: Callable[[], list[str]] = list
+
+    def convert(self, value, param, ctx) -> str:
+        text = str(value).strip()
+        names = self.known()
+        if text not in names:
+            self.fail(f"unknown theme {text!r}; available: {', '.join(names)}", param, ctx)
+        return text
+
+
+THEME_NAMES = ThemeName()
+
 # The group's options and the value a command gets when neither position sets one.
-GROUP_OPTIONS = {"address": None, "refresh_s": 0.25, "stall_after": 60.0, "read_only": False}
+GROUP_OPTIONS = {
+    "address": None, "refresh_s": 0.25, "stall_after": 60.0, "read_only": False,
+    "theme": None, "ascii_only": False,
+}  # fmt: skip
+# Only the TUI uses these: merged like the others, then kept in ``ctx.meta[TUI_META]``
+# (``tui_options``) rather than handed to the command.
+TUI_OPTIONS = ("theme", "ascii_only")
+TUI_META = "raytop.tui_options"
 
 address_option = click.option(
     "--address", type=Address(), metavar="HOST:PORT|auto",
@@ -163,7 +234,18 @@ address_option = click.option(
 )  # fmt: skip
 refresh_option = click.option(
     "--refresh", "refresh_s", type=FiniteFloat(0.1), metavar="SECONDS",
-    help=f"Seconds between snapshots.  [default: {GROUP_OPTIONS['refresh_s']}]",
+    help="Seconds between snapshots (the TUI's and --no-tui's); raise it on a slow link, "
+    f"e.g. --refresh 5 over a slow ssh.  [default: {GROUP_OPTIONS['refresh_s']}]",
+)  # fmt: skip
+theme_option = click.option(
+    "--theme", type=THEME_NAMES, envvar="RAYTOP_THEME", metavar="NAME",
+    help="The TUI's colours (`raytop themes` lists them; also RAYTOP_THEME).  "
+    "[default: raytop-dark; raytop-mono under NO_COLOR]",
+)  # fmt: skip
+ascii_option = click.option(
+    "--ascii", "ascii_only", is_flag=True,
+    help="Draw the TUI in plain ASCII: borders, bars, sparklines (automatic when the "
+    "terminal's encoding has no block characters).",
 )  # fmt: skip
 
 
@@ -181,7 +263,16 @@ read_only_option = click.option(
     help="Refuse anything that changes a run or writes a file: run, resume, stop, down, "
     "status --stacks; in the TUI x, t, a, s (also RAYTOP_READ_ONLY=1).",
 )  # fmt: skip
-GROUP_OPTION_DECORATORS = (address_option, refresh_option, stall_option, read_only_option)
+GROUP_OPTION_DECORATORS = (
+    address_option, refresh_option, stall_option, read_only_option, theme_option, ascii_option
+)  # fmt: skip
+
+
+def tui_options(ctx: click.Context | None) -> dict:
+    """The TUI's options as merged (``theme``, ``ascii_only``): what the command line gave,
+    else ``GROUP_OPTIONS``."""
+    given = ctx.meta.get(TUI_META) if ctx is not None else None
+    return given or {name: GROUP_OPTIONS[name] for name in TUI_OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -238,11 +329,12 @@ def group_options(command):
         ctx = click.get_current_context()
         root = ctx.find_root().params
         for name, default in GROUP_OPTIONS.items():
-            if name == "read_only":
+            if name in ("read_only", "ascii_only"):
                 params[name] = bool(params.get(name) or root.get(name))
             elif params.get(name) is None:
                 given = root.get(name)
                 params[name] = default if given is None else given
+        ctx.meta[TUI_META] = {name: params.pop(name) for name in TUI_OPTIONS}
         refused = _refusal(ctx, params) if params["read_only"] else None
         if refused is not None:
             fail(

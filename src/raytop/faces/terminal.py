@@ -1,4 +1,6 @@
-"""The terminal the TUI draws on, kept clear of what Ray's native code writes to fd 2."""
+"""The terminal the TUI draws on: whether there is one (``tui_unavailable``), what it
+can show (``wants_ascii``, ``no_color``), and fd 2 kept clear of what Ray's native code
+writes while the TUI draws (``native_stderr_to_log``). docs/TERMINALS.md."""
 
 from __future__ import annotations
 
@@ -6,12 +8,76 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
+
+# Said after the plain status when there is no terminal for the TUI.
+NO_TUI_HINT = (
+    "for the TUI, give raytop a terminal: `kubectl exec -it <head-pod> -- raytop`, "
+    "`ssh -t <host> raytop` (docs/TERMINALS.md)"
+)
+BLOCKS = "\u2588\u2026"  # "█…": a stream that cannot encode these gets the ASCII pictures
+
+
+def tui_unavailable() -> str | None:
+    """Why the TUI cannot draw here (``TERM=dumb``, stdin or stdout not a terminal), or
+    None: both ends are a terminal that can be drawn on."""
+    if os.environ.get("TERM", "").strip() == "dumb":
+        return "TERM=dumb"
+    if not sys.stdin.isatty():
+        return "stdin is not a terminal"
+    if not sys.stdout.isatty():
+        return "stdout is not a terminal"
+    return None
 
 
 def has_terminal() -> bool:
     """Both ends are a terminal: the TUI can read keys and draw."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
+    return tui_unavailable() is None
+
+
+def wants_ascii(stream: TextIO | None = None) -> bool:
+    """``stream`` (default stdout) cannot encode the block characters pictures use: an
+    ASCII or Latin-1 locale (``LANG=C`` on an old system, a bare container)."""
+    encoding = getattr(stream if stream is not None else sys.stdout, "encoding", None)
+    try:
+        BLOCKS.encode(encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return True
+    return False
+
+
+def no_color() -> bool:
+    """``NO_COLOR`` is set to a non-empty value (https://no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+MONO_THEME = "raytop-mono"
+# What TEXTUAL_COLOR_SYSTEM may say (Textual hands it to Rich's Console; another value
+# would end the TUI with a KeyError as it opens).
+COLOR_SYSTEMS = ("auto", "standard", "256", "truecolor", "windows")
+
+
+def color_system_problem() -> str | None:
+    """One line when ``TEXTUAL_COLOR_SYSTEM`` is set to a value Textual cannot use."""
+    value = os.environ.get("TEXTUAL_COLOR_SYSTEM")
+    if value is None or value in COLOR_SYSTEMS:
+        return None
+    return f"TEXTUAL_COLOR_SYSTEM={value!r}: use one of {', '.join(COLOR_SYSTEMS)}"
+
+
+def tui_look(theme: str | None, ascii_only: bool) -> dict[str, object]:
+    """``RaytopApp``'s keywords for how it draws here: ``--ascii``, or a stdout that cannot
+    encode blocks; the theme asked for, else under ``NO_COLOR`` the grey one (Textual
+    itself turns every colour grey when NO_COLOR is set). An empty NO_COLOR means unset
+    (no-color.org) but Textual reads any NO_COLOR as set: it is dropped first."""
+    if os.environ.get("NO_COLOR") == "":
+        del os.environ["NO_COLOR"]
+    look: dict[str, object] = {"ascii_only": ascii_only or wants_ascii()}
+    if theme is None and no_color():
+        theme = MONO_THEME
+    if theme is not None:
+        look["theme"] = theme
+    return look
 
 
 def _stderr_sink(read_only: bool) -> BinaryIO:

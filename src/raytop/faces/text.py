@@ -8,6 +8,7 @@ Results go to stdout; what raytop says about itself (``say``) goes to stderr as
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -49,6 +50,20 @@ def status_text(snapshot: Snapshot) -> str:
     return "\n".join(lines)
 
 
+def status_once(collector: Collector, why: str) -> None:
+    """A bare ``raytop`` with no terminal for the TUI (``why``): the status on stdout, as
+    ``raytop status`` prints it, then how to get the TUI on stderr."""
+    from raytop.faces.terminal import NO_TUI_HINT
+
+    try:
+        click.echo(status_text(collector.collect()))
+    finally:
+        close = getattr(collector, "close", None)
+        if close is not None:
+            close()
+    say(f"{why}: the status, once; {NO_TUI_HINT}")
+
+
 def progress_line(snapshot: Snapshot) -> str:
     """One line that changes exactly when something a user cares about changes."""
     parts = []
@@ -72,12 +87,20 @@ def progress_line(snapshot: Snapshot) -> str:
     return " | ".join(parts)
 
 
-def follow(collector: Collector, refresh_s: float, log_path: Path) -> bool:
+def follow(
+    collector: Collector, refresh_s: float, log_path: Path,
+    progress: Callable[[str], None] | None = None,
+) -> bool:  # fmt: skip
     """``run --no-tui``: print on change until the driver has ended. True when the run
     ended well (every trial TERMINATED, no error finding) or the user stopped watching
-    (the run keeps going); False, with why, when it did not."""
+    (the run keeps going); False, with why, when it did not. ``progress``: first show the
+    driver coming up (its raytop dir holds ``log_path``) there, in place on a terminal."""
+    from raytop.launch.workflow import wait_for_driver
+
     last = None
     try:
+        if progress is not None:
+            wait_for_driver(log_path.parent, progress)
         while True:
             snapshot = collector.collect()
             line = progress_line(snapshot)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
@@ -185,10 +186,45 @@ def _ray_executable() -> str:
     return str(beside) if beside.exists() else (shutil.which("ray") or "ray")
 
 
+class Progress(Protocol):
+    """What a slow start reports to (``faces.progress.ProgressLine`` draws it): lines;
+    while waiting, the task and what it waits for, on every poll; the final line."""
+
+    def __call__(self, line: str) -> None: ...
+
+    def waiting(self, task: str, what: str) -> None: ...
+
+    def finished(self, line: str) -> None: ...
+
+
+def waiting_of(progress: Callable[[str], None]) -> Callable[[str, str], None]:
+    """``progress.waiting``; for a plain line callable, one line per phase change."""
+    step = getattr(progress, "waiting", None)
+    if step is not None:
+        return step
+    last: list[tuple[str, str]] = []
+
+    def lines(task: str, what: str) -> None:
+        if last[-1:] != [(task, what)]:
+            last[:] = [(task, what)]
+            progress(f"{task}: {what}")
+
+    return lines
+
+
+def finished_of(progress: Callable[[str], None]) -> Callable[[str], None]:
+    """``progress.finished``; for a plain line callable, the callable itself."""
+    return getattr(progress, "finished", progress)
+
+
+EMBEDDED_TASK = "starting the embedded Ray cluster"
+
+
 def start_embedded(
     cluster: ClusterSection, progress: Callable[[str], None] = lambda _msg: None
 ) -> Target:
-    """Start a local head node on loopback with logical resources and wait for it."""
+    """Start a local head node on loopback with logical resources and wait for it.
+    ``progress``: plain lines, or a ``Progress`` that also shows the wait as it goes."""
     port = _free_port()
     address = f"127.0.0.1:{port}"
     cmd = [
@@ -223,7 +259,9 @@ def start_embedded(
     reader = ray_adapter.GcsReader(address)
     deadline = time.monotonic() + EMBEDDED_START_TIMEOUT_S
     started = time.monotonic()
+    waiting, what = waiting_of(progress), "waiting for the GCS"
     while True:
+        waiting(EMBEDDED_TASK, what)
         if proc.poll() is not None:
             _cluster_record_path().unlink(missing_ok=True)
             raise ClusterUnreachable(
@@ -233,6 +271,7 @@ def start_embedded(
         try:
             if any(n["alive"] for n in reader.nodes()):
                 break
+            what = "the GCS answers; waiting for the head node"
         except ClusterUnreachable:
             pass
         if time.monotonic() > deadline:
@@ -241,10 +280,9 @@ def start_embedded(
                 f"the embedded Ray cluster did not come up in {EMBEDDED_START_TIMEOUT_S:.0f} s; "
                 f"see {log_path}"
             )
-        progress(f"waiting for the embedded cluster… {time.monotonic() - started:.0f}s")
-        time.sleep(1.0)
+        time.sleep(0.5)
     reader.reset()
-    progress(f"embedded Ray cluster up at {address} in {time.monotonic() - started:.1f}s")
+    finished_of(progress)(f"cluster up at {address} in {time.monotonic() - started:.0f} s")
     progress(
         "it listens on loopback only; to join it from your own script: "
         f"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_ADDRESS={address} python your_script.py"

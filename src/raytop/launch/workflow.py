@@ -209,6 +209,40 @@ def launch_run(
         raise LaunchError(SPEC, str(exc)) from None
 
 
+DRIVER_TASK = "starting the driver"
+DRIVER_UP_TIMEOUT_S = 120.0
+
+
+def wait_for_driver(
+    raytop_dir: Path, progress: Callable[[str], None], *,
+    timeout_s: float = DRIVER_UP_TIMEOUT_S, poll_s: float = 0.25,
+) -> bool:  # fmt: skip
+    """Wait while a launched driver comes up: it connects to Ray (``job.json``), then its
+    first trial is in its table (``trials.json``). Each phase goes to ``progress`` (a
+    ``launch.cluster.Progress`` shows the wait in place); the end is one line. True once
+    a trial is there; False when the driver ended first (``exit.json``, or its process
+    gone) or ``timeout_s`` passed: the caller follows the run either way."""
+    from raytop.launch.cluster import finished_of, waiting_of
+    from raytop.process_identity import driver_alive
+
+    waiting, started = waiting_of(progress), time.monotonic()
+    while True:
+        took = f"{time.monotonic() - started:.0f} s"
+        if (raytop_dir / "trials.json").exists():
+            finished_of(progress)(f"driver up in {took}: its first trial is in")
+            return True
+        if (raytop_dir / "exit.json").exists() or driver_alive(raytop_dir)[1] is False:
+            finished_of(progress)(f"the driver ended after {took}, before any trial")
+            return False
+        if time.monotonic() - started > timeout_s:
+            finished_of(progress)(f"no trial yet after {took}; following the run anyway")
+            return False
+        connected = (raytop_dir / "job.json").exists()
+        waiting(DRIVER_TASK, "waiting for the first trial" if connected
+                else "waiting for the driver to connect to Ray")  # fmt: skip
+        time.sleep(poll_s)
+
+
 def stop_target(experiment_path: str | None, trial_id: str | None) -> tuple[Path, str]:
     """What ``stop`` acts on: the raytop dir of the named experiment (else of the one
     launched experiment whose driver runs), and how to name it to the user. Raises

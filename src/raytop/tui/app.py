@@ -53,7 +53,7 @@ def _describe(exc: Exception) -> str:
 
 
 class RaytopApp(App[None]):
-    CSS_PATH = "raytop.tcss"
+    CSS_PATH = ["raytop.tcss", "ascii.tcss"]  # ascii.tcss: rules only under the -ascii class
     TITLE = "raytop"
     BINDINGS = [
         Binding(
@@ -114,6 +114,7 @@ class RaytopApp(App[None]):
         return variable_defaults(self.current_theme)
 
     def on_mount(self) -> None:
+        self.set_class(self.glyphs is ASCII, "-ascii")  # ascii.tcss: ASCII borders
         self._theme_names, problems = install_themes(self, self._requested_theme)
         if problems:
             self.notify("\n".join(problems), title="Themes", severity="error")

@@ -1251,9 +1251,10 @@ CASES: list[Case] = [
     Case(
         "RAYTOP_HOME a file: attach the TUI",
         (),
-        2,
-        r"terminal|home-file",
+        0,  # no terminal here: the status once, and how to get the TUI
+        r"not a terminal",
         home_file,
+        kind=OUTPUT,
         env={"RAYTOP_HOME": "{tmp}/home-file"},
     ),
     Case(

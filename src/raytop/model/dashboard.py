@@ -86,7 +86,7 @@ class PhaseClock:
     def __init__(self) -> None:
         self._since: dict[str, tuple[str, float, bool]] = {}
 
-    def seen(self, subject: str, phase: str, now: float) -> str:
+    def seen(self, subject: str, phase: str, now: float, at_least: str = "≥") -> str:
         """``for 12s`` (``for ≥12s`` when the phase was already on at the first look)."""
         known = self._since.get(subject)
         if known is None:
@@ -94,7 +94,7 @@ class PhaseClock:
         elif known[0] != phase:
             self._since[subject] = (phase, now, False)
         _, since, at_first_look = self._since[subject]
-        return f"for {'≥' if at_first_look else ''}{fmt_duration(now - since)}"
+        return f"for {at_least if at_first_look else ''}{fmt_duration(now - since)}"
 
 
 # -- the rank strip ---------------------------------------------------------------------

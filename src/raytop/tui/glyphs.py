@@ -16,10 +16,15 @@ class Glyphs:
     bar_empty: str  # and its rest
     ellipsis: str  # a cut text's end
     arrow: str  # "this leads to that"
+    at_least: str  # "for ≥12s": counted from raytop's first look
 
 
-UNICODE = Glyphs(spark="▁▂▃▄▅▆▇█", bar_full="█", bar_empty="░", ellipsis="…", arrow="→")
-ASCII = Glyphs(spark="_.-:=+*#", bar_full="#", bar_empty=".", ellipsis="~", arrow=">")
+UNICODE = Glyphs(
+    spark="▁▂▃▄▅▆▇█", bar_full="█", bar_empty="░", ellipsis="…", arrow="→", at_least="≥"
+)
+ASCII = Glyphs(
+    spark="_.-:=+*#", bar_full="#", bar_empty=".", ellipsis="~", arrow=">", at_least=">="
+)
 
 
 def glyphs_of(node: DOMNode) -> Glyphs:

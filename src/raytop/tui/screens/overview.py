@@ -28,6 +28,7 @@ from raytop.model.paths import split_path
 from raytop.model.ports import Collector
 from raytop.tui.background import run_in_background
 from raytop.tui.controls import Controls, StopControls
+from raytop.tui.glyphs import glyphs_of
 from raytop.tui.messages import StopDone, StopFailed
 from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.confirm import ConfirmModal
@@ -384,7 +385,8 @@ class OverviewScreen(SnapshotScreen):
         groups = groups_of(trial, run, snapshot.placement_groups if snapshot else ())
         phase = run_phase(trial, run, groups)
         now = self._state.latest.taken_at if self._state.latest else self._clock()
-        since = self._phase_clock.seen(f"{experiment.name}/{trial.trial_id}", phase.name, now)
+        subject = f"{experiment.name}/{trial.trial_id}"
+        since = self._phase_clock.seen(subject, phase.name, now, glyphs_of(self).at_least)
         found = run_findings(self._state.body, run, (STALL,)) if run else []
         dashboard.show(
             trial, run, groups, phase, since, lines=self._dashboard_lines(experiment),

@@ -29,7 +29,8 @@ def sample_snapshot() -> Snapshot:
     trial = Trial("t1", "RUNNING", {"lr": 0.1}, {"loss": 0.5}, 1, 3, 12.5, None)
     exp = Experiment("exp", "/tmp/exp", ExperimentStatus.RUNNING, "loss", "min", (trial,), 42, True)
     finding = Finding("trial_error", Severity.ERROR, "trial t1", "boom", {"n": 1})
-    worker = Worker(0, 3, 2, pid=7, gpu_ids=("0",), stack="...", heartbeat_age_s=0.3)
+    worker = Worker(0, 3, 2, pid=7, gpu_ids=("0",), stack="...", heartbeat_age_s=0.3,
+                    report_times=(10.0, 12.5, 15.0), report_exits=(10.5, 13.0, None))  # fmt: skip
     run = TrainRun("r1", "exp-t1", "a1", 2, trial_id="t1", workers=(worker,))
     exp = dataclasses.replace(exp, runs=(run,))
     foreign = TrainRun("r2", "other", "a2", 1)
@@ -45,6 +46,15 @@ def test_snapshot_json_round_trip():
     assert data["schema_version"] == 1
     assert Snapshot.from_json(data) == snapshot
     assert snapshot.all_runs()[0].workers[0].in_report
+    assert Snapshot.from_json(data).all_runs()[0].workers[0].report_exits == (10.5, 13.0, None)
+
+
+def test_a_workers_report_rate_and_intervals_come_from_its_history():
+    worker = Worker(0, report_times=(0.0, 2.0, 6.0, 12.0))
+    assert worker.report_intervals_s == (2.0, 4.0, 6.0)
+    assert worker.reports_per_min() == 15.0  # 3 gaps in 12 s
+    assert Worker(0, report_times=(5.0,)).reports_per_min() is None
+    assert Worker(0).report_intervals_s == ()
 
 
 def test_resources_absent_from_available_count_as_used():

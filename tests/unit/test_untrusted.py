@@ -12,6 +12,7 @@ import pytest
 from raytop.home import registered_experiments
 from raytop.jsonfile import write_json_atomic
 from raytop.model import untrusted, untrusted_kv
+from raytop.model.records import MAX_REPORT_HISTORY
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import LocalStorage, Storages
 from raytop.wire.kv_keys import TRIAL_PREFIX
@@ -69,6 +70,31 @@ def test_what_the_ledger_writes_is_accepted():
 )  # fmt: skip
 def test_a_bad_ledger_page_names_where(page, message):
     assert invalid(untrusted_kv.ledger_page, page) == message
+
+
+def report_times_of(value) -> list:
+    page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": value}}})
+    return page["ranks"]["0"]["report_times"]
+
+
+def test_a_ranks_report_history_is_read_capped_and_finite():
+    assert report_times_of([[90.0, 90.5], [95, None]]) == [(90.0, 90.5), (95.0, None)]
+    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["report_times"] == []  # an older probe
+    # Over the cap: the newest kept, oldest first.
+    many = [[float(t), t + 0.5] for t in range(100)]
+    kept = report_times_of(many)
+    assert len(kept) == MAX_REPORT_HISTORY and kept[0] == (68.0, 68.5) and kept[-1][0] == 99.0
+    # A non-finite time drops its entry (through real JSON text: NaN / Infinity).
+    raw = json.loads("[[1.0, NaN], [2.0, 2.5], [Infinity, null], [3.0, -Infinity]]")
+    assert report_times_of(raw) == [(2.0, 2.5)]
+
+
+@pytest.mark.parametrize(
+    "bad", ["x", {"0": 1}, [[1.0]], [[1.0, 2.0, 3.0]], [["1", 2.0]], [[1.0, "2"]], [3.0], 7]
+)
+def test_a_bad_report_history_drops_the_field_not_the_rank(bad):
+    page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": bad}}})
+    assert page["ranks"]["0"]["report_times"] == [] and page["ranks"]["0"]["pid"] == 11
 
 
 def test_too_many_ranks_or_pages_are_refused():

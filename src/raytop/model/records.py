@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, NotRequired, TypedDict
 
+MAX_REPORT_HISTORY = 32  # report times a probe keeps (and sends) per rank; readers keep as many
+
 
 class CheckpointUpload(TypedDict):
     """One checkpoint a rank took part in (``ReportProbe.upload_started``; a NO_UPLOAD
@@ -77,6 +79,10 @@ class RankReport(TypedDict):
     # Once raytop asked (``StackRequest``): the request answered, and the stack text.
     stack_request: NotRequired[str]
     stack: NotRequired[str]
+    # Its last reports (at most ``MAX_REPORT_HISTORY``), oldest first, each the list
+    # ``[entered_at, exited_at]`` (exited_at None: still inside that report). Probes older
+    # than the report history do not send it.
+    report_times: NotRequired[list[list[float | None]]]
 
 
 class RankRecord(TypedDict):
@@ -106,6 +112,9 @@ class RankRecord(TypedDict):
     gpu_ids: list[str]
     checkpoints: list[CheckpointUpload]
     syncs: list[BarrierWait]
+    # (entered_at, exited_at or None) of its last reports, oldest first, finite; empty when
+    # the probe sent none or sent them in a bad shape.
+    report_times: list[tuple[float, float | None]]
 
 
 class LedgerPage(TypedDict):

@@ -115,14 +115,36 @@ class Worker:
     dropped_events: int = 0  # probe flushes that could not reach the ledger
     stack: str | None = None  # the last Python stack it sent on request
     stack_request: str | None = None  # the request that stack answers
+    # Its last reports (at most 32, oldest first): when it entered each, and when it
+    # returned from it (None: still inside), the same length. Empty: the probe sent none.
+    report_times: tuple[float, ...] = ()
+    report_exits: tuple[float | None, ...] = ()
     # Derived by the pipeline with the collector's thresholds (never by a face): one word of
     # training, waiting, behind, silent, dead, done; and reports behind the most advanced rank.
     state: str = ""
     behind: int = 0
 
+    def __post_init__(self) -> None:
+        # From JSON (``Snapshot.from_json``) the histories arrive as lists.
+        object.__setattr__(self, "report_times", tuple(self.report_times))
+        object.__setattr__(self, "report_exits", tuple(self.report_exits))
+
     @property
     def in_report(self) -> bool:
         return self.reports_entered > self.reports_exited
+
+    @property
+    def report_intervals_s(self) -> tuple[float, ...]:
+        """The gaps between its consecutive recent report entries, oldest first."""
+        times = self.report_times
+        return tuple(b - a for a, b in zip(times, times[1:], strict=False))
+
+    def reports_per_min(self) -> float | None:
+        """Its report rate over the recent history (None: fewer than two reports)."""
+        times = self.report_times
+        if len(times) < 2 or times[-1] <= times[0]:
+            return None
+        return 60.0 * (len(times) - 1) / (times[-1] - times[0])
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,11 @@ Pure and stdlib only (``model`` layer): no Ray, no I/O.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from raytop.model.records import (
+    MAX_REPORT_HISTORY,
     BarrierWait,
     CheckpointUpload,
     LedgerIndex,
@@ -91,7 +93,33 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         stack_request=stack_request, run_path=run_path, done=done,
         gpu_ids=[str(gpu) for gpu in gpu_ids], checkpoints=checkpoints,
         syncs=[_barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
+        report_times=_report_times(raw.get("report_times")),
     )  # fmt: skip
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _report_times(value: Any) -> list[tuple[float, float | None]]:
+    """A rank's last reports, ``[[entered_at, exited_at or null], …]`` oldest first: the
+    newest ``MAX_REPORT_HISTORY`` kept, an entry with a non-finite time dropped. Optional
+    history, so a value of the wrong shape drops the field (empty), never the rank."""
+    if not isinstance(value, list):
+        return []
+    kept: list[tuple[float, float | None]] = []
+    for entry in value[-MAX_REPORT_HISTORY:]:
+        if not isinstance(entry, list) or len(entry) != 2:
+            return []
+        entered, exited = entry
+        if entered is not None and not isinstance(entered, (int, float)):
+            return []
+        if exited is not None and not isinstance(exited, (int, float)):
+            return []
+        if not _finite(entered) or not (exited is None or _finite(exited)):
+            continue
+        kept.append((float(entered), None if exited is None else float(exited)))
+    return kept
 
 
 def _barrier_wait(sync: Any, where: str) -> BarrierWait:

@@ -27,7 +27,7 @@ from collections import deque
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from raytop.model.records import BarrierWait, CheckpointUpload, RankReport
+from raytop.model.records import MAX_REPORT_HISTORY, BarrierWait, CheckpointUpload, RankReport
 from raytop.probe.ledger import get_or_create_ledger
 from raytop.wire.cluster_kv import kv_get_in_cluster
 from raytop.wire.kv_keys import STACKS_COMMAND_KEY
@@ -60,6 +60,8 @@ class _RankState:
         self.last_enter_at: float | None = None
         self.last_exit_at: float | None = None
         self.enter_times: deque[float] = deque(maxlen=9)
+        # [entered_at, exited_at] of its last reports; exit stamps the newest in place.
+        self.history: deque[list[float | None]] = deque(maxlen=MAX_REPORT_HISTORY)
         self.train_thread: int | None = None
         self.done = False
         self.dropped = 0
@@ -83,10 +85,14 @@ class _RankState:
         self.entered += 1
         self.last_enter_at = now
         self.enter_times.append(now)
+        self.history.append([now, None])
 
     def exit(self) -> None:
+        now = time.time()
         self.exited += 1
-        self.last_exit_at = time.time()
+        self.last_exit_at = now
+        if self.history:
+            self.history[-1][1] = now
 
     def sync_started(self) -> BarrierWait:
         wait = BarrierWait(self.entered, time.time(), None)
@@ -213,6 +219,8 @@ class _RankState:
             # Copies: the hooks go on updating the originals while this one is sent.
             checkpoints=[CheckpointUpload(**c) for c in self.checkpoints],
             syncs=[list(wait) for wait in self.syncs],
+            # Copies (``list(deque)`` is one step under the GIL): exit stamps the originals.
+            report_times=[list(entry) for entry in list(self.history)],
         )
         if self._stack is not None:
             message["stack_request"], message["stack"] = self._stack

@@ -59,6 +59,8 @@ def worker_from_record(record: RankRecord, now: float) -> Worker:
         dropped_events=record["dropped"],
         stack=record["stack"],
         stack_request=record["stack_request"],
+        report_times=tuple(entered for entered, _ in record["report_times"]),
+        report_exits=tuple(exited for _, exited in record["report_times"]),
     )
 
 

@@ -1,0 +1,42 @@
+"""SVG snapshots of the overview's dashboard and of the screens at 160×48, and of the
+stalled overview in each built-in theme at 80×24 (frozen clock, recorded snapshots).
+
+Regenerate deliberately with ``pytest tests/tui --snapshot-update``."""
+
+from __future__ import annotations
+
+import pytest
+
+from raytop.tui.messages import SnapshotReady
+
+from . import dashboard_data
+from .test_snapshots import feed
+
+
+def test_overview_worker_group_starting_80x24(snap_compare, make_app, sweep) -> None:
+    """The phase while the worker group comes up: 1 of 2 ranks."""
+    snapshot = dashboard_data.starting(sweep)
+    app = make_app()
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed(SnapshotReady(snapshot)))
+
+
+def test_overview_64_ranks_80x24(snap_compare, make_app, sweep) -> None:
+    """64 ranks: the histogram of report counts and the two ranks behind, named."""
+    snapshot = dashboard_data.many_ranks(sweep)
+    app = make_app()
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed(SnapshotReady(snapshot)))
+
+
+@pytest.mark.parametrize("keys", [(), ("enter",), ("p",)], ids=["overview", "run", "placement"])
+def test_screens_160x48(snap_compare, make_app, checkpointed, keys) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(checkpointed), keys=keys)
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+@pytest.mark.parametrize(
+    "theme", ["raytop-dark", "raytop-light", "raytop-high-contrast", "raytop-mono"]
+)
+def test_overview_stall_in_each_theme_80x24(snap_compare, make_app, stalled, theme) -> None:
+    app = make_app(theme=theme)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed(SnapshotReady(stalled)))

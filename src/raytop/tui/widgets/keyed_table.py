@@ -3,10 +3,20 @@
 Rebuilding a table on every tick would jump the cursor back to the top and redraw every
 cell; instead each tick adds the new rows, removes the gone ones and rewrites only the
 cells that changed, then puts the cursor back on the row it was on.
+
+Every ``KeyedTable`` can be filtered and sorted by the user, with no code in its screen:
+``/`` opens a ``TableFilter`` under it (rows whose any cell contains the text stay),
+``o`` cycles the sort column (then back to the given order), ``O`` reverses it. Both are
+applied inside ``sync_rows``, on the rows each tick hands in, so they survive refreshes
+and the cursor stays on its row's key. A column sorts numerically when its ``ColumnSpec``
+says ``numeric`` (by default: when it is right-aligned); ``1m35s``, ``2.1G``, ``2/4`` are
+read as numbers, and blank cells (``-``, empty) go last either way.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -15,7 +25,18 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
+
+from raytop.tui.glyphs import ASCII, glyphs_of
+from raytop.tui.widgets.table_filter import TableFilter
+
+_SORT_GROUP = Binding.Group("sort")
+_BLANK = frozenset({"", "-"})
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$")
+_BYTES = re.compile(r"^(\d+(?:\.\d+)?)([BKMGTP])$")
+_BYTE_POWERS = {unit: 1024**i for i, unit in enumerate("BKMGTP")}
+_DIGITS = re.compile(r"(\d+)")
 
 
 @dataclass(frozen=True)
@@ -59,14 +80,194 @@ class ColumnSpec:
     header: str
     width: int
     justify: Literal["left", "right"] = "left"
+    # Sorted as numbers (``o``)? ``None``: when right-aligned, as raytop's numbers are.
+    numeric: bool | None = None
+
+    @property
+    def sorts_numerically(self) -> bool:
+        return self.justify == "right" if self.numeric is None else self.numeric
+
+
+def plain(cell: object) -> str:
+    """A cell's text, whatever it is (Rich ``Text``, ``StyledCell``, a string)."""
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, StyledCell):
+        return cell.text
+    return str(cell)
+
+
+def number_of(text: str) -> float | None:
+    """The number a numeric cell shows: ``0.42``, ``1.2e-05``, ``1m35s``, ``2.1G``, ``2/4``
+    (its first part), ``99%``; ``None`` when it shows none (``-``, blank, ``nan``)."""
+    text = text.strip().removesuffix("%").split("/")[0].strip()
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+        if (bytes_ := _BYTES.match(text)) is not None:
+            value = float(bytes_.group(1)) * _BYTE_POWERS[bytes_.group(2)]
+        elif text and (duration := _DURATION.match(text)) is not None:
+            hours, minutes, seconds = (float(part or 0) for part in duration.groups())
+            value = hours * 3600 + minutes * 60 + seconds
+    return None if value is None or math.isnan(value) else value
+
+
+def _natural(text: str) -> tuple[object, ...]:
+    """``t2`` before ``t10``: digit runs compare as numbers, the rest case-insensitively."""
+    return tuple(int(part) if part.isdigit() else part.casefold() for part in _DIGITS.split(text))
+
+
+def sorted_keys(
+    rows: Mapping[str, tuple[object, ...]], index: int, *, numeric: bool, reverse: bool
+) -> list[str]:
+    """The keys of ``rows`` by their cell ``index``; blank cells last in either direction,
+    in the order given (as are equal ones)."""
+    blank = [key for key, cells in rows.items() if plain(cells[index]).strip() in _BLANK]
+    blank_set = set(blank)
+    valued = [key for key in rows if key not in blank_set]
+    if numeric:
+        numbers = {k: number_of(plain(rows[k][index])) for k in valued}
+        valued = [k for k in valued if numbers[k] is not None]
+        blank = [k for k in rows if k not in blank_set and numbers[k] is None] + blank
+        ordered = sorted(valued, key=lambda k: numbers[k] or 0.0, reverse=reverse)
+    else:
+        ordered = sorted(valued, key=lambda k: _natural(plain(rows[k][index])), reverse=reverse)
+    return ordered + blank
 
 
 class KeyedTable(DataTable[object]):
-    """A row-cursor table whose rows are keyed by a string id; see ``sync_rows``."""
+    """A row-cursor table whose rows are keyed by a string id; see ``sync_rows``.
+
+    Its keys (``/`` filter, ``o``/``O`` sort) act while it has the focus, so the footer
+    of any screen shows them then; a subclass needs nothing to get them."""
+
+    BINDINGS = [
+        Binding(
+            "slash",
+            "filter",
+            "filter",
+            key_display="/",
+            id="raytop.filter",
+            tooltip="Keep the rows with this text in any column (Esc clears).",
+        ),
+        Binding(
+            "o",
+            "sort",
+            "sort",
+            id="raytop.sort",
+            group=_SORT_GROUP,
+            tooltip="Sort by the next column (then back to the usual order).",
+        ),
+        Binding(
+            "O",
+            "sort_reverse",
+            "reverse sort",
+            id="raytop.sort-reverse",
+            group=_SORT_GROUP,
+            tooltip="Reverse the sort.",
+        ),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row")
         self._layout: tuple[ColumnSpec, ...] | None = None
+        self._header_sort: tuple[str, bool] | None = None  # what the headers' arrow says
+        self._given: dict[str, tuple[object, ...]] = {}  # the rows of the last sync
+        self._given_columns: tuple[ColumnSpec, ...] = ()
+        self._filter = ""
+        self._sort_column: str | None = None  # None: the order given
+        self._sort_reverse = False
+        self._filter_bar: TableFilter | None = None
+
+    # -- filter and sort ----------------------------------------------------------------
+
+    @property
+    def filter_text(self) -> str:
+        return self._filter
+
+    @property
+    def unfiltered_count(self) -> int:
+        """How many rows the last ``sync_rows`` was given (before the filter)."""
+        return len(self._given)
+
+    @property
+    def user_sort(self) -> tuple[str | None, bool]:
+        """(the sort column's key, or None for the order given; reversed?)."""
+        return self._sort_column, self._sort_reverse
+
+    def set_filter(self, text: str) -> None:
+        """Keep only the rows with ``text`` in a cell (case-insensitive); ``""``: all."""
+        self._filter = text
+        self._resync()
+
+    def set_sort(self, column: str | None, *, reverse: bool = False) -> None:
+        """Sort by the column ``column`` (None: the order given), reversed or not."""
+        self._sort_column, self._sort_reverse = column, reverse
+        self._resync()
+
+    def action_filter(self) -> None:
+        if self._filter_bar is None:
+            self._filter_bar = TableFilter(self)
+            assert self.parent is not None
+            self.parent.mount(self._filter_bar, after=self)
+            self.call_after_refresh(self._filter_bar.open)
+        else:
+            self._filter_bar.open()
+
+    def action_sort(self) -> None:
+        keys = [column.key for column in self._given_columns]
+        if not keys:
+            return
+        if self._sort_column not in keys:
+            column: str | None = keys[0]
+        else:
+            index = keys.index(self._sort_column) + 1
+            column = keys[index] if index < len(keys) else None
+        self.set_sort(column, reverse=False)
+
+    def action_sort_reverse(self) -> None:
+        keys = [column.key for column in self._given_columns]
+        if self._sort_column is None and keys:
+            self.set_sort(keys[0], reverse=True)
+        else:
+            self.set_sort(self._sort_column, reverse=not self._sort_reverse)
+
+    def _resync(self) -> None:
+        if self._given_columns:
+            self.sync_rows(dict(self._given), self._given_columns)
+
+    def _shown_rows(
+        self, wanted: dict[str, tuple[object, ...]], columns: Sequence[ColumnSpec]
+    ) -> dict[str, tuple[object, ...]]:
+        """``wanted`` through the filter, in the sort's order."""
+        if self._filter:
+            needle = self._filter.casefold()
+            wanted = {
+                key: cells
+                for key, cells in wanted.items()
+                if any(needle in plain(cell).casefold() for cell in cells)
+            }
+        keys = [column.key for column in columns]
+        if self._sort_column in keys:
+            spec = columns[keys.index(self._sort_column)]
+            order = sorted_keys(
+                wanted,
+                keys.index(spec.key),
+                numeric=spec.sorts_numerically,
+                reverse=self._sort_reverse,
+            )
+            wanted = {key: wanted[key] for key in order}
+        return wanted
+
+    def _after_sync(self) -> None:
+        """Say the filter's count, in the bar and the border title."""
+        if self._filter:
+            self.border_title = f"filter: {self._filter} · {self.row_count} of {len(self._given)}"
+        else:
+            self.border_title = None
+        if self._filter_bar is not None and self._filter_bar.is_mounted:
+            self._filter_bar.show_count()
 
     @property
     def columns_shown(self) -> tuple[str, ...]:
@@ -90,7 +291,13 @@ class KeyedTable(DataTable[object]):
         self, wanted: dict[str, tuple[object, ...]], columns: Sequence[ColumnSpec]
     ) -> None:
         """Make the rows match ``wanted`` (key -> cells, in column order, in row order):
-        add, update changed cells, remove; the cursor stays on its row's key."""
+        add, update changed cells, remove; the cursor stays on its row's key.
+
+        The user's filter and sort (``/``, ``o``) apply to ``wanted`` here: rows the
+        filter hides are not added."""
+        self._given = dict(wanted)
+        self._given_columns = tuple(columns)
+        wanted = self._shown_rows(wanted, columns)
         with self.app.batch_update():
             selected = self.cursor_key()
             self._ensure_columns(columns)
@@ -121,6 +328,7 @@ class KeyedTable(DataTable[object]):
                 row = self.get_row_index(selected)
                 if row != self.cursor_row:
                     self.move_cursor(row=row)
+        self._after_sync()
 
     def fit_columns(
         self,
@@ -159,10 +367,24 @@ class KeyedTable(DataTable[object]):
     def _ensure_columns(self, columns: Sequence[ColumnSpec]) -> None:
         """(Re)build the columns when they change (a new header, or a new width)."""
         layout = tuple(columns)
-        if layout == self._layout:
+        keys = {column.key for column in layout}
+        sort = (self._sort_column, self._sort_reverse) if self._sort_column in keys else None
+        if layout == self._layout and sort == self._header_sort:
             return
         self._layout = layout
+        self._header_sort = sort
         self.clear(columns=True)
         for column in layout:
-            label = Text(column.header, justify=column.justify, overflow="ellipsis", no_wrap=True)
+            header = column.header
+            if sort is not None and sort[0] == column.key:
+                header = self._with_arrow(header, column.width, reverse=sort[1])
+            label = Text(header, justify=column.justify, overflow="ellipsis", no_wrap=True)
             self.add_column(label, key=column.key, width=column.width)
+
+    def _with_arrow(self, header: str, width: int, *, reverse: bool) -> str:
+        """``loss ▲`` (ascending) or ``loss ▼``; cut to fit ``width`` (``^``/``v`` in ASCII)."""
+        up, down = ("^", "v") if glyphs_of(self) is ASCII else ("▲", "▼")
+        arrow = down if reverse else up
+        if len(header) + 2 <= width:
+            return f"{header} {arrow}"
+        return f"{header[: max(0, width - 1)]}{arrow}"

@@ -247,8 +247,8 @@ async def test_help_opens_and_escape_closes_it(make_app, sweep) -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         keys = text_of(app, "#help-keys")
-        assert "q  Quit (run keeps going)" in keys
-        assert "?  Help" in keys
+        assert "q  quit: Close raytop; the Ray run is not affected." in keys
+        assert "?  help" in keys
         about = text_of(app, "#help-about")
         assert "the Ray run keeps going" in about
         assert "re-attach" in about

@@ -100,7 +100,7 @@ async def test_p_is_offered_only_when_the_cluster_has_placement_groups(
         await show(pilot, placement)
         assert app.screen.check_action("open_placement", ()) is True
         await pilot.press("question_mark")
-        assert "p  Placement" in text_of(app, "#help-keys")
+        assert "p  place: Nodes, GPUs and placement groups" in text_of(app, "#help-keys")
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 

@@ -100,7 +100,7 @@ async def _s(case: Case, read_only: bool):
         await pilot.pause()
         if read_only:
             binding = app.screen.active_bindings["s"].binding
-            assert binding.description == "Stacks (read-only)"
+            assert binding.description == "stacks (read-only)"
         return list(collector.stack_calls), [m for m, sev in notes if sev == "warning"]
 
 

@@ -302,7 +302,7 @@ async def test_read_only_or_no_controls_refuses_to_resume(
             )
         seen = record_notifications(app)
         assert offered(app, "a")
-        assert app.screen.active_bindings["a"].binding.description == f"Resume… ({suffix})"
+        assert app.screen.active_bindings["a"].binding.description == f"resume… ({suffix})"
         await pilot.press("a")
         assert isinstance(app.screen, ResumeScreen)  # no modal
         await pilot.pause()
@@ -393,18 +393,19 @@ async def test_help_lists_u_and_the_resume_screens_keys(make_app, sweep) -> None
     async with app.run_test(size=(80, 24)) as pilot:
         await show(pilot, sweep)
         footer = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
-        assert "u" not in footer  # the overview's footer stays as it was at 80 columns
+        assert "u" in footer
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert "u  Resume" in text_of(app, "#help-keys").splitlines()
+        lines = text_of(app, "#help-keys").splitlines()
+        assert any(line.startswith("u  resume: ") for line in lines)
         assert "or a resume (u)" in text_of(app, "#help-about")
         await pilot.press("escape", "u")
         await wait_until(pilot, lambda: previewed(app))
         await pilot.press("question_mark")
         keys = [line.strip() for line in text_of(app, "#help-keys").splitlines()]
-        assert "a  Resume…" in keys
-        assert "e  Errored trials: resume, restart, skip" in keys
-        assert "r  List again" in keys
+        assert "a  resume…: Resume the previewed experiment, after a yes." in keys
+        assert "e  errored: Errored trials: resume them, restart them, or skip them." in keys
+        assert "r  list again: Read the storage path's experiments again." in keys
 
 
 def test_resume_bindings_have_raytop_ids() -> None:

@@ -346,11 +346,11 @@ async def test_help_lists_the_new_keys(make_app, stalled) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await show(pilot, stalled)
         await pilot.press("question_mark")
-        assert "w  Ranks" in text_of(app, "#help-keys")
+        assert "w  ranks: The ranks of" in text_of(app, "#help-keys")
         await pilot.press("escape", "enter", "question_mark")
         keys = text_of(app, "#help-keys")
-        assert "s  Stacks" in keys
-        assert "esc  Back" in keys
+        assert "s  stacks: Ask every rank for its Python stack" in keys
+        assert "esc  back" in keys
 
 
 def test_bindings_have_raytop_ids() -> None:

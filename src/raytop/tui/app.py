@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from raytop.model import Snapshot
 from raytop.model.ports import Collector
+from raytop.tui.commands import REPLACED_SYSTEM_TITLES, key_commands
 from raytop.tui.controls import Controls
 from raytop.tui.glyphs import ASCII, UNICODE, Glyphs
 from raytop.tui.messages import SnapshotReady, SourceFailed
@@ -59,13 +62,26 @@ class RaytopApp(App[None]):
         Binding(
             "q",
             "quit",
-            "Quit (run keeps going)",
+            "quit",
             id="raytop.quit",
             tooltip="Close raytop; the Ray run is not affected.",
         ),
-        Binding("r", "refresh_now", "Refresh", id="raytop.refresh"),
-        Binding("c", "cycle_theme", "Colours: next theme", show=False, id="raytop.theme"),
-        Binding("question_mark", "help", "Help", key_display="?", id="raytop.help"),
+        Binding(
+            "r",
+            "refresh_now",
+            "refresh",
+            id="raytop.refresh",
+            tooltip="Poll the cluster now instead of at the next tick.",
+        ),
+        Binding("c", "cycle_theme", "theme", id="raytop.theme", tooltip="The next colour theme."),
+        Binding(
+            "question_mark",
+            "help",
+            "help",
+            key_display="?",
+            id="raytop.help",
+            tooltip="Every key of this screen, in a sentence each.",
+        ),
     ]
 
     def __init__(
@@ -183,17 +199,23 @@ class RaytopApp(App[None]):
         self._refresh_now.set()
         self.start_polling()
 
+    def get_system_commands(self, screen: Screen[object]) -> Iterator[SystemCommand]:
+        """The palette: the screen's keys as commands first, then Textual's own."""
+        yield from key_commands(self, screen)
+        for command in super().get_system_commands(screen):
+            if command.title not in REPLACED_SYSTEM_TITLES:
+                yield command
+
     def action_help(self) -> None:
-        keys: dict[str, str] = {}
-        # Keys listed in help though not in the footer: the screen's own, and the app's `c`.
-        help_only = getattr(self.screen, "HELP_ONLY", frozenset()) | {"raytop.theme"}
+        """Every key of the screen: the footer's, each with what it does in a sentence."""
+        keys: dict[str, tuple[str, str]] = {}
         for active in self.screen.active_bindings.values():
             binding = active.binding
-            listed = binding.show or binding.id in help_only
-            if listed and binding.description and binding.description not in keys:
-                keys[binding.description] = self.get_key_display(binding)
+            if binding.show and binding.description and binding.description not in keys:
+                text = binding.description
+                if binding.tooltip:
+                    text += f": {binding.tooltip}"
+                keys[binding.description] = (self.get_key_display(binding), text)
         can_stop = self.controls is not None and not self.read_only
-        help_screen = HelpScreen(
-            [(k, d) for d, k in keys.items()], read_only=self.read_only, can_stop=can_stop
-        )
+        help_screen = HelpScreen(list(keys.values()), read_only=self.read_only, can_stop=can_stop)
         self.push_screen(help_screen)

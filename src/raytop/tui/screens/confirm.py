@@ -13,8 +13,8 @@ from textual.widgets import Static
 
 class ConfirmModal(ModalScreen[bool]):
     BINDINGS = [
-        Binding("y,enter", "confirm", "Yes", id="raytop.confirm"),
-        Binding("n,escape", "cancel", "No", id="raytop.cancel"),
+        Binding("y,enter", "confirm", "yes", id="raytop.confirm"),
+        Binding("n,escape", "cancel", "no", id="raytop.cancel"),
     ]
 
     def __init__(self, question: str, *, title: str = "confirm", yes: str = "yes") -> None:

@@ -24,7 +24,7 @@ _ABOUT_STOPS = (
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [
-        Binding("escape,question_mark", "dismiss", "Close", id="raytop.close-help"),
+        Binding("escape,question_mark", "dismiss", "close", id="raytop.close-help"),
     ]
 
     def __init__(

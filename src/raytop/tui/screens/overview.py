@@ -19,7 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from raytop.model import Experiment, TrainRun, Trial
 from raytop.model.dashboard import PhaseClock, groups_of, run_phase
@@ -39,6 +39,7 @@ from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.experiment_header import ExperimentHeader
 from raytop.tui.widgets.findings_list import FindingsList, shown_lines
+from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.run_dashboard import RunDashboard
 from raytop.tui.widgets.stall_banner import (
     STALL,
@@ -54,6 +55,7 @@ WIDE_COLUMNS = 140
 MIN_TRIAL_ROWS = 4  # rows the trials table keeps when the dashboard sits under it
 NO_LEDGER = "no report ledger for this trial yet (is the ReportProbe installed?)"
 STOP_IDS = frozenset({"raytop.stop-experiment", "raytop.stop-trial"})
+STOP_GROUP = Binding.Group("stop")  # the footer says "x t stop"; help names each
 READ_ONLY = "read-only: stopping is disabled"
 NO_CONTROLS = "no controls in this session: stopping is disabled"
 
@@ -71,48 +73,51 @@ class OverviewScreen(SnapshotScreen):
     """Renders a ``ViewState``; only while visible, catching up when it becomes visible."""
 
     BINDINGS = [
-        Binding("e", "next_experiment", "Next experiment", id="raytop.next-experiment"),
+        Binding(
+            "e",
+            "next_experiment",
+            "next exp",
+            id="raytop.next-experiment",
+            tooltip="Show the next experiment's trials.",
+        ),
         Binding(
             "w",
             "open_run",
-            "Ranks",
+            "ranks",
             id="raytop.open-run",
             tooltip="The ranks of the highlighted trial's Train run (Enter does the same).",
         ),
         Binding(
             "p",
             "open_placement",
-            "Placement",
+            "place",
             id="raytop.placement",
             tooltip="Nodes, GPUs and placement groups: why a trial or worker group waits.",
         ),
-        # Kept out of the footer (it stays as it was); the help screen lists them.
         Binding(
             "u",
             "open_resume",
-            "Resume",
+            "resume",
             id="raytop.resume",
-            show=False,
             tooltip="The experiments under this storage path: preview a resume, then do it.",
         ),
         Binding(
             "x",
             "stop_experiment",
-            "Stop experiment",
+            "stop experiment",
             id="raytop.stop-experiment",
-            show=False,
+            group=STOP_GROUP,
             tooltip="Ask the driver to save the state and exit (resumable), after a yes.",
         ),
         Binding(
             "t",
             "stop_trial",
-            "Stop trial",
+            "stop trial",
             id="raytop.stop-trial",
-            show=False,
+            group=STOP_GROUP,
             tooltip="Stop the highlighted trial at its next result, after a yes.",
         ),
     ]
-    HELP_ONLY = STOP_IDS | {"raytop.resume"}  # hidden from the footer, listed by help
 
     def __init__(
         self,
@@ -143,7 +148,7 @@ class OverviewScreen(SnapshotScreen):
                 yield Static(id="pending-reason")
             yield RunDashboard()
         yield FindingsList()
-        yield Footer()
+        yield KeyFooter()
 
     def on_resize(self) -> None:
         self.set_class(self.size.width >= WIDE_COLUMNS, "-wide")

@@ -15,7 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from raytop.model import PlacementGroup
 from raytop.model.format import fmt_duration
@@ -23,6 +23,7 @@ from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.gpu_slots import GpuSlots
+from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.node_table import NodeTable
 from raytop.tui.widgets.placement_table import (
     PlacementTable,
@@ -81,7 +82,7 @@ class PlacementScreen(SnapshotScreen):
 
     AUTO_FOCUS = "PlacementTable"
     BINDINGS = [
-        Binding("escape,backspace", "back", "Back", id="raytop.back"),
+        Binding("escape,backspace", "back", "back", id="raytop.back"),
     ]
 
     def __init__(self, *, state: ViewState, clock: Callable[[], float], read_only: bool) -> None:
@@ -94,7 +95,7 @@ class PlacementScreen(SnapshotScreen):
         yield Static(id="placement-summary")
         yield PlacementTable()
         yield Static(id="placement-why")
-        yield Footer()
+        yield KeyFooter()
 
     def action_back(self) -> None:
         self.dismiss()

@@ -28,7 +28,7 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from raytop.model.format import one_line
 from raytop.model.resume import ERRORED_CHOICES, ResumePreview, StoredExperiment
@@ -44,6 +44,7 @@ from raytop.tui.messages import (
 )
 from raytop.tui.screens.base import mark_bindings
 from raytop.tui.screens.confirm import ConfirmModal
+from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.resume_tables import (
     ResumePreviewTable,
     StoredExperimentTable,
@@ -64,26 +65,29 @@ class ResumeScreen(Screen[None]):
 
     AUTO_FOCUS = None  # each visit chooses: the list, or the path when there is none
     BINDINGS = [
-        Binding("escape,backspace", "back", "Back", id="raytop.back"),
+        Binding("escape,backspace", "back", "back", id="raytop.back"),
         Binding(
             "a",
             "resume",
-            "Resume…",
+            "resume…",
             id="raytop.resume-start",
             tooltip="Resume the previewed experiment, after a yes.",
         ),
-        # Out of the footer, to keep it within 80 columns even marked "(read-only)": the
-        # heading says "errored trials (e)", and the help screen lists both.
         Binding(
             "e",
             "cycle_errored",
-            "Errored trials: resume, restart, skip",
+            "errored",
             id="raytop.resume-errored",
-            show=False,
+            tooltip="Errored trials: resume them, restart them, or skip them.",
         ),
-        Binding("r", "relist", "List again", id="raytop.resume-refresh", show=False),
+        Binding(
+            "r",
+            "relist",
+            "list again",
+            id="raytop.resume-refresh",
+            tooltip="Read the storage path's experiments again.",
+        ),
     ]
-    HELP_ONLY = frozenset({"raytop.resume-errored", "raytop.resume-refresh"})
 
     def __init__(self, *, storage: str, read_only: bool, controls: ResumeControls | None) -> None:
         super().__init__()
@@ -121,7 +125,7 @@ class ResumeScreen(Screen[None]):
         yield ResumePreviewTable(id="resume-preview")
         yield Static(id="resume-detail")
         yield Static(id="resume-warnings")
-        yield Footer()
+        yield KeyFooter()
 
     # -- visits -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from raytop.model import Finding, LedgerStatus, Snapshot, TrainRun
 from raytop.model.format import fmt_duration
@@ -27,6 +27,7 @@ from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.stacks import StacksScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
+from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.stall_banner import (
     RUN_KINDS,
     STALL,
@@ -94,11 +95,11 @@ class RunScreen(SnapshotScreen):
     """Renders the run ``run_id`` of each new ``ViewState``, only while visible."""
 
     BINDINGS = [
-        Binding("escape,backspace", "back", "Back", id="raytop.back"),
+        Binding("escape,backspace", "back", "back", id="raytop.back"),
         Binding(
             "s",
             "stacks",
-            "Stacks",
+            "stacks",
             id="raytop.stacks",
             tooltip="Ask every rank for its Python stack (a request in the cluster's KV store).",
         ),
@@ -136,7 +137,7 @@ class RunScreen(SnapshotScreen):
         yield RunFindings(id="run-findings")
         yield WorkerTable()
         yield CheckpointPanel()
-        yield Footer()
+        yield KeyFooter()
 
     def action_back(self) -> None:
         self.dismiss()

@@ -16,9 +16,10 @@ from textual.binding import Binding
 from textual.containers import HorizontalScroll, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from raytop.model import TrainRun, Worker
+from raytop.tui.widgets.key_footer import KeyFooter
 
 NO_ANSWER = "no answer (process gone or busy in C code)"
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python")
@@ -72,7 +73,7 @@ class StacksScreen(Screen[None]):
     """The stacks carried by ``run.workers`` (``Worker.stack``), one panel per rank."""
 
     BINDINGS = [
-        Binding("escape,backspace", "close", "Close", id="raytop.close-stacks"),
+        Binding("escape,backspace", "close", "close", id="raytop.close-stacks"),
     ]
 
     def __init__(self, run: TrainRun, *, missing: Sequence[int] = ()) -> None:
@@ -110,7 +111,7 @@ class StacksScreen(Screen[None]):
                         yield Static(describe_stack(stack), classes="stack-text")
                     else:
                         yield Static(Content(NO_ANSWER), classes="stack-text")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         # Where the code is now is the innermost frame, at the end of each stack.

@@ -10,7 +10,7 @@ import pytest
 from raytop.tui.messages import SnapshotReady
 
 from . import dashboard_data
-from .test_snapshots import feed
+from .test_snapshots import feed, resume_case, stacks_case
 
 
 def test_overview_worker_group_starting_80x24(snap_compare, make_app, sweep) -> None:
@@ -40,3 +40,13 @@ def test_screens_160x48(snap_compare, make_app, checkpointed, keys) -> None:
 def test_overview_stall_in_each_theme_80x24(snap_compare, make_app, stalled, theme) -> None:
     app = make_app(theme=theme)
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed(SnapshotReady(stalled)))
+
+
+def test_stacks_160x48(snap_compare, make_app, stalled, with_stacks) -> None:
+    app, run_before = stacks_case(make_app, stalled, with_stacks)
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+def test_resume_160x48(snap_compare, make_app, sweep) -> None:
+    app, run_before = resume_case(make_app, sweep)
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)

@@ -70,7 +70,8 @@ def test_run_checkpoints_120x36(snap_compare, make_app, checkpointed) -> None:
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
 
 
-def test_stacks_120x36(snap_compare, make_app, stalled, with_stacks) -> None:
+def stacks_case(make_app, stalled, with_stacks):
+    """The Stacks screen of the stalled run, its "fetching stacks…" toast gone."""
     app = make_app(collector=StackCollector(stalled, stacks=with_stacks))
 
     async def run_before(pilot) -> None:
@@ -79,6 +80,11 @@ def test_stacks_120x36(snap_compare, make_app, stalled, with_stacks) -> None:
         pilot.app.clear_notifications()  # the "fetching stacks…" toast
         await pilot.pause()
 
+    return app, run_before
+
+
+def test_stacks_120x36(snap_compare, make_app, stalled, with_stacks) -> None:
+    app, run_before = stacks_case(make_app, stalled, with_stacks)
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
 
 
@@ -95,7 +101,7 @@ def test_placement_infeasible_120x36(snap_compare, make_app, placement) -> None:
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
 
 
-def test_resume_80x24(snap_compare, make_app, sweep) -> None:
+def resume_case(make_app, sweep):
     """lr_search's preview with its errored trial restarted: the max_concurrent_trials
     warning, and the highlighted errored trial in full under the table."""
     app = make_app(controls=FakeResumeControls())
@@ -115,4 +121,9 @@ def test_resume_80x24(snap_compare, make_app, sweep) -> None:
         await wait_until(pilot, restart_previewed)
         await pilot.pause()
 
+    return app, run_before
+
+
+def test_resume_80x24(snap_compare, make_app, sweep) -> None:
+    app, run_before = resume_case(make_app, sweep)
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

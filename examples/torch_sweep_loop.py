@@ -4,11 +4,16 @@ Shows what Ray Train leaves to the user (RAY_NOTES 0, b): rank 0 saves model, op
 LR scheduler, RNG states and the data position (epoch) explicitly; every rank calls
 ``ray.train.report`` the same number of times (the others with ``checkpoint=None``);
 metrics are averaged across ranks with a collective, because Train does not.
+
+``epoch_seconds`` paces the example so that it is worth watching: an epoch of this small
+problem takes milliseconds, so each rank waits out the rest of ``epoch_seconds`` before it
+reports (0: no pacing, as the tests run it).
 """
 
 import os
 import random
 import tempfile
+import time
 
 import ray.train
 import torch
@@ -61,7 +66,9 @@ def train_loop(config: dict) -> None:
     )
     loss_fn = nn.MSELoss()
 
+    pace_s = float(config.get("epoch_seconds", 0))
     for epoch in range(start_epoch, config["epochs"]):
+        epoch_started = time.monotonic()
         if world_size > 1:
             loader.sampler.set_epoch(epoch)  # a different shuffle per epoch, same on all ranks
         model.train()
@@ -84,6 +91,7 @@ def train_loop(config: dict) -> None:
             rng_states = [None] * world_size
             dist.all_gather_object(rng_states, torch.get_rng_state())
 
+        time.sleep(max(0.0, pace_s - (time.monotonic() - epoch_started)))
         if rank == 0:
             with tempfile.TemporaryDirectory() as folder:
                 inner = model.module if hasattr(model, "module") else model

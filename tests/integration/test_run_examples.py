@@ -12,6 +12,8 @@ from tests.conftest import run_raytop, status_json
 
 pytestmark = pytest.mark.ray
 
+FAST = {"epochs = 8": "epochs = 5", "epoch_seconds = 5": "epoch_seconds = 0"}
+
 
 def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
     spec = example_copy("scalar.toml", "scalar_objective.py")
@@ -34,7 +36,8 @@ def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
 
 
 def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
-    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py")
+    # Unpaced and shorter than the bundled example (which paces 8 epochs for watching).
+    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py", edit=FAST)
     result = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
 

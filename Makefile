@@ -24,12 +24,13 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/raytop run $(SPEC) --new-name
 
-## make test: install what the tests need and run the whole suite (lint first).
+## make test: install what the tests need and run the whole suite (lint first). Two
+## pytest-xdist workers: every Ray test on one (tests/conftest.py), the rest on the other.
 test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/ruff format --check src tests examples benchmarks
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 ## make test-fast: the development loop: lint, the layer contracts, then every test that
 ## needs no Ray cluster (unit, Textual Pilot and snapshot tests), in about three minutes.

@@ -17,10 +17,23 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+CLUSTER_FIXTURES = frozenset({"ray_cluster", "two_cpu_cluster"})
 
 
-@pytest.fixture(scope="session")
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test that
+    starts or uses a Ray cluster runs on one worker, one after the other as without xdist:
+    one shared cluster, no two Ray workloads at once on a 2-core machine. The pure tests
+    (unit, Textual, the bad-input battery) fill the other worker meanwhile."""
+    for item in items:
+        if item.get_closest_marker("ray") or CLUSTER_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
+@pytest.fixture(scope="session", autouse=True)
 def raytop_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One raytop home per test process (each xdist worker has its own), never the
+    developer's: set before any test, Ray or not, runs raytop."""
     home = tmp_path_factory.mktemp("raytop_home")
     os.environ["RAYTOP_HOME"] = str(home)
     os.environ.pop("RAY_ADDRESS", None)

@@ -12,7 +12,7 @@ from tests.conftest import run_raytop, status_json
 
 pytestmark = pytest.mark.ray
 
-FAST = {"epochs = 8": "epochs = 5", "epoch_seconds = 5": "epoch_seconds = 0"}
+FAST = {"epochs = 8": "epochs = 5", "epoch_seconds = 4": "epoch_seconds = 0"}
 
 
 def test_scalar_example_runs_to_completion(ray_cluster, example_copy):

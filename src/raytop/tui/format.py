@@ -32,7 +32,7 @@ def fmt_seconds(s: float | None) -> str:
 
 def fmt_rate(per_min: float | None) -> str:
     """Reports per minute: ``12/m``, ``7.5/m``, ``<0.1/m``; ``None`` (fewer than two
-    reports in its history) → ``-``. At most 6 characters below 100 000 a minute."""
+    reports in its history) → ``-``. At most 6 characters below 10 000 a minute."""
     if per_min is None:
         return "-"
     if per_min >= 9.95:

@@ -200,11 +200,13 @@ async def test_a_rank_that_does_not_answer_says_so(make_app, stalled, with_stack
     (run,) = experiment.runs
     silent = set_workers(run, rank1={"stack": None, "stack_request": None})
     answer = replace(with_stacks, experiments=(replace(experiment, runs=(silent,)),))
-    app = make_app(collector=StackCollector(stalled, stacks=answer))
+    app = make_app(collector=StackCollector(with_stacks, stacks=answer))
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_rank(app, pilot, stalled, 1)
+        await open_rank(app, pilot, with_stacks, 1)  # with the stack it sent before
+        assert "evaluate" in text_of(app, "#rank-stack-text")
         await pilot.press("s")
         await wait_until(pilot, lambda: "did not answer" in text_of(app, "#rank-stack-text"))
+        assert "evaluate" not in text_of(app, "#rank-stack-text")  # no old stack passed as new
 
 
 async def test_read_only_refuses_s_and_says_why(make_app, stalled, with_stacks) -> None:

@@ -74,7 +74,8 @@ class RankScreen(StacksRequestScreen):
         self._run = find_run(state.body, run_id)
         self._worker = find_worker(self._run, rank)
         self._gone = False
-        self._fetched: str | None = None  # the stack this screen asked for, once answered
+        # The answer to this screen's ``s``: the rank's stack, "" when it did not answer.
+        self._fetched: str | None = None
         self._stack_shown: str | None = None
 
     @property
@@ -197,10 +198,13 @@ class RankScreen(StacksRequestScreen):
         widget.update(Content("\n".join(notes)))
 
     def _show_stack(self) -> None:
-        """The stack this screen asked for, else the last one the rank sent, else how to
-        ask for one."""
+        """The answer to this screen's request (or that there was none), else the last
+        stack the rank sent, else how to ask for one."""
         worker = self._worker
-        stack = self._fetched or (worker.stack if worker is not None else None)
+        if self._fetched is not None:
+            stack: str | None = self._fetched
+        else:
+            stack = worker.stack if worker is not None else None
         text = self.query_one("#rank-stack-text", Static)
         panel = self.query_one("#rank-stack", VerticalScroll)
         panel.set_class(not stack, "-empty")

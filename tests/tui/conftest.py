@@ -194,13 +194,31 @@ def _rank(
     )
 
 
+# The two ranks' reports, seconds before ``taken_at``: when each entered, and when the
+# barrier let both out (rank 1 is the slower one: the last to arrive, the first out).
+_RANK0_ENTERED = (108.9, 101.2, 93.0, 84.6, 75.0)
+_RANK1_ENTERED = (108.3, 100.4, 92.1, 84.0)
+_BARRIER_EXITS = (107.9, 100.0, 91.7, 83.0)
+
+
+def _history(taken_at: float, entered: tuple[float, ...]) -> dict[str, tuple]:
+    """``report_times`` / ``report_exits`` of a rank (``None``: still inside the last)."""
+    exits = [*_BARRIER_EXITS, None][: len(entered)]
+    return {
+        "report_times": tuple(taken_at - ago for ago in entered),
+        "report_exits": tuple(None if ago is None else taken_at - ago for ago in exits),
+    }
+
+
 def _stalled_run(taken_at: float) -> TrainRun:
     """Trial 7d2a1_00000's two ranks: rank 0 waits in report 5; rank 1 never got there."""
     waiting, behind = (
         _rank(0, taken_at, entered=5, exited=4, entered_ago=75.0, exited_ago=83.0,
-              beat_ago=0.4, pid=51234, cpu_percent=1.0, rss_bytes=1_900_000_000),
+              beat_ago=0.4, pid=51234, cpu_percent=1.0, rss_bytes=1_900_000_000,
+              **_history(taken_at, _RANK0_ENTERED)),
         _rank(1, taken_at, entered=4, exited=4, entered_ago=84.0, exited_ago=83.0,
-              beat_ago=0.6, pid=51235, cpu_percent=99.0, rss_bytes=2_300_000_000),
+              beat_ago=0.6, pid=51235, cpu_percent=99.0, rss_bytes=2_300_000_000,
+              **_history(taken_at, _RANK1_ENTERED)),
     )  # fmt: skip
     run = TrainRun(
         run_id=RUN_ID,

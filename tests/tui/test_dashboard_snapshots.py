@@ -42,6 +42,13 @@ def test_overview_stall_in_each_theme_80x24(snap_compare, make_app, stalled, the
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed(SnapshotReady(stalled)))
 
 
+def test_rank_160x48(snap_compare, make_app, with_stacks) -> None:
+    """The missing rank with the stack its snapshot carries, beside its reports."""
+    app = make_app()
+    run_before = feed(SnapshotReady(with_stacks), keys=("enter", "down", "enter"))
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
 def test_stacks_160x48(snap_compare, make_app, stalled, with_stacks) -> None:
     app, run_before = stacks_case(make_app, stalled, with_stacks)
     assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raytop.tui.format import fmt_bytes
+from raytop.tui.format import fmt_bytes, fmt_rate
 
 
 @pytest.mark.parametrize(
@@ -25,3 +25,13 @@ from raytop.tui.format import fmt_bytes
 def test_fmt_bytes(n, text) -> None:
     assert fmt_bytes(n) == text
     assert len(fmt_bytes(n)) <= 5
+
+
+@pytest.mark.parametrize(
+    ("per_min", "text"),
+    [(None, "-"), (0.01, "<0.1/m"), (0.1, "0.1/m"), (7.08, "7.1/m"), (9.96, "10/m"),
+     (12.4, "12/m"), (59_999.0, "59999/m")],
+)  # fmt: skip
+def test_fmt_rate(per_min, text) -> None:
+    assert fmt_rate(per_min) == text
+    assert len(text) <= 6 or per_min >= 10_000  # the worker table's column is 6 wide

@@ -8,6 +8,7 @@ from textual.widgets._footer import FooterKey
 
 from raytop.tui.screens.overview import OverviewScreen
 from raytop.tui.screens.placement import PlacementScreen
+from raytop.tui.screens.rank import RankScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.screens.stacks import StacksScreen
 from raytop.tui.widgets.key_footer import KeyFooter
@@ -39,12 +40,14 @@ async def open_screen(pilot, app, snapshot, keys: tuple[str, ...], screen_type) 
 SCREENS = [
     ((), OverviewScreen),
     (("enter",), RunScreen),
+    (("enter", "enter"), RankScreen),
     (("p",), PlacementScreen),
 ]
+IDS = ["overview", "run", "rank", "placement"]
 
 
 @pytest.mark.parametrize("width", [80, 160])
-@pytest.mark.parametrize(("keys", "screen_type"), SCREENS, ids=["overview", "run", "placement"])
+@pytest.mark.parametrize(("keys", "screen_type"), SCREENS, ids=IDS)
 @pytest.mark.parametrize("read_only", [False, True], ids=["controls", "read-only"])
 async def test_the_footer_shows_every_key_of_the_screen_within_its_width(
     make_app, placement, width, keys, screen_type, read_only
@@ -75,7 +78,7 @@ async def test_the_overview_footer_names_the_keys_it_has_room_for(make_app, plac
         assert words["?"] == ""  # the best known give theirs up first
 
 
-@pytest.mark.parametrize(("keys", "screen_type"), SCREENS, ids=["overview", "run", "placement"])
+@pytest.mark.parametrize(("keys", "screen_type"), SCREENS, ids=IDS)
 async def test_the_palette_offers_every_key_of_the_screen(
     make_app, placement, keys, screen_type
 ) -> None:

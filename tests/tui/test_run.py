@@ -104,12 +104,15 @@ async def test_wide_terminal_shows_node_memory_cpu_and_heartbeat(make_app, stall
             "exited",
             "behind",
             "last_report",
+            "rate",
             "heartbeat",
             "cpu",
             "rss",
             "state",
         )
         assert cell(table, "0", "node") == "a3f9c2d1"
+        # 4 intervals in 33.9 s and 3 in 24.3 s (conftest's report_times).
+        assert [cell(table, r, "rate") for r in ("0", "1")] == ["7.1/m", "7.4/m"]
         assert [cell(table, "0", c) for c in ("heartbeat", "cpu", "rss")] == ["0s", "1", "1.8G"]
         assert [cell(table, "1", c) for c in ("heartbeat", "cpu", "rss")] == ["0s", "99", "2.1G"]
 
@@ -120,7 +123,7 @@ async def test_80_columns_drop_the_node_and_memory_columns(make_app, stalled) ->
         table = (await open_run(app, pilot, stalled)).query_one(WorkerTable)
         shown = table.columns_shown
         assert "node" not in shown and "rss" not in shown
-        for key in ("rank", "pid", "entered", "exited", "behind", "last_report", "state"):
+        for key in ("rank", "pid", "entered", "exited", "behind", "last_report", "rate", "state"):
             assert key in shown
 
 

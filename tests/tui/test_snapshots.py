@@ -70,6 +70,13 @@ def test_run_checkpoints_120x36(snap_compare, make_app, checkpointed) -> None:
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
 
 
+def test_rank_missing_80x24(snap_compare, make_app, stalled) -> None:
+    """Rank 1, the one its run waits for: its reports, the open interval towering."""
+    app = make_app()
+    run_before = feed(SnapshotReady(stalled), keys=("enter", "down", "enter"))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
 def stacks_case(make_app, stalled, with_stacks):
     """The Stacks screen of the stalled run, its "fetching stacks…" toast gone."""
     app = make_app(collector=StackCollector(stalled, stacks=with_stacks))

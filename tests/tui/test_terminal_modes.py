@@ -65,7 +65,7 @@ def boxes(text: str) -> set[str]:
 LEFTOVERS = {"\u00b7", "\u2014", "\u2026", "\u2192", "\u23ce"}
 
 
-SCREENS = ("overview", "help", "run", "stacks", "placement", "resume")
+SCREENS = ("overview", "help", "run", "rank", "stacks", "placement", "resume")
 
 
 async def _open(pilot, app, screen: str, request) -> None:
@@ -73,7 +73,8 @@ async def _open(pilot, app, screen: str, request) -> None:
     snapshot = request.getfixturevalue("placement" if screen == "placement" else "checkpointed")
     await show(pilot, snapshot)
     keys = {"overview": (), "help": ("question_mark",), "run": ("enter",),
-            "stacks": ("enter", "s"), "placement": ("p",), "resume": ("u",)}[screen]  # fmt: skip
+            "rank": ("enter", "down", "enter"), "stacks": ("enter", "s"), "placement": ("p",),
+            "resume": ("u",)}[screen]  # fmt: skip
     await pilot.press(*keys)
     await pilot.pause()
     if screen == "stacks":

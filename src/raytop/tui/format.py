@@ -30,6 +30,18 @@ def fmt_seconds(s: float | None) -> str:
     return f"{s:.1f}s" if s < 999.95 else f"{s:.0f}s"
 
 
+def fmt_rate(per_min: float | None) -> str:
+    """Reports per minute: ``12/m``, ``7.5/m``, ``<0.1/m``; ``None`` (fewer than two
+    reports in its history) → ``-``. At most 6 characters below 10 000 a minute."""
+    if per_min is None:
+        return "-"
+    if per_min >= 9.95:
+        return f"{per_min:.0f}/m"
+    if per_min >= 0.1:
+        return f"{per_min:.1f}/m"
+    return "<0.1/m"
+
+
 def fit_words(line: Content, width: int, ellipsis: str) -> Content:
     """``line`` cut to ``width`` cells at a word boundary, with ``ellipsis``: a panel line
     never wraps (the panels are budgeted in lines) and never ends mid-word."""

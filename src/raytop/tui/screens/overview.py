@@ -34,7 +34,8 @@ from raytop.tui.screens.base import SnapshotScreen, mark_bindings
 from raytop.tui.screens.confirm import ConfirmModal
 from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.resume import ResumeScreen
-from raytop.tui.screens.run import RunScreen, run_findings
+from raytop.tui.screens.run import RunScreen
+from raytop.tui.screens.run_data import run_findings
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.experiment_header import ExperimentHeader

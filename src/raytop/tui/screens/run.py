@@ -1,68 +1,35 @@
 """One Ray Train run: who is behind at the report barrier, by how much, for how long.
 
 Pushed from the overview for a trial's run. Like the overview it renders only while on
-view and catches up on resume. ``s`` asks the collector for every rank's Python stack, in
-a daemon thread (``background.run_in_background``: ``request_stacks`` blocks up to its
-timeout), and shows them side by side.
-The request is written to the cluster's KV store, so read-only refuses it (``s`` only says
-why), as it refuses the stops.
+view and catches up on resume. Enter (or ``w``) on a rank opens the Rank screen: that
+rank's heartbeat, report history and stack. ``s`` asks the collector for every rank's
+Python stack (``stacks_request``: in a daemon thread; read-only refuses it) and shows
+them side by side.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
-from raytop.model import Finding, LedgerStatus, Snapshot, TrainRun
-from raytop.model.format import fmt_duration
+from raytop.model import Finding, TrainRun
 from raytop.model.ports import Collector
-from raytop.tui.background import run_in_background
-from raytop.tui.messages import StacksFailed, StacksReady
-from raytop.tui.screens.base import SnapshotScreen, mark_bindings
+from raytop.tui.messages import StacksReady
+from raytop.tui.screens.rank import RankScreen
+from raytop.tui.screens.run_data import describe_ledger, find_run, run_findings
 from raytop.tui.screens.stacks import StacksScreen
+from raytop.tui.screens.stacks_request import StacksRequestScreen, stacks_binding
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
 from raytop.tui.widgets.key_footer import KeyFooter
-from raytop.tui.widgets.stall_banner import (
-    RUN_KINDS,
-    STALL,
-    RunFindings,
-    StallBanner,
-    missing_ranks,
-)
+from raytop.tui.widgets.stall_banner import STALL, RunFindings, StallBanner, missing_ranks
 from raytop.tui.widgets.worker_table import WorkerTable
-
-STACKS_TIMEOUT_S = 5.0
-STACKS_IDS = frozenset({"raytop.stacks"})
-READ_ONLY = "read-only: asking for stacks is disabled (it writes to the cluster's KV store)"
-
-
-def find_run(snapshot: Snapshot | None, run_id: str) -> TrainRun | None:
-    if snapshot is None:
-        return None
-    return next((r for r in snapshot.all_runs() if r.run_id == run_id), None)
-
-
-def run_findings(
-    snapshot: Snapshot | None, run: TrainRun, kinds: tuple[str, ...] = RUN_KINDS
-) -> list[Finding]:
-    """The findings of ``kinds`` about this attempt of ``run``, in the order of ``kinds``
-    (by default the ledger's, stall first)."""
-    if snapshot is None:
-        return []
-    found = [
-        f
-        for f in snapshot.findings
-        if f.kind in kinds
-        and f.evidence.get("run_id") == run.run_id
-        and f.evidence.get("attempt_id", run.attempt_id) == run.attempt_id
-    ]
-    return sorted(found, key=lambda f: kinds.index(f.kind))
 
 
 def describe_run(run: TrainRun) -> Content:
@@ -78,30 +45,20 @@ def describe_run(run: TrainRun) -> Content:
     return Content.assemble(*parts)
 
 
-def describe_ledger(ledger: LedgerStatus | None, now: float) -> str | None:
-    if ledger is None:
-        return None
-    if not ledger.available:
-        why = f": {ledger.error}" if ledger.error else ""
-        return f"report ledger unavailable{why}; these counts may be stale"
-    if ledger.restarted_at is not None:
-        gap = f" (gap {fmt_duration(ledger.gap_s)})" if ledger.gap_s is not None else ""
-        ago = fmt_duration(now - ledger.restarted_at)
-        return f"ledger restarted {ago} ago{gap}: counts resumed from the probes"
-    return None
-
-
-class RunScreen(SnapshotScreen):
+class RunScreen(StacksRequestScreen):
     """Renders the run ``run_id`` of each new ``ViewState``, only while visible."""
 
     BINDINGS = [
         Binding("escape,backspace", "back", "back", id="raytop.back"),
         Binding(
-            "s",
-            "stacks",
-            "stacks",
-            id="raytop.stacks",
-            tooltip="Ask every rank for its Python stack (a request in the cluster's KV store).",
+            "w",
+            "open_rank",
+            "rank",
+            id="raytop.open-rank",
+            tooltip="The highlighted rank: its heartbeat, reports and stack (Enter does the same).",
+        ),
+        stacks_binding(
+            "Ask every rank for its Python stack (a request in the cluster's KV store)."
         ),
     ]
 
@@ -114,14 +71,9 @@ class RunScreen(SnapshotScreen):
         clock: Callable[[], float],
         read_only: bool,
     ) -> None:
-        super().__init__(state=state, clock=clock, read_only=read_only)
-        self.run_id = run_id
-        self._collector = collector
+        super().__init__(run_id, collector=collector, state=state, clock=clock, read_only=read_only)
         self._run = find_run(state.body, run_id)
         self._gone = False
-        self._fetching = False
-        if read_only:
-            mark_bindings(self, STACKS_IDS, "read-only")
 
     @property
     def run(self) -> TrainRun | None:
@@ -141,6 +93,29 @@ class RunScreen(SnapshotScreen):
 
     def action_back(self) -> None:
         self.dismiss()
+
+    # -- one rank -----------------------------------------------------------------------
+
+    def action_open_rank(self) -> None:
+        rank = self.query_one(WorkerTable).cursor_key()
+        if rank is not None:
+            self._open_rank(int(rank))
+
+    @on(DataTable.RowSelected, "WorkerTable")
+    def _rank_chosen(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self._open_rank(int(event.row_key.value))
+
+    def _open_rank(self, rank: int) -> None:
+        screen = RankScreen(
+            self.run_id,
+            rank,
+            collector=self._collector,
+            state=self._state,
+            clock=self._clock,
+            read_only=self._read_only,
+        )
+        self.app.push_screen(screen)
 
     def _stall(self) -> Finding | None:
         if self._run is None:
@@ -193,35 +168,7 @@ class RunScreen(SnapshotScreen):
 
     # -- stacks -------------------------------------------------------------------------
 
-    def action_stacks(self) -> None:
-        if self._read_only:
-            self.notify(READ_ONLY, severity="warning")
-            return
-        collector = self._collector
-        if not isinstance(collector, Collector):  # a poll-only source: no request_stacks
-            self.notify("stacks aren't available from this source", severity="warning")
-            return
-        if self._fetching:
-            self.notify("still fetching stacks…")
-            return
-        self._fetching = True
-        self.notify(f"fetching stacks… (up to {STACKS_TIMEOUT_S:.0f}s)")
-        run_id = self.run_id
-        run_in_background(
-            self,
-            lambda: StacksReady(
-                run_id, collector.request_stacks(run_id, timeout_s=STACKS_TIMEOUT_S)
-            ),
-            lambda exc: StacksFailed(run_id, f"{type(exc).__name__}: {exc}"),
-            name="raytop-stacks",
-        )
-
-    def on_stacks_failed(self, message: StacksFailed) -> None:
-        self._fetching = False
-        self.notify(message.error, title="stacks failed", severity="error")
-
-    def on_stacks_ready(self, message: StacksReady) -> None:
-        self._fetching = False
+    def _stacks_arrived(self, message: StacksReady) -> None:
         run = find_run(message.snapshot, self.run_id) or self._run
         if run is None:
             self.notify("the run is gone: no stacks to show", severity="warning")

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
-from raytop.tui.format import fmt_bytes
+from raytop.tui.format import fmt_bytes, fmt_rate
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, right
 
 # Column key -> (header, content width). The order is the display order.
@@ -25,14 +25,15 @@ _COLUMNS = {
     "exited": ("exited", 6),
     "behind": ("behind", 6),
     "last_report": ("last rep", 8),
+    "rate": ("rate", 6),
     "heartbeat": ("beat", 6),
     "cpu": ("cpu%", 4),
     "rss": ("rss", 5),
     "state": ("state", 8),
 }
 _LEFT = frozenset({"node", "state"})
-# Dropped first when the table is too narrow (at 80 columns: node, then rss).
-_DROP_ORDER = ("node", "rss", "heartbeat", "cpu", "pid", "last_report")
+# Dropped first when the table is too narrow (at 80 columns: node, rss, then heartbeat).
+_DROP_ORDER = ("node", "rss", "heartbeat", "cpu", "rate", "pid", "last_report")
 
 STATES = ("training", "waiting", "behind", "silent", "dead", "done")
 
@@ -80,6 +81,7 @@ class WorkerTable(KeyedTable):
             "exited": right(str(w.reports_exited)),
             "behind": Text(str(w.behind) if w.behind else "", justify="right", style="bold"),
             "last_report": right(fmt_duration(w.last_report_age_s)),
+            "rate": right(fmt_rate(w.reports_per_min())),
             "heartbeat": right(fmt_duration(w.heartbeat_age_s)),
             "cpu": right("-" if w.cpu_percent is None else f"{w.cpu_percent:.0f}"),
             "rss": right(fmt_bytes(w.rss_bytes)),

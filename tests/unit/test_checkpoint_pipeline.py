@@ -29,6 +29,23 @@ def test_states_along_the_journey():
     assert (c3.mode, c3.uploading_since, c3.upload_s) == ("ASYNC", 9.0, 11.0)
 
 
+def test_checkpoints_deleted_by_num_to_keep_are_pruned_not_waiting_to_register():
+    """num_to_keep=2 after four reports: c1 and c2 were committed, then deleted. Storage was
+    listed, so "pruned" is positive evidence; the newest one not yet registered stays
+    "uploaded", and nothing is pruned when storage could not be listed."""
+    uploads = {
+        0: [upload(f"c{i}", float(i), i + 0.5, {"s.pt": 10}, report=i) for i in (1, 2, 3, 4, 5)]
+    }
+    records = pipeline(uploads, snapshot("c3", "c4"), {"c3", "c4", "c5"}, now=9.0)
+    assert [(r.dir_name, r.state) for r in records] == [
+        ("c1", "pruned"), ("c2", "pruned"), ("c3", "committed"), ("c4", "committed"),
+        ("c5", "uploaded"),
+    ]  # fmt: skip
+    unknown = pipeline(uploads, snapshot("c3", "c4"), None, now=9.0)
+    assert [r.state for r in unknown][:2] == ["uploaded", "uploaded"]
+    assert checkpoint_findings(TrainRun("r", "r", "a", 1, checkpoints=records), 60.0) == []
+
+
 def test_validation_failure_and_missing_states():
     records = pipeline({}, snapshot("a", "b", "c", validated_checkpoint_dir_names=["a"],
                                     failed_validation_checkpoint_dir_names=["b"]),

@@ -3,7 +3,8 @@
 Per checkpoint folder: which ranks attached files (and the same relative path from two
 ranks: a collision, one overwrote the other), how it was uploaded (SYNC / ASYNC / the user's
 function), whether it is still uploading, on storage, committed to the run's snapshot,
-validated, or failed (RAY_NOTES g).
+validated, or failed (RAY_NOTES g), or pruned by Train's ``num_to_keep`` once newer ones
+were committed.
 """
 
 from __future__ import annotations
@@ -68,7 +69,12 @@ def pipeline(
         order = committed.index(dir_name) if dir_name in committed else len(committed)
         return begun, order, dir_name
 
-    for dir_name in sorted(set(by_dir) | {c for c in committed if c}, key=started):
+    ordered = sorted(set(by_dir) | {c for c in committed if c}, key=started)
+    # Train keeps the newest num_to_keep checkpoints in the snapshot and deletes the folders
+    # of the others: one that is neither listed nor on storage, with a later one committed,
+    # was pruned (positive evidence: storage was listed), not "uploaded and waiting".
+    last_committed = max((i for i, d in enumerate(ordered) if d in committed), default=-1)
+    for position, dir_name in enumerate(ordered):
         ranks = by_dir.get(dir_name, {})
         owners: dict[str, list[int]] = {}
         size = 0
@@ -97,6 +103,8 @@ def pipeline(
             state = "missing"
         elif dir_name in committed:
             state = "committed"
+        elif on_storage is not None and dir_name not in on_storage and position < last_committed:
+            state = "pruned"
         else:
             state = "uploaded"
         first = next(iter(ranks.values()), None)  # None: known from the snapshot alone

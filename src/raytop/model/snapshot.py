@@ -153,7 +153,8 @@ class CheckpointRecord:
 
     ``state``: uploading, uploaded (on storage, not yet in the run's snapshot), committed,
     validating, validated, validation_failed, validation_timed_out, failed, missing
-    (listed in the snapshot but gone from storage)."""
+    (listed in the snapshot but gone from storage), pruned (committed once, then deleted by
+    Train's ``num_to_keep`` after newer ones: neither listed nor on storage)."""
 
     dir_name: str
     state: str

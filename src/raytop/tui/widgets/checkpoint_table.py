@@ -55,6 +55,7 @@ TONES = {
     "validated": "ok",
     "uploaded": "muted",
     "validating": "muted",
+    "pruned": "muted",
 }
 _LABELS = {"validation_failed": "val failed", "validation_timed_out": "val timeout"}
 

@@ -1,10 +1,12 @@
-"""End to end, as a user meets it: ``raytop run`` in a real terminal (tmux), the sweep live
-on screen, ``q`` leaves the run going, and a bare ``raytop`` re-attaches; a stopped
-experiment resumed from the TUI's Resume screen, after its preview and a confirmation."""
+"""End to end, as a user meets it: ``raytop run`` of the bundled torch sweep in a real
+terminal (tmux), per-rank report counts growing on screen, Enter down to a rank, ``q``
+leaves the run going, and a bare ``raytop`` re-attaches; a stopped experiment resumed from
+the TUI's Resume screen, after its preview and a confirmation."""
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -58,15 +60,42 @@ class Pane:
         subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
-def test_run_shows_the_sweep_live_and_quitting_leaves_it_running(ray_cluster, example_copy):
-    spec = example_copy(
-        "scalar.toml", "scalar_objective.py", edit={"steps = 3": "steps = 40"}
-    )  # ~8 s per trial: long enough to quit while it runs
+RANK_COUNT = re.compile(r"\br(\d+) +(\d+)\b")
+
+
+def rank_counts(screen: str) -> dict[int, int]:
+    """Rank → report count, as the overview's rank strip shows them (``r0 3 5s`` compact,
+    or ``r0  3  …`` a line per rank)."""
+    return {int(rank): int(count) for rank, count in RANK_COUNT.findall(screen)}
+
+
+def test_torch_sweep_counts_grow_live_drill_to_a_rank_quit_and_reattach(ray_cluster, example_copy):
+    """The bundled example as it ships (paced epochs): the overview's per-rank report counts
+    grow before the first trial ends, Enter drills trial → Train run → rank, ``q`` leaves the
+    run going, and a bare ``raytop`` re-attaches to it."""
+    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py")
+    experiment = spec.parent / "results" / "torch_sweep"
     raytop = [sys.executable, "-m", "raytop"]
-    pane = Pane([*raytop, "run", str(spec), "--address", ray_cluster.address])
+    pane = Pane([*raytop, "run", str(spec), "--address", ray_cluster.address], size=(160, 48))
     try:
-        screen = pane.wait_for(lambda s: "RUNNING" in s and "x=" in s, 90, "running trials")
-        assert ray_cluster.address in screen
+        first = pane.wait_for(
+            lambda s: len(rank_counts(s)) == 2 and min(rank_counts(s).values()) >= 1,
+            180, "both ranks' report counts on the overview",
+        )  # fmt: skip
+        before = rank_counts(first)
+        later = pane.wait_for(
+            lambda s: len(rank_counts(s)) == 2
+            and all(rank_counts(s)[r] > n for r, n in before.items()),
+            60, "the counts to grow",
+        )  # fmt: skip
+        assert "TERMINATED" not in later, "a trial ended before the counts were seen growing"
+        assert ray_cluster.address in later
+
+        pane.keys("Enter")  # the highlighted trial → its Train run, rank by rank
+        pane.wait_for(lambda s: "world size 2" in s, 20, "the Run screen")
+        pane.keys("Enter")  # the rank under the cursor → the Rank screen
+        rank = pane.wait_for(lambda s: "heartbeat" in s and "rank 0" in s, 20, "the Rank screen")
+        assert "reports" in rank
         pane.keys("q")
         screen = pane.wait_for(lambda s: "EXITED=" in s, 20, "raytop to exit")
         assert "EXITED=0" in screen
@@ -74,17 +103,39 @@ def test_run_shows_the_sweep_live_and_quitting_leaves_it_running(ray_cluster, ex
     finally:
         pane.close()
 
-    # The driver survived the TUI; re-attaching shows the sweep finishing.
-    attach = Pane([*raytop, "--address", ray_cluster.address])
     try:
-        screen = attach.wait_for(
-            lambda s: s.count("TERMINATED") >= 4 and "FINISHED" in s, 120, "the sweep to finish"
-        )
-        assert "scalar" in screen
-        attach.keys("q")
-        attach.wait_for(lambda s: "EXITED=0" in s, 20, "raytop to exit")
+        # The driver survived the TUI: the run goes on, and a bare raytop re-attaches to it.
+        quit_at = _report_counts(ray_cluster, experiment)
+        wait_for(
+            lambda: any(
+                n > quit_at.get(run_rank, 0)
+                for run_rank, n in _report_counts(ray_cluster, experiment).items()
+            ),
+            60, "reports after the TUI quit",
+        )  # fmt: skip
+        attach = Pane([*raytop, "--address", ray_cluster.address], size=(160, 48))
+        try:
+            screen = attach.wait_for(
+                lambda s: "torch_sweep" in s and "RUNNING" in s and len(rank_counts(s)) == 2,
+                60, "the re-attached overview",
+            )  # fmt: skip
+            attach.keys("q")
+            attach.wait_for(lambda s: "EXITED=0" in s, 20, "raytop to exit")
+        finally:
+            attach.close()
     finally:
-        attach.close()
+        # No need to wait for the whole sweep: a graceful stop ends it (nothing deleted).
+        run_raytop("stop", str(experiment), "--yes")
+        wait_for(
+            lambda: experiment_status(ray_cluster.address, experiment)["status"] != "RUNNING",
+            90, "the stopped sweep's driver to exit",
+        )  # fmt: skip
+
+
+def _report_counts(cluster, experiment) -> dict[tuple[str, int], int]:
+    """(Train run, rank) → reports entered, for the experiment, from ``status --json``."""
+    runs = experiment_status(cluster.address, experiment)["runs"]
+    return {(r["run_id"], w["rank"]): w["reports_entered"] for r in runs for w in r["workers"]}
 
 
 def test_resume_screen_previews_then_resumes_a_stopped_experiment(ray_cluster, example_copy):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from raytop.tui.format import fmt_bytes
+from raytop.tui.format import fmt_bytes, progress_bar, sparkline
+from raytop.tui.glyphs import ASCII, UNICODE
 
 
 @pytest.mark.parametrize(
@@ -25,3 +26,18 @@ from raytop.tui.format import fmt_bytes
 def test_fmt_bytes(n, text) -> None:
     assert fmt_bytes(n) == text
     assert len(fmt_bytes(n)) <= 5
+
+
+def test_sparkline_draws_each_series_on_its_own_scale() -> None:
+    assert sparkline([], 8, UNICODE.spark) == ""
+    assert sparkline([3.0, 2.0, 1.0], 8, UNICODE.spark) == "█▅▁"
+    assert sparkline([3.0, 2.0, 1.0], 8, ASCII.spark) == "#=_"
+    assert sparkline([0.5] * 4, 8, UNICODE.spark) == "▅▅▅▅"  # flat: the middle
+    assert sparkline([0.5], 8, UNICODE.spark) == "▅"
+    assert len(sparkline([float(i) for i in range(64)], 8, UNICODE.spark)) == 8
+
+
+def test_progress_bar() -> None:
+    assert progress_bar(3, 5, 5, "█", "░") == "███░░"
+    assert progress_bar(0, 5, 5, "#", ".") == "....."
+    assert progress_bar(9, 5, 5, "#", ".") == "#####"

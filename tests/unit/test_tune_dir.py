@@ -106,6 +106,21 @@ def test_foreign_experiment_read_from_tune_state(tmp_path):
     assert exp.driver_alive is None
 
 
+def test_a_foreign_trials_count_comes_from_its_config_and_it_has_no_history(tmp_path):
+    folder = tmp_path / "foreign"
+    folder.mkdir()
+    trials = [
+        json.dumps({"trial_id": f"a_0000{i}", "status": "RUNNING", "config": config})
+        for i, config in enumerate(({"num_epochs": 8, "lr": 0.1}, {"lr": 0.2}, {"epochs": "8"}))
+    ]
+    meta = json.dumps({"last_result": {"loss": 0.5, "training_iteration": 2}})
+    state = {"trial_data": [[trial, meta] for trial in trials]}
+    (folder / "experiment_state-x.json").write_text(json.dumps(state))
+    exp = ExperimentReader(str(folder)).read()
+    assert [t.max_iterations for t in exp.trials] == [8, None, None]
+    assert all(t.metric_history == () for t in exp.trials)
+
+
 def test_unfinished_foreign_experiment_is_unknown_not_interrupted(tmp_path):
     folder = tmp_path / "foreign"
     folder.mkdir()

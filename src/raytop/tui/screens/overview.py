@@ -395,7 +395,7 @@ class OverviewScreen(SnapshotScreen):
         found = run_findings(self._state.body, run, (STALL,)) if run else []
         dashboard.show(
             trial, run, groups, phase, since, lines=self._dashboard_lines(experiment),
-            stalled=missing_ranks(found[0] if found else None),
+            stalled=missing_ranks(found[0] if found else None), metric=experiment.metric,
         )  # fmt: skip
 
     def _dashboard_lines(self, experiment: Experiment) -> int:

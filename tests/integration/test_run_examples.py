@@ -16,7 +16,10 @@ FAST = {"epochs = 8": "epochs = 5", "epoch_seconds = 4": "epoch_seconds = 0"}
 
 
 def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
-    spec = example_copy("scalar.toml", "scalar_objective.py")
+    # Stopped after 2 of its 3 steps by [tune] stop_iterations (MaximumIterationStopper
+    # beside raytop's TrialStopper), which is also each trial's expected count.
+    stop = {"max_concurrent_trials = 2": "max_concurrent_trials = 2\nstop_iterations = 2"}
+    spec = example_copy("scalar.toml", "scalar_objective.py", stop)
     result = run_raytop("run", str(spec), "--no-tui", "--address", ray_cluster.address)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "scalar FINISHED | trials: 4 TERMINATED" in result.stdout
@@ -29,8 +32,11 @@ def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
     assert sorted(t["config"]["x"] for t in trials) == [1, 2, 3, 4]
     for trial in trials:
         assert trial["status"] == "TERMINATED"
-        assert trial["metrics"]["score"] == -((trial["config"]["x"] - 3) ** 2)
-        assert trial["iterations"] == 3
+        score = -((trial["config"]["x"] - 3) ** 2)
+        assert trial["metrics"]["score"] == score
+        assert trial["iterations"] == 2
+        assert trial["max_iterations"] == 2
+        assert trial["metric_history"] == [score, score]  # the metric of each result
         assert trial["num_failures"] == 0
     assert snapshot["findings"] == []
 
@@ -53,6 +59,11 @@ def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
         assert trial["iterations"] == 5
         assert trial["metrics"]["epoch"] == 4
         assert 0 < trial["metrics"]["loss"] < 1.0  # it learned the synthetic regression
+        # the probe's history of the metric, one value per result, and the expected
+        # count from the config's epochs (no stop_iterations in this spec)
+        assert len(trial["metric_history"]) == trial["iterations"] == 5
+        assert trial["metric_history"][-1] == trial["metrics"]["loss"]
+        assert trial["max_iterations"] == trial["config"]["epochs"] == 5
         # one Train run per trial, named for it, with rank 0's checkpoints kept (num_to_keep 2)
         run_dir = experiment_path / "train_runs" / train_run_name("torch_sweep", trial["trial_id"])
         snapshot = json.loads((run_dir / "checkpoint_manager_snapshot.json").read_text())

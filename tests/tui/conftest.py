@@ -92,23 +92,37 @@ def _trial(
     iterations: int = 0,
     **more: Any,
 ) -> Trial:
-    """A trial of the sweep; a reported ``loss`` comes with its ``training_iteration``."""
+    """A trial of the sweep; a reported ``loss`` comes with its ``training_iteration``.
+    The sweep stops each trial at 20 iterations (``[tune] stop_iterations = 20``)."""
     metrics = {} if loss is None else {"loss": loss, "training_iteration": iterations}
     config = {"lr": lr, "hidden": hidden}
+    more.setdefault("max_iterations", 20)
     return Trial(trial_id, status, config=config, metrics=metrics, iterations=iterations, **more)
+
+
+def _losses(start: float, end: float, count: int, wobble: float = 0.0) -> tuple[float, ...]:
+    """A loss curve of ``count`` values from ``start`` down (or up) to ``end``: geometric,
+    with an alternating ``wobble`` so the sparklines are not all the same shape."""
+    if count == 1:
+        return (end,)
+    ratio = (end / start) ** (1 / (count - 1))
+    values = [start * ratio**i + (wobble if i % 3 == 1 else 0.0) for i in range(count)]
+    values[-1] = end
+    return tuple(round(v, 4) for v in values)
 
 
 def _trials() -> tuple[Trial, ...]:
     return (
         _trial("7d2a1_00000", "RUNNING", lr=0.01, hidden=64, loss=0.4213, iterations=12,
-               elapsed_s=95.3),
+               elapsed_s=95.3, metric_history=_losses(2.3, 0.4213, 12, 0.05)),
         _trial("7d2a1_00001", "RUNNING", lr=0.001, hidden=128, loss=0.6871, iterations=9,
-               elapsed_s=88.0),
+               elapsed_s=88.0, metric_history=_losses(2.3, 0.6871, 9)),
         _trial("7d2a1_00002", "PENDING", lr=0.0001, hidden=32),
         _trial("7d2a1_00003", "TERMINATED", lr=0.1, hidden=256, loss=0.2954, iterations=20,
-               elapsed_s=201.7),
+               elapsed_s=201.7, metric_history=_losses(2.3, 0.2954, 20, 0.1)),
         _trial("7d2a1_00004", "ERROR", lr=0.5, hidden=64, loss=3.912, iterations=3,
-               elapsed_s=31.2, num_failures=1, error="ValueError: loss became NaN"),
+               elapsed_s=31.2, num_failures=1, error="ValueError: loss became NaN",
+               metric_history=(2.3, 2.9, 3.912)),
     )  # fmt: skip
 
 

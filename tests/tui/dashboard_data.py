@@ -27,7 +27,9 @@ def _group(placed: bool, why: str | None = None) -> PlacementGroup:
 def _fresh_trial(snapshot: Snapshot) -> Snapshot:
     """The sweep with its first trial just started: no result yet."""
     experiment = snapshot.experiments[0]
-    first = replace(experiment.trials[0], iterations=0, metrics={}, elapsed_s=None)
+    first = replace(
+        experiment.trials[0], iterations=0, metrics={}, elapsed_s=None, metric_history=()
+    )
     trials = (first, *experiment.trials[1:])
     return replace(snapshot, experiments=(replace(experiment, trials=trials),))
 

@@ -23,6 +23,11 @@ def row_of(table: TrialTable, trial_id: str) -> list[str]:
     return [str(c) for c in table.get_row(trial_id)]
 
 
+def cells_of(table: TrialTable, trial_id: str) -> dict[str, str]:
+    """One row as text, by column key (only the columns on screen at this width)."""
+    return dict(zip(table.columns_shown, row_of(table, trial_id), strict=True))
+
+
 def row_keys(table: DataTable[object]) -> list[str]:
     return [str(row.key.value) for row in table.ordered_rows]
 

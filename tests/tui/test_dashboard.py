@@ -72,3 +72,24 @@ async def test_every_panel_fits_its_lines_and_no_word_is_cut(make_app, checkpoin
             # The trials keep their rows: every trial visible at both sizes.
             table = app.screen.query_one(TrialTable)
             assert table.size.height >= 1 + table.row_count
+
+
+async def test_the_dashboard_draws_the_highlighted_trials_metric_over_its_iterations(
+    make_app, sweep
+):
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await show(pilot, sweep)
+        trend = text_of(app, "#dash-trend")
+        # 12 losses, one cell each (up to 32), first → last, and the iterations done
+        assert trend == "trend  █▇▆▅▄▃▃▃▂▂▁▁ loss 2.3→0.4213 · 12/20"
+        await pilot.press("down", "down")  # the PENDING trial: no history, no trend line
+        assert not app.screen.query_one("#dash-trend").display
+
+
+async def test_the_dashboard_trend_is_ascii_under_ascii(make_app, sweep):
+    app = make_app(ascii_only=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await show(pilot, sweep)
+        trend = text_of(app, "#dash-trend")
+        assert trend == "trend  #*+=:---..__ loss 2.3>0.4213 · 12/20"  # "·" is not a box

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from raytop.tui.format import fmt_bytes, fmt_rate
+from raytop.tui.format import fmt_bytes, fmt_rate, progress_bar, sparkline
+from raytop.tui.glyphs import ASCII, UNICODE
 
 
 @pytest.mark.parametrize(
@@ -35,3 +36,18 @@ def test_fmt_bytes(n, text) -> None:
 def test_fmt_rate(per_min, text) -> None:
     assert fmt_rate(per_min) == text
     assert len(text) <= 6 or per_min >= 10_000  # the worker table's column is 6 wide
+
+
+def test_sparkline_draws_each_series_on_its_own_scale() -> None:
+    assert sparkline([], 8, UNICODE.spark) == ""
+    assert sparkline([3.0, 2.0, 1.0], 8, UNICODE.spark) == "█▅▁"
+    assert sparkline([3.0, 2.0, 1.0], 8, ASCII.spark) == "#=_"
+    assert sparkline([0.5] * 4, 8, UNICODE.spark) == "▅▅▅▅"  # flat: the middle
+    assert sparkline([0.5], 8, UNICODE.spark) == "▅"
+    assert len(sparkline([float(i) for i in range(64)], 8, UNICODE.spark)) == 8
+
+
+def test_progress_bar() -> None:
+    assert progress_bar(3, 5, 5, "█", "░") == "███░░"
+    assert progress_bar(0, 5, 5, "#", ".") == "....."
+    assert progress_bar(9, 5, 5, "#", ".") == "#####"

@@ -12,7 +12,7 @@ from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.trial_table import TrialTable
 
-from .helpers import row_of, wait_until
+from .helpers import cells_of, wait_until
 
 
 async def test_poller_delivers_new_snapshots_to_the_table(make_app, sweep, next_tick) -> None:
@@ -22,9 +22,9 @@ async def test_poller_delivers_new_snapshots_to_the_table(make_app, sweep, next_
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.screen.query_one(TrialTable)
         await wait_until(
-            pilot, lambda: table.row_count and row_of(table, "7d2a1_00000")[3] == "0.3999"
+            pilot, lambda: table.row_count and cells_of(table, "7d2a1_00000")["metric"] == "0.3999"
         )
-        assert row_of(table, "7d2a1_00000")[4] == "13"
+        assert cells_of(table, "7d2a1_00000")["iter"] == "███░░ 13/20"
         assert app.collector.calls >= 2
 
 

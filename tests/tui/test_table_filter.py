@@ -74,6 +74,13 @@ async def test_sort_by_a_numeric_column_and_reverse(make_app, sweep, next_tick) 
         await show(pilot, next_tick())
         assert row_keys(table) == [*reversed(order[:4]), "7d2a1_00002"]
         assert cursor_key(table) == "7d2a1_00003"
-        await pilot.press("o")  # the next column after the metric: iter
+        await pilot.press("o")  # the next column after the metric: its trend
+        await pilot.pause()
+        assert table.user_sort == ("trend", False)
+        # By the change over the history (last - first): -2.0, -1.88, -1.61, +1.61; none last.
+        assert row_keys(table) == order
+        await pilot.press("o")  # then the iterations: the bar's count, as a number
         await pilot.pause()
         assert table.user_sort == ("iter", False)
+        by_iterations = ["7d2a1_00002", "7d2a1_00004", "7d2a1_00001", "7d2a1_00000"]
+        assert row_keys(table) == [*by_iterations, "7d2a1_00003"]  # 0, 3, 9, 12, 20

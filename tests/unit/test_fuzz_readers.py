@@ -82,7 +82,8 @@ TRIAL = {"trial_id": "t1", "status": "RUNNING", "config": {"lr": 0.1}}
 META = {"num_failures": 0, "last_result": {"training_iteration": 2, "time_total_s": 3.0, "loss": 1}}
 STATE = {"trial_data": [[json.dumps(TRIAL), json.dumps(META)]], "runner_data": {}}
 ROW = {"trial_id": "t1", "status": "RUNNING", "config": {"lr": 0.1}, "metrics": {"loss": 1.0},
-       "num_failures": 0, "iterations": 1, "elapsed_s": 1.0, "error": None}  # fmt: skip
+       "num_failures": 0, "iterations": 1, "elapsed_s": 1.0, "error": None,
+       "metric_history": [1.5, 1.0], "max_iterations": 5}  # fmt: skip
 DRIVER = {"pid": 2**22 + 1, "pid_create_time": 1.0, "host": "h", "experiment_name": "exp",
           "experiment_path": "/x", "metric": "loss", "mode": "min"}  # fmt: skip
 CHECKPOINT = {"checkpoint_dir_name": "checkpoint_1", "metrics": {"epoch": 1}}

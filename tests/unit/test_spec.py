@@ -271,6 +271,15 @@ def test_wrong_type(make_spec) -> None:
     )
 
 
+def test_stop_iterations(make_spec) -> None:
+    assert load_spec(make_spec("[tune]\nstop_iterations = 20\n")).tune.stop_iterations == 20
+    assert load_spec(make_spec("")).tune.stop_iterations is None
+    spec = make_spec("[tune]\nstop_iterations = 0\n")
+    assert spec_error(spec) == f"{spec}: [tune] stop_iterations: expected an integer >= 1, got 0"
+    spec = make_spec("[tune]\nstop_iterations = 2.5\n")
+    assert spec_error(spec).startswith(f"{spec}: [tune] stop_iterations: expected an integer >= 1")
+
+
 def test_out_of_range(make_spec) -> None:
     spec = make_spec("[tune]\nmax_concurrent_trials = -1\n")
     assert spec_error(spec) == (

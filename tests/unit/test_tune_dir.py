@@ -14,6 +14,7 @@ import pytest
 
 from raytop.jsonfile import write_json_atomic
 from raytop.model import ExperimentStatus
+from raytop.rundir import STOP_MARKER
 from raytop.sources.storage import Storages
 from raytop.sources.tune_dir import ExperimentReader
 
@@ -104,6 +105,21 @@ def test_foreign_experiment_read_from_tune_state(tmp_path):
     assert t.metrics["score"] == 0 and "config" not in t.metrics
     assert exp.status == ExperimentStatus.FINISHED
     assert exp.driver_alive is None
+
+
+def test_a_foreign_trials_count_comes_from_its_config_and_it_has_no_history(tmp_path):
+    folder = tmp_path / "foreign"
+    folder.mkdir()
+    trials = [
+        json.dumps({"trial_id": f"a_0000{i}", "status": "RUNNING", "config": config})
+        for i, config in enumerate(({"num_epochs": 8, "lr": 0.1}, {"lr": 0.2}, {"epochs": "8"}))
+    ]
+    meta = json.dumps({"last_result": {"loss": 0.5, "training_iteration": 2}})
+    state = {"trial_data": [[trial, meta] for trial in trials]}
+    (folder / "experiment_state-x.json").write_text(json.dumps(state))
+    exp = ExperimentReader(str(folder)).read()
+    assert [t.max_iterations for t in exp.trials] == [8, None, None]
+    assert all(t.metric_history == () for t in exp.trials)
 
 
 def test_unfinished_foreign_experiment_is_unknown_not_interrupted(tmp_path):
@@ -204,3 +220,26 @@ def test_the_drivers_last_table_is_read_when_it_ends_before_the_watch_says_so(tm
     finally:
         fake_driver.kill()
         fake_driver.wait()
+
+
+def test_after_a_user_stop_tunes_trials_keep_the_probes_histories(tmp_path):
+    """A stopped run is read from Tune's state (which trials are unfinished), which has
+    no history and knows no stop limit: those come from the probe's last table."""
+    rows = [
+        {**trial_row("a_00000", "RUNNING", 0.5), "metric_history": [0.9, 0.5],
+         "max_iterations": 10},
+        {**trial_row("a_00001", "RUNNING", 0.7), "metric_history": [0.7]},
+    ]  # fmt: skip
+    rdir = launched(tmp_path, 2**22 + 1, rows)  # no such pid: the driver is gone
+    (rdir / STOP_MARKER).write_text("")
+    state_trials = [
+        json.dumps({"trial_id": f"a_0000{i}", "status": "PAUSED", "config": {"epochs": 4}})
+        for i in range(3)  # a_00002: not in the probe's table
+    ]
+    meta = json.dumps({"last_result": {"loss": 0.5, "training_iteration": 2}})
+    state = {"trial_data": [[trial, meta] for trial in state_trials]}
+    (tmp_path / "exp" / "experiment_state-x.json").write_text(json.dumps(state))
+    exp = ExperimentReader(str(tmp_path / "exp")).read()
+    assert [t.status for t in exp.trials] == ["PAUSED"] * 3  # Tune's word on each
+    assert [t.metric_history for t in exp.trials] == [(0.9, 0.5), (0.7,), ()]
+    assert [t.max_iterations for t in exp.trials] == [10, 4, 4]  # the probe's, else config

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from raytop.home import registered_experiments
 from raytop.jsonfile import write_json_atomic
 from raytop.model import untrusted, untrusted_kv
+from raytop.model.progress import MAX_METRIC_HISTORY
 from raytop.model.records import MAX_REPORT_HISTORY
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import LocalStorage, Storages
@@ -242,3 +244,43 @@ def test_the_registry_reads_with_a_warning_naming_it(tmp_path, monkeypatch, cont
     else:
         (warning,) = warnings
         assert warning.startswith(str(tmp_path / "experiments.json")) and expected in warning
+
+
+def _row(**more) -> dict:
+    return {"trial_id": "t1", "status": "RUNNING", **more}
+
+
+def test_a_probe_row_carries_the_metric_history_and_max_iterations():
+    row = untrusted.probe_trial(_row(metric_history=[2, 1.5, 0.25], max_iterations=5), "trials[0]")
+    assert row["metric_history"] == (2.0, 1.5, 0.25) and row["max_iterations"] == 5
+    # absent or null: none (rows of an older raytop)
+    assert untrusted.probe_trial(_row(), "t")["metric_history"] == ()
+    assert (
+        untrusted.probe_trial(_row(metric_history=None, max_iterations=None), "t")["max_iterations"]
+        is None
+    )
+    full = [0.5] * MAX_METRIC_HISTORY
+    assert len(untrusted.probe_trial(_row(metric_history=full), "t")["metric_history"]) == 64
+
+
+@pytest.mark.parametrize(
+    ("more", "message"),
+    [
+        ({"metric_history": [1.0, "0.5"]}, "trials[0].metric_history[1]: expected a finite number"),
+        ({"metric_history": [float("nan")]}, "trials[0].metric_history[0]: expected a finite"),
+        ({"metric_history": [float("inf")]}, "trials[0].metric_history[0]: expected a finite"),
+        ({"metric_history": [True]}, "trials[0].metric_history[0]: expected a finite number"),
+        ({"metric_history": [None]}, "trials[0].metric_history[0]: expected a finite number"),
+        ({"metric_history": [0.5] * (MAX_METRIC_HISTORY + 1)}, "65 entries, over the cap of 64"),
+        ({"metric_history": {"0": 1.0}}, "trials[0].metric_history: expected a list"),
+        ({"metric_history": "1,2"}, "trials[0].metric_history: expected a list"),
+        ({"max_iterations": 0}, "trials[0].max_iterations: 0 is below 1"),
+        ({"max_iterations": -3}, "trials[0].max_iterations: -3 is below 1"),
+        ({"max_iterations": 2.5}, "trials[0].max_iterations: expected an integer"),
+        ({"max_iterations": "5"}, "trials[0].max_iterations: expected an integer"),
+        ({"max_iterations": True}, "trials[0].max_iterations: expected an integer"),
+    ],
+)
+def test_a_bad_history_or_max_iterations_makes_the_row_bad(more, message):
+    with pytest.raises(untrusted.Invalid, match=re.escape(message)):
+        untrusted.probe_trials({"trials": [_row(**more)]})

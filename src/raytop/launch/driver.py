@@ -111,6 +111,7 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | Non
     ``Tuner.restore`` (``restore``: what to do with errored trials)."""
     import ray
     from ray import tune
+    from ray.tune.stopper import CombinedStopper, MaximumIterationStopper, Stopper
 
     from raytop.launch.trainable import make_trainable, param_space
     from raytop.probe.trial_probe import TrialProbe, TrialStopper
@@ -129,12 +130,17 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | Non
         num_samples=spec.tune.num_samples,
         max_concurrent_trials=spec.tune.max_concurrent_trials,
     )
+    stop: Stopper = TrialStopper(str(raytop_dir))
+    limit = spec.tune.stop_iterations
+    if limit is not None:
+        stop = CombinedStopper(stop, MaximumIterationStopper(limit))
+    probe = TrialProbe(str(raytop_dir), metric=spec.tune.metric, stop_limit=limit)
     run_config = tune.RunConfig(
         name=spec.experiment.name,
         storage_path=spec.experiment.storage_path,
         failure_config=tune.FailureConfig(max_failures=spec.failure.trial_max_failures),
-        callbacks=[TrialProbe(str(raytop_dir))],
-        stop=TrialStopper(str(raytop_dir)),
+        callbacks=[probe],
+        stop=stop,
         verbose=1,
     )
     resources = {

@@ -85,6 +85,8 @@ class TuneSection:
     num_samples: int = 1
     max_concurrent_trials: int | None = None
     trial_resources: dict[str, float] | None = None  # None: the kind's default
+    # Each trial stops after this many results (Tune's MaximumIterationStopper); None: none.
+    stop_iterations: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,14 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "experiment": ("name", "storage_path"),
     "trainable": ("kind", "entrypoint"),
     "param_space": (),  # free-form: one sampler per key
-    "tune": ("metric", "mode", "num_samples", "max_concurrent_trials", "trial_resources"),
+    "tune": (
+        "metric",
+        "mode",
+        "num_samples",
+        "max_concurrent_trials",
+        "trial_resources",
+        "stop_iterations",
+    ),
     "scaling": ("num_workers", "use_gpu", "resources_per_worker", "placement_strategy", "backend"),
     "failure": (
         "max_failures",
@@ -307,12 +316,16 @@ def parse_tune(ctx: SpecFile, raw: dict[str, Any]) -> TuneSection:
     trial_resources = None
     if "trial_resources" in raw:
         trial_resources = resource_table(ctx, "[tune] trial_resources", raw["trial_resources"])
+    stop_iterations = None
+    if "stop_iterations" in raw:
+        stop_iterations = integer(ctx, "[tune] stop_iterations", raw["stop_iterations"], 1)
     return TuneSection(
         metric=metric,
         mode=mode,
         num_samples=num_samples,
         max_concurrent_trials=max_concurrent,
         trial_resources=trial_resources,
+        stop_iterations=stop_iterations,
     )
 
 

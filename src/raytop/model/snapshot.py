@@ -80,6 +80,15 @@ class Trial:
     elapsed_s: float | None = None
     error: str | None = None
     pending_reason: str | None = None  # why it (or its Train workers) cannot place yet
+    # The experiment metric's last values (at most 64, oldest first): from the TrialProbe
+    # of a raytop-launched run; empty for other experiments (Tune's state keeps only the
+    # last result). And the iterations it will run when known (``model.progress``).
+    metric_history: tuple[float, ...] = ()
+    max_iterations: int | None = None
+
+    def __post_init__(self) -> None:
+        # From JSON (``Snapshot.from_json``) the history arrives as a list.
+        object.__setattr__(self, "metric_history", tuple(self.metric_history))
 
     @property
     def ended(self) -> bool:

@@ -25,6 +25,8 @@ import json
 import math
 from typing import Any
 
+from raytop.model.progress import MAX_METRIC_HISTORY
+
 MiB = 1024 * 1024
 
 # Size caps, in bytes, per kind of input. A file or value above its cap is refused with a
@@ -214,7 +216,22 @@ def probe_trial(row: Any, where: str) -> dict[str, Any]:
         "elapsed_s": number(row, "elapsed_s", where, optional=True),
         "error": text(row, "error", where, optional=True),
         "pending_reason": text(row, "pending_reason", where, optional=True),
+        "metric_history": _metric_history(row, at(where, "metric_history")),
+        "max_iterations": integer(row, "max_iterations", where, optional=True, minimum=1),
     }
+
+
+def _metric_history(row: dict[str, Any], where: str) -> tuple[float, ...]:
+    """The metric's last values: absent or null is none; else a list of at most
+    ``MAX_METRIC_HISTORY`` finite numbers (anything else is a bad row)."""
+    value = row.get("metric_history")
+    if value is None:
+        return ()
+    values = seq(value, where, MAX_METRIC_HISTORY)
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise fail(at(where, i), "a finite number", v)
+    return tuple(float(v) for v in values)
 
 
 def probe_trials(data: Any) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from raytop.model.progress import expected_iterations
 from raytop.model.untrusted import MAX_RECORDS, MAX_TRIALS, Invalid, kind
 
 # -- Tune's experiment_state-*.json (sources.tune_dir) ------------------------------------------
@@ -96,6 +97,8 @@ def tune_state_trial(entry: Any) -> dict[str, Any]:
         "iterations": int(iterations or 0),
         "elapsed_s": _finite(last.get("time_total_s")),
         "error": None,
+        # No stopper is known here, and Tune keeps no history of results.
+        "max_iterations": expected_iterations(config, None),
     }
 
 

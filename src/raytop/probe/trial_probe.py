@@ -4,19 +4,28 @@ Tune only syncs its experiment state to storage every 10 s or more (RAY_NOTES f)
 driver itself knows every result the moment it arrives. The probe writes the table to
 ``<raytop_dir>/trials.json`` (atomic rename, at most every ``min_interval_s``), which the
 raytop faces read. It never raises into Tune: a failed write is counted and retried.
+
+Each row also carries the experiment metric's last ``MAX_METRIC_HISTORY`` finite values
+(a bounded deque per trial, kept across a ``Tuner.restore`` through Tune's callback state)
+and the iterations the trial will run when known (``model.progress.expected_iterations``:
+the run's ``training_iteration`` stop limit, else the config's epochs).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
+from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback, Stopper
 
 from raytop.jsonfile import write_json_atomic
+from raytop.model.progress import MAX_METRIC_HISTORY, expected_iterations
 from raytop.rundir import STOP_REQUESTS
 
 # Tune's bookkeeping keys: not metrics the user reported.
@@ -33,8 +42,18 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (int, str, bool)) or value is None
 
 
-def trial_row(trial: Any, result: dict[str, Any] | None) -> dict[str, Any]:
-    """The model.Trial fields of a Tune trial, JSON-ready."""
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def trial_row(
+    trial: Any,
+    result: dict[str, Any] | None,
+    history: Iterable[float] = (),
+    stop_limit: int | None = None,
+) -> dict[str, Any]:
+    """The model.Trial fields of a Tune trial, JSON-ready: ``history`` is its metric's
+    last values, ``stop_limit`` the run's ``training_iteration`` limit (if any)."""
     result = result if result is not None else (trial.last_result or {})
     metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and _scalar(v)}
     error = None
@@ -53,13 +72,31 @@ def trial_row(trial: Any, result: dict[str, Any] | None) -> dict[str, Any]:
         "iterations": int(result.get("training_iteration") or 0),
         "elapsed_s": result.get("time_total_s"),
         "error": error,
+        "metric_history": [float(v) for v in history][-MAX_METRIC_HISTORY:],
+        "max_iterations": expected_iterations(trial.config, stop_limit),
     }
 
 
 class TrialProbe(Callback):
-    def __init__(self, raytop_dir: str, min_interval_s: float = 0.2) -> None:
+    """``metric``: the experiment's (``[tune] metric``), whose values each row keeps;
+    ``stop_limit``: the run's ``training_iteration`` stop limit (``[tune] stop_iterations``)."""
+
+    # Defaults for a probe unpickled from the tuner.pkl of an older raytop (no __init__).
+    _metric: str | None = None
+    _stop_limit: int | None = None
+
+    def __init__(
+        self,
+        raytop_dir: str,
+        min_interval_s: float = 0.2,
+        metric: str | None = None,
+        stop_limit: int | None = None,
+    ) -> None:
         self._path = Path(raytop_dir) / "trials.json"
         self._min_interval_s = min_interval_s
+        self._metric = metric
+        self._stop_limit = stop_limit
+        self._histories: dict[str, deque[float]] = {}
         self._trials: list[Any] = []
         self._results: dict[str, dict[str, Any]] = {}
         self._dirty = False
@@ -74,8 +111,15 @@ class TrialProbe(Callback):
         now = time.monotonic()
         if not self._dirty or (not force and now - self._last_write < self._min_interval_s):
             return
-        rows = [trial_row(t, self._results.get(t.trial_id)) for t in self._trials]
         try:
+            histories = self._history_table()
+            rows = [
+                trial_row(
+                    t, self._results.get(t.trial_id), histories.get(t.trial_id, ()),
+                    self._stop_limit,
+                )
+                for t in self._trials
+            ]  # fmt: skip
             write_json_atomic(self._path, {"updated_at": time.time(), "trials": rows})
         except Exception:
             self.write_failures += 1
@@ -83,8 +127,44 @@ class TrialProbe(Callback):
         self._dirty = False
         self._last_write = now
 
+    def _history_table(self) -> dict[str, deque[float]]:
+        histories = self.__dict__.get("_histories")
+        if histories is None:  # unpickled from an older raytop's tuner.pkl
+            histories = self.__dict__["_histories"] = {}
+        return histories
+
+    def _remember(self, trial_id: str, result: dict[str, Any]) -> None:
+        """Append the metric's value of ``result`` to the trial's history, if finite."""
+        value = result.get(self._metric) if self._metric else None
+        if not _finite_number(value):
+            return
+        histories = self._history_table()
+        history = histories.get(trial_id)
+        if history is None:
+            history = histories[trial_id] = deque(maxlen=MAX_METRIC_HISTORY)
+        history.append(float(value))
+
+    def get_state(self) -> dict[str, Any] | None:
+        """The histories, saved by Tune with the experiment so a resume keeps them."""
+        histories = self._history_table()
+        if not histories:
+            return None
+        return {"metric_history": {k: list(v) for k, v in histories.items()}}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        try:
+            saved = state.get("metric_history") or {}
+            self.__dict__["_histories"] = {
+                str(k): deque((float(x) for x in v if _finite_number(x)), MAX_METRIC_HISTORY)
+                for k, v in saved.items()
+            }
+        except Exception:  # a state of another shape: start the histories afresh
+            self.__dict__["_histories"] = {}
+
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self._results[trial.trial_id] = dict(result)
+        with contextlib.suppress(Exception):  # never into Tune
+            self._remember(trial.trial_id, result)
         self._touch(trials)
         self._flush()
 

@@ -10,6 +10,7 @@ when a file is half-written (``sources.storage``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,24 @@ class ExperimentReader:
             return None, warnings
         return [Trial(**row) for row in rows], warnings
 
+    def _with_probe_histories(self, trials: list[Trial] | None) -> list[Trial] | None:
+        """Tune's trials with what only the probe's table has (each trial's metric
+        history, and its count under the run's stop limit), where the table lists them."""
+        if not trials:
+            return trials
+        probed, _ = self._trials_from_probe()  # its warnings come with its own read
+        by_id = {t.trial_id: t for t in probed or ()}
+        return [
+            replace(
+                t,
+                metric_history=by_id[t.trial_id].metric_history,
+                max_iterations=by_id[t.trial_id].max_iterations or t.max_iterations,
+            )
+            if t.trial_id in by_id
+            else t
+            for t in trials
+        ]
+
     def _trials_from_tune_state(self) -> tuple[list[Trial] | None, list[str]]:
         """Trials from Tune's newest experiment_state, and (in ``self.state``) how it read."""
         states = self._storage.glob("", "experiment_state-*.json")
@@ -136,6 +155,7 @@ class ExperimentReader:
         stopped = alive is False and (self.raytop_dir / STOP_MARKER).exists()
         if stopped:  # a user stop: Tune's saved state says which trials are unfinished
             trials, warnings = self._trials_from_tune_state()
+            trials = self._with_probe_histories(trials)
         else:
             trials, warnings = self._trials_from_probe()
         state_trials = trials if stopped else None

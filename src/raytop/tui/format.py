@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.content import Content
+
+from raytop.model.progress import bar_cells, spark_levels
 
 _UNITS = ("K", "M", "G", "T", "P")
 
@@ -69,3 +73,15 @@ def wrap_words(
         rest = Content.assemble(" " * indent, tail)
     out.append(fit_words(rest, width, ellipsis))
     return out
+
+
+def sparkline(values: Sequence[float], width: int, levels: str) -> str:
+    """``values`` (oldest first) as at most ``width`` characters of ``levels`` (lowest
+    first: ``Glyphs.spark``), each series on its own scale; ``""`` for none."""
+    return "".join(levels[i] for i in spark_levels(values, width, len(levels)))
+
+
+def progress_bar(done: int, total: int, width: int, full: str, empty: str) -> str:
+    """``███░░``: ``done`` of ``total`` in ``width`` cells (``Glyphs.bar_full``/``bar_empty``)."""
+    filled = bar_cells(done, total, width)
+    return full * filled + empty * (width - filled)

@@ -10,7 +10,9 @@ Every ``KeyedTable`` can be filtered and sorted by the user, with no code in its
 applied inside ``sync_rows``, on the rows each tick hands in, so they survive refreshes
 and the cursor stays on its row's key. A column sorts numerically when its ``ColumnSpec``
 says ``numeric`` (by default: when it is right-aligned); ``1m35s``, ``2.1G``, ``2/4`` are
-read as numbers, and blank cells (``-``, empty) go last either way.
+read as numbers, and blank cells (``-``, empty) go last either way. A cell that draws a
+picture (a progress bar, a sparkline) is a ``NumberedCell``: it sorts by the number it
+carries, not by its characters.
 """
 
 from __future__ import annotations
@@ -62,6 +64,24 @@ class StyledCell:
         return Measurement(len(self.text), len(self.text))
 
 
+@dataclass(frozen=True)
+class NumberedCell:
+    """A cell drawn as ``text`` (e.g. ``███░░ 3/5``) that sorts as ``number`` (``o``);
+    ``None`` sorts with the blanks. The filter (``/``) matches its text."""
+
+    text: Text
+    number: float | None
+
+    def __str__(self) -> str:
+        return self.text.plain
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.text.cell_len, self.text.cell_len)
+
+
 def right(text: str) -> Text:
     """A right-aligned cell, for numbers."""
     return Text(text, justify="right", no_wrap=True)
@@ -94,6 +114,8 @@ def plain(cell: object) -> str:
         return cell.plain
     if isinstance(cell, StyledCell):
         return cell.text
+    if isinstance(cell, NumberedCell):
+        return cell.text.plain
     return str(cell)
 
 
@@ -113,6 +135,12 @@ def number_of(text: str) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 
+def _number_in(cell: object) -> float | None:
+    if isinstance(cell, NumberedCell):
+        return cell.number
+    return number_of(plain(cell))
+
+
 def _natural(text: str) -> tuple[object, ...]:
     """``t2`` before ``t10``: digit runs compare as numbers, the rest case-insensitively."""
     return tuple(int(part) if part.isdigit() else part.casefold() for part in _DIGITS.split(text))
@@ -127,7 +155,7 @@ def sorted_keys(
     blank_set = set(blank)
     valued = [key for key in rows if key not in blank_set]
     if numeric:
-        numbers = {k: number_of(plain(rows[k][index])) for k in valued}
+        numbers = {k: _number_in(rows[k][index]) for k in valued}
         valued = [k for k in valued if numbers[k] is not None]
         blank = [k for k in rows if k not in blank_set and numbers[k] is None] + blank
         ordered = sorted(valued, key=lambda k: numbers[k] or 0.0, reverse=reverse)

@@ -1,8 +1,9 @@
 """The overview's dashboard: one trial's Train run at a glance, beside or under the trials.
 
-Four panels, in the order they are given room when lines are short: the run's phase (and
+Five panels, in the order they are given room when lines are short: the run's phase (and
 for how long), the rank strip (every rank's report count, or a histogram with the
-laggards named), its latest checkpoints, and where its bundles are. What each panel says
+laggards named), the trial's metric over its iterations (a wide sparkline of
+``Trial.metric_history``), its latest checkpoints, and where its bundles are. What each panel says
 is decided in ``raytop.model.dashboard``; this widget paints it in the lines it is given.
 """
 
@@ -32,8 +33,8 @@ from raytop.model.dashboard import (
     rank_cells,
     rank_strip,
 )
-from raytop.model.format import fmt_duration
-from raytop.tui.format import fit_words, fmt_bytes, wrap_words
+from raytop.model.format import fmt_duration, fmt_value
+from raytop.tui.format import fit_words, fmt_bytes, sparkline, wrap_words
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.widgets.checkpoint_table import TONES, fmt_mode, state_label
 
@@ -106,6 +107,25 @@ def describe_ranks(strip: RankStrip, width: int, spark: str) -> list[Content]:
         cells = (_rank_cell(c, strip.cell_width) for c in strip.laggards)
         lines.append(Content.assemble(_label("look"), *cells, more))
     return lines
+
+
+_TREND_WIDTH = 32  # at most: a point per iteration up to 32, then means of runs of them
+
+
+def describe_trend(
+    trial: Trial, metric: str | None, width: int, spark: str, arrow: str
+) -> list[Content]:
+    """``trend  ▇▆▅▄▃▂▁▁ loss 2.3→0.4213 · 12/20``: the metric's history, first to last
+    value, and the iterations done of those expected; nothing without a history."""
+    history = trial.metric_history
+    if not history:
+        return []
+    tail = f" {metric or 'metric'} {fmt_value(history[0])}{arrow}{fmt_value(history[-1])}"
+    if trial.max_iterations is not None:
+        tail += f" · {trial.iterations}/{trial.max_iterations}"
+    room = max(4, min(_TREND_WIDTH, width - _LABEL_WIDTH - len(tail)))
+    line = sparkline(history, room, spark)
+    return [Content.assemble(_label("trend"), Content.styled(line, "$text-accent"), tail)]
 
 
 def describe_checkpoints(run: TrainRun, count: int) -> list[Content]:
@@ -194,6 +214,7 @@ class RunDashboard(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="dash-phase", markup=False)
         yield Static(id="dash-ranks", markup=False)
+        yield Static(id="dash-trend", markup=False)
         yield Static(id="dash-checkpoints", markup=False)
         yield Static(id="dash-placement", markup=False)
 
@@ -207,11 +228,12 @@ class RunDashboard(Vertical):
         *,
         lines: int,
         stalled: Sequence[int] = (),
+        metric: str | None = None,
     ) -> None:
         """Fill the panels within ``lines``: each first in its compact form, by priority
-        (phase, ranks, checkpoints, placement); then, while lines are left, the ranks,
-        checkpoints and bundles each get a line of their own. A panel without room is
-        hidden, and no line is cut mid-word."""
+        (phase, ranks, the metric's trend, checkpoints, placement); then, while lines are
+        left, the ranks, checkpoints and bundles each get a line of their own. A panel
+        without room is hidden, and no line is cut mid-word."""
         self.display = trial is not None and phase is not None and lines > 0
         if trial is None or phase is None or lines <= 0:
             return
@@ -226,7 +248,8 @@ class RunDashboard(Vertical):
         if run is not None:
             checkpoints = describe_checkpoints(run, 3)
         placement = describe_placement(groups, run, glyphs.arrow)
-        panels = [ranks, checkpoints, placement]
+        trend = describe_trend(trial, metric, width, glyphs.spark, glyphs.arrow)
+        panels = [ranks, trend, checkpoints, placement]
         phase_line = describe_phase(trial, run, phase, since)
         phase_lines = wrap_words(phase_line, width, 2 if lines >= 4 else 1, glyphs.ellipsis)
         budget = lines - len(phase_lines)
@@ -235,6 +258,7 @@ class RunDashboard(Vertical):
             budget -= len(panels[i])
         tall = [
             describe_rank_rows(rank_cells(run, stalled)) if run and run.workers else [],
+            [],  # the trend has one form
             describe_checkpoint_rows(run, 5) if run and run.checkpoints else [],
             describe_bundle_rows(groups, run, glyphs.arrow),
         ]
@@ -244,7 +268,9 @@ class RunDashboard(Vertical):
                 panels[i] = rows
         self._put("#dash-phase", phase_lines, width, glyphs.ellipsis)
         for selector, panel in zip(
-            ("#dash-ranks", "#dash-checkpoints", "#dash-placement"), panels, strict=True
+            ("#dash-ranks", "#dash-trend", "#dash-checkpoints", "#dash-placement"),
+            panels,
+            strict=True,
         ):
             self._put(selector, panel, width, glyphs.ellipsis)
 

@@ -1,4 +1,12 @@
-"""The live trials table, diff-updated by trial id so the cursor survives every tick."""
+"""The live trials table, diff-updated by trial id so the cursor survives every tick.
+
+Two columns draw pictures, from ``glyphs_of(self)`` (ASCII under ``--ascii``): ``trend``,
+a sparkline of the metric's recent values (``Trial.metric_history``, each trial on its
+own scale), shown when some trial has a history; and ``iter``, which becomes a progress
+bar with ``3/5`` when some trial's iteration count is known (``Trial.max_iterations``).
+Both sort by a number (``o``): the iterations done, and the metric's change over its
+history (last minus first).
+"""
 
 from __future__ import annotations
 
@@ -7,18 +15,42 @@ from rich.text import Text
 
 from raytop.model import Experiment, Trial
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell
+from raytop.tui.format import progress_bar, sparkline
+from raytop.tui.glyphs import glyphs_of
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, NumberedCell, StyledCell
 
 # Content widths of the fixed columns (keys double as headers, except "metric", which
 # shows the experiment's metric name); "params" takes whatever width is left.
-_WIDTHS = {"trial": 11, "status": 10, "metric": 10, "iter": 5, "elapsed": 7, "fail": 4}
-_ORDER = ("trial", "status", "params", "metric", "iter", "elapsed", "fail")
+_WIDTHS = {"trial": 11, "status": 10, "metric": 10, "trend": 8, "iter": 5, "elapsed": 7, "fail": 4}
+_PROGRESS_WIDTH = 11  # "iter" with a bar: "███░░ 12/20"
+_BAR_WIDTH = 5  # at most; narrower when the count is long ("██ 120/1000")
+_ORDER = ("trial", "status", "params", "metric", "trend", "iter", "elapsed", "fail")
 _NUMERIC = frozenset({"metric", "iter", "elapsed", "fail"})
+# Dropped first when the table is too narrow; trial, status, params, the metric and the
+# iterations always stay. At 80 columns with both pictures: fail, then elapsed.
+_DROP_ORDER = ("fail", "elapsed", "trend")
 _MIN_PARAMS_WIDTH = 12
 
 
 def _status_class(status: str) -> str:
     return f"trial-table--{status.lower()}"
+
+
+def progress_text(trial: Trial, width: int, full: str, empty: str) -> str:
+    """``███░░ 3/5`` in at most ``width`` characters (the bar shrinks for a long count,
+    and goes below two cells); just ``3`` when the trial's count is not known."""
+    if trial.max_iterations is None:
+        return str(trial.iterations)
+    count = f"{trial.iterations}/{trial.max_iterations}"
+    bar = min(_BAR_WIDTH, width - len(count) - 1)
+    if bar < 2:
+        return count
+    return f"{progress_bar(trial.iterations, trial.max_iterations, bar, full, empty)} {count}"
+
+
+def trend_change(history: tuple[float, ...]) -> float | None:
+    """How much the metric moved over its history (last minus first), to sort by."""
+    return history[-1] - history[0] if len(history) >= 2 else None
 
 
 class TrialTable(KeyedTable):
@@ -50,34 +82,63 @@ class TrialTable(KeyedTable):
         metric = experiment.metric if experiment else None
         trials = experiment.trials if experiment else ()
         swept = varying_keys([t.config for t in trials])
-        wanted = {t.trial_id: self._cells(t, metric, swept) for t in trials}
-        self.sync_rows(wanted, self._columns(metric))
+        columns = self._columns(
+            metric,
+            trend=any(t.metric_history for t in trials),
+            progress=any(t.max_iterations is not None for t in trials),
+        )
+        widths = {column.key: column.width for column in columns}
+        wanted = {t.trial_id: self._cells(t, metric, swept, widths) for t in trials}
+        self.sync_rows(wanted, columns)
 
     def on_resize(self) -> None:
         # The params column's width depends on ours: rebuild the columns if it changed.
         self.show_experiment(self._experiment)
 
-    def _cells(self, trial: Trial, metric: str | None, swept: frozenset[str]) -> tuple[object, ...]:
+    def _cells(
+        self, trial: Trial, metric: str | None, swept: frozenset[str], widths: dict[str, int]
+    ) -> tuple[object, ...]:
+        glyphs = glyphs_of(self)
         value = fmt_value(trial.metrics.get(metric)) if metric else ""
-        return (
-            Text(trial.trial_id, overflow="ellipsis", no_wrap=True),
-            StyledCell(trial.status, _status_class(trial.status), self),
-            Text(fmt_params(trial.config, swept), overflow="ellipsis", no_wrap=True),
-            Text(value, justify="right"),
-            Text(str(trial.iterations), justify="right"),
-            Text(fmt_duration(trial.elapsed_s), justify="right"),
-            Text(str(trial.num_failures), justify="right"),
-        )
+        width = widths.get("iter", _WIDTHS["iter"])
+        everything: dict[str, object] = {
+            "trial": Text(trial.trial_id, overflow="ellipsis", no_wrap=True),
+            "status": StyledCell(trial.status, _status_class(trial.status), self),
+            "params": Text(fmt_params(trial.config, swept), overflow="ellipsis", no_wrap=True),
+            "metric": Text(value, justify="right"),
+            "trend": NumberedCell(
+                Text(sparkline(trial.metric_history, _WIDTHS["trend"], glyphs.spark), no_wrap=True),
+                trend_change(trial.metric_history),
+            ),
+            "iter": NumberedCell(
+                Text(
+                    progress_text(trial, width, glyphs.bar_full, glyphs.bar_empty),
+                    justify="right",
+                    no_wrap=True,
+                ),
+                float(trial.iterations),
+            ),
+            "elapsed": Text(fmt_duration(trial.elapsed_s), justify="right"),
+            "fail": Text(str(trial.num_failures), justify="right"),
+        }
+        return tuple(everything[key] for key in widths)
 
-    def _columns(self, metric: str | None) -> tuple[ColumnSpec, ...]:
-        """The metric column is headed by the metric's name; params fills the width."""
+    def _columns(
+        self, metric: str | None, *, trend: bool, progress: bool
+    ) -> tuple[ColumnSpec, ...]:
+        """The metric column is headed by the metric's name; params fills the width.
+        ``trend`` and the progress form of ``iter`` only when some trial has them."""
+        widths = dict(_WIDTHS, iter=_PROGRESS_WIDTH if progress else _WIDTHS["iter"])
+        headers = {"metric": metric or "metric", "iter": "progress" if progress else "iter"}
         columns = [
             ColumnSpec(
                 key,
-                (metric or "metric") if key == "metric" else key,
-                _WIDTHS.get(key, _MIN_PARAMS_WIDTH),
+                headers.get(key, key),
+                widths.get(key, _MIN_PARAMS_WIDTH),
                 "right" if key in _NUMERIC else "left",
+                numeric=True if key == "trend" else None,
             )
             for key in _ORDER
+            if key != "trend" or trend
         ]
-        return self.fit_columns(columns, grow={"params": None})
+        return self.fit_columns(columns, drop=_DROP_ORDER, grow={"params": None})

@@ -12,7 +12,7 @@ from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.trial_table import TrialTable
 
-from .helpers import cells_of, wait_until
+from .helpers import cells_of, show, wait_until
 
 
 async def test_poller_delivers_new_snapshots_to_the_table(make_app, sweep, next_tick) -> None:
@@ -128,3 +128,16 @@ def test_newer_news_replaces_queued_messages(sweep, older) -> None:
     queued = SnapshotReady(sweep) if older is SnapshotReady else SourceFailed("x", 1)
     assert queued.can_replace(SnapshotReady(sweep))
     assert not SnapshotReady(sweep).can_replace(SourceFailed("x", 1))
+
+
+async def test_a_snapshot_or_tick_during_shutdown_is_not_drawn(make_app, sweep) -> None:
+    """On quit Textual removes widgets while the poller's messages and the age tick still
+    arrive; drawing then would query a removed widget and end in a traceback."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, sweep)
+        screen = app.screen
+        await screen.query_one(ClusterBar).query_one("#cluster").remove()  # as teardown does
+        app.exit()
+        screen.show(app.state.with_snapshot(sweep))
+        screen._tick()

@@ -35,16 +35,27 @@ class SnapshotScreen(Screen[None]):
         self._read_only = read_only
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._show_age)
+        self.set_interval(1.0, self._tick)
 
     def on_screen_resume(self) -> None:
         self._redraw()
 
+    @property
+    def on_view(self) -> bool:
+        """Mounted, the screen the user sees, and the app not shutting down: once it is,
+        Textual removes widgets while snapshots and ticks still arrive, and a query of a
+        removed one would end the app with a traceback (seen on quit under load)."""
+        return self.is_mounted and self.is_current and self.is_attached
+
     def show(self, state: ViewState) -> None:
         """Take a new state; draw it now if this screen is on view, else on resume."""
         self._state = state
-        if self.is_mounted and self.is_current:
+        if self.on_view:
             self._redraw()
+
+    def _tick(self) -> None:
+        if self.on_view:
+            self._show_age()
 
     def _redraw(self) -> None:
         raise NotImplementedError

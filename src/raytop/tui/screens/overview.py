@@ -153,7 +153,7 @@ class OverviewScreen(SnapshotScreen):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width >= WIDE_COLUMNS, "-wide")
-        if self.is_current:
+        if self.on_view:
             self._redraw()
 
     def action_next_experiment(self) -> None:
@@ -396,7 +396,7 @@ class OverviewScreen(SnapshotScreen):
         found = run_findings(self._state.body, run, (STALL,)) if run else []
         dashboard.show(
             trial, run, groups, phase, since, lines=self._dashboard_lines(experiment),
-            stalled=missing_ranks(found[0] if found else None),
+            stalled=missing_ranks(found[0] if found else None), metric=experiment.metric,
         )  # fmt: skip
 
     def _dashboard_lines(self, experiment: Experiment) -> int:

@@ -11,6 +11,7 @@ from raytop.tui.messages import SnapshotReady
 
 from . import dashboard_data
 from .test_snapshots import feed, resume_case, stacks_case
+from .test_stop import FakeControls
 
 
 def test_overview_worker_group_starting_80x24(snap_compare, make_app, sweep) -> None:
@@ -57,3 +58,23 @@ def test_stacks_160x48(snap_compare, make_app, stalled, with_stacks) -> None:
 def test_resume_160x48(snap_compare, make_app, sweep) -> None:
     app, run_before = resume_case(make_app, sweep)
     assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+def test_stacks_80x24(snap_compare, make_app, stalled, with_stacks) -> None:
+    app, run_before = stacks_case(make_app, stalled, with_stacks)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_help_over_the_run_screen(snap_compare, make_app, stalled, size) -> None:
+    """Every key of the Run screen with its sentence."""
+    app = make_app()
+    run_before = feed(SnapshotReady(stalled), keys=("enter", "question_mark"))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_stop_confirmation(snap_compare, make_app, sweep, size) -> None:
+    """`x`: what a stop does and how to resume, before anything happens."""
+    app = make_app(controls=FakeControls())
+    assert snap_compare(app, terminal_size=size, run_before=feed(SnapshotReady(sweep), keys=("x",)))

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import experiment_status, launch_run, run_raytop, wait_for
+from tests.conftest import experiment_status, launch_run, run_output, run_raytop, wait_for
 
 pytestmark = pytest.mark.ray
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -180,7 +180,8 @@ def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
         done = watcher.until(
             lambda p: counts(p) and all(w[2] for w in counts(p)), 180, "both ranks done"
         )
-        assert driver.wait(timeout=120) == 0  # the run itself was never touched
+        # the run itself was never touched
+        assert driver.wait(timeout=120) == 0, run_output(spec, experiment)
     finally:
         checks = checker.finish() if checker.is_alive() else checker.results
         watcher.close()

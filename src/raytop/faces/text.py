@@ -114,8 +114,11 @@ def follow(
     except KeyboardInterrupt:
         say("stopped watching; the run keeps going; `raytop` re-attaches")
         return True
-    if exp.all_terminated and not any(f.severity == Severity.ERROR for f in snapshot.findings):
+    errors = [f for f in snapshot.findings if f.severity == Severity.ERROR]
+    if exp.all_terminated and not errors:
         return True
+    for finding in errors:  # what made an all-TERMINATED run end badly
+        say(f"{finding.kind}: {finding.subject}: {finding.message}")
     if not exp.trials:
         tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["(empty)"]
         say(f"the driver ended before any trial started; last log line: {tail[0]}")

@@ -78,3 +78,5 @@ def test_torch_sweep_example_runs_to_completion(ray_cluster, example_copy):
         counts = [(w["rank"], w["reports_entered"], w["reports_exited"], w["done"])
                   for w in run["workers"]]  # fmt: skip
         assert counts == [(0, 5, 5, True), (1, 5, 5, True)]
+        # what Ray assigned each worker (resources_per_worker), shown beside its CPU use
+        assert [w["declared_resources"].get("CPU") for w in run["workers"]] == [1.0, 1.0]

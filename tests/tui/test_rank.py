@@ -86,6 +86,31 @@ async def test_enter_on_rank_1_shows_its_counts_history_and_intervals(make_app, 
         assert ASK in text_of(app, "#rank-stack-text")
 
 
+async def test_cpu_beside_the_logical_resources_it_declared(make_app, stalled) -> None:
+    """Logical resources are not OS limits: 190 % on 1 declared CPU is said, and marked in
+    the Run screen's table; within its CPUs it is not."""
+    run = set_workers(
+        stalled.experiments[0].runs[0],
+        rank0={
+            "cpu_percent": 190.0,
+            "declared_resources": {"CPU": 1.0, "node:__internal_head__": 0.001},
+        },
+        rank1={"cpu_percent": 180.0, "declared_resources": {"CPU": 2.0, "memory": 2**30}},
+    )
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_rank(app, pilot, with_run(stalled, run, dt=0.0), 0)
+        health = text_of(app, "#rank-health")
+        assert "cpu 190% (declared 1 CPU)" in health
+        table = app.screen_stack[-2].query_one(WorkerTable)
+        over, within = (table.get_cell(key, "cpu") for key in ("0", "1"))
+        assert (str(over), "underline" in str(over.style)) == ("190", True)
+        assert (str(within), "underline" in str(within.style)) == ("180", False)
+        await pilot.press("escape", "down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RankScreen) and app.screen.rank == 1)
+        assert "cpu 180% (declared 2 CPU, 1.0G memory)" in text_of(app, "#rank-health")
+
+
 async def test_the_waiting_rank_is_inside_its_report(make_app, stalled) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:

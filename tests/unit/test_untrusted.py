@@ -99,6 +99,20 @@ def test_a_bad_report_history_drops_the_field_not_the_rank(bad):
     assert page["ranks"]["0"]["report_times"] == [] and page["ranks"]["0"]["pid"] == 11
 
 
+def test_declared_resources_are_read_and_a_bad_map_drops_the_field():
+    def declared(value):
+        page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "declared": value}}})
+        assert page["ranks"]["0"]["pid"] == 11  # the rank stays, whatever the field holds
+        return page["ranks"]["0"]["declared"]
+
+    assert declared({"CPU": 1, "GPU": 0.5}) == {"CPU": 1.0, "GPU": 0.5}
+    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["declared"] == {}  # an older probe
+    too_many = {f"r{i}": 1.0 for i in range(untrusted_kv.MAX_DECLARED + 1)}
+    for bad in ([1], "CPU", {"CPU": "1"}, {"CPU": True}, {"CPU": -1}, {"CPU": float("nan")},
+                {"": 1.0}, {"x" * 200: 1.0}, too_many):  # fmt: skip
+        assert declared(bad) == {}, bad
+
+
 def test_too_many_ranks_or_pages_are_refused():
     ranks = {str(r): {**RANK, "rank": r} for r in range(untrusted.MAX_RANKS + 1)}
     assert "over the cap of 10000" in invalid(untrusted_kv.ledger_page, {**PAGE, "ranks": ranks})

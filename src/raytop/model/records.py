@@ -83,6 +83,8 @@ class RankReport(TypedDict):
     # ``[entered_at, exited_at]`` (exited_at None: still inside that report). Probes older
     # than the report history do not send it.
     report_times: NotRequired[list[list[float | None]]]
+    # The logical resources Ray assigned the worker (``{"CPU": 1.0}``); older probes omit it.
+    declared: NotRequired[dict[str, float]]
 
 
 class RankRecord(TypedDict):
@@ -115,6 +117,8 @@ class RankRecord(TypedDict):
     # (entered_at, exited_at or None) of its last reports, oldest first, finite; empty when
     # the probe sent none or sent them in a bad shape.
     report_times: list[tuple[float, float | None]]
+    # Its logical resources (resource → amount); empty when not sent or in a bad shape.
+    declared: dict[str, float]
 
 
 class LedgerPage(TypedDict):

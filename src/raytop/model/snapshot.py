@@ -128,6 +128,8 @@ class Worker:
     # returned from it (None: still inside), the same length. Empty: the probe sent none.
     report_times: tuple[float, ...] = ()
     report_exits: tuple[float | None, ...] = ()
+    # The logical resources Ray assigned it ({"CPU": 1.0}): declared, not an OS limit.
+    declared_resources: dict[str, float] = field(default_factory=dict)
     # Derived by the pipeline with the collector's thresholds (never by a face): one word of
     # training, waiting, behind, silent, dead, done; and reports behind the most advanced rank.
     state: str = ""
@@ -141,6 +143,13 @@ class Worker:
     @property
     def in_report(self) -> bool:
         return self.reports_entered > self.reports_exited
+
+    @property
+    def cpu_over_declared(self) -> bool:
+        """Using more CPU than its logical CPUs (100 % each): Ray does not enforce them,
+        so a worker that declared 1 CPU and runs 8 threads shares cores unannounced."""
+        cpus = self.declared_resources.get("CPU", 0.0)
+        return self.cpu_percent is not None and cpus > 0 and self.cpu_percent > 100.0 * cpus
 
     @property
     def report_intervals_s(self) -> tuple[float, ...]:

@@ -94,6 +94,7 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         gpu_ids=[str(gpu) for gpu in gpu_ids], checkpoints=checkpoints,
         syncs=[_barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
         report_times=_report_times(raw.get("report_times")),
+        declared=_declared(raw.get("declared")),
     )  # fmt: skip
 
 
@@ -120,6 +121,27 @@ def _report_times(value: Any) -> list[tuple[float, float | None]]:
             continue
         kept.append((float(entered), None if exited is None else float(exited)))
     return kept
+
+
+MAX_DECLARED = 32  # resource kinds one worker may declare (CPU, GPU, memory, custom ones)
+MAX_RESOURCE_NAME = 128
+
+
+def _declared(value: Any) -> dict[str, float]:
+    """A worker's logical resources, ``{name: amount}``: optional, so a value of the wrong
+    shape (not a map, over the cap, a bad name or amount) drops the field, never the rank."""
+    if not isinstance(value, dict) or len(value) > MAX_DECLARED:
+        return {}
+    declared: dict[str, float] = {}
+    for name, amount in value.items():
+        if not isinstance(name, str) or not name or len(name) > MAX_RESOURCE_NAME:
+            return {}
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+            return {}
+        if not _finite(amount) or amount < 0:
+            return {}
+        declared[name] = float(amount)
+    return declared
 
 
 def _barrier_wait(sync: Any, where: str) -> BarrierWait:

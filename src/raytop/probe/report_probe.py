@@ -221,6 +221,7 @@ class _RankState:
             syncs=[list(wait) for wait in self.syncs],
             # Copies (``list(deque)`` is one step under the GIL): exit stamps the originals.
             report_times=[list(entry) for entry in list(self.history)],
+            declared=ident.declared,
         )
         if self._stack is not None:
             message["stack_request"], message["stack"] = self._stack

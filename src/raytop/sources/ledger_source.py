@@ -61,6 +61,7 @@ def worker_from_record(record: RankRecord, now: float) -> Worker:
         stack_request=record["stack_request"],
         report_times=tuple(entered for entered, _ in record["report_times"]),
         report_exits=tuple(exited for _, exited in record["report_times"]),
+        declared_resources=record["declared"],
     )
 
 

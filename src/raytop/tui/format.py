@@ -85,3 +85,21 @@ def progress_bar(done: int, total: int, width: int, full: str, empty: str) -> st
     """``███░░``: ``done`` of ``total`` in ``width`` cells (``Glyphs.bar_full``/``bar_empty``)."""
     filled = bar_cells(done, total, width)
     return full * filled + empty * (width - filled)
+
+
+def fmt_declared(resources: dict[str, float]) -> str:
+    """``1 CPU, 1 GPU``: a worker's logical resources, the usual ones first, Ray's internal
+    markers (``node:…``, ``bundle_group_…``, ``accelerator_type:…``) left out."""
+    order = {"CPU": 0, "GPU": 1, "memory": 2}
+    shown = [
+        (name, amount)
+        for name, amount in resources.items()
+        if ":" not in name and not name.startswith("bundle_group")
+    ]
+    parts = []
+    for name, amount in sorted(shown, key=lambda item: (order.get(item[0], 3), item[0])):
+        if name == "memory":
+            parts.append(f"{fmt_bytes(int(amount))} memory")
+        else:
+            parts.append(f"{amount:g} {name}")
+    return ", ".join(parts)

@@ -46,6 +46,9 @@ class WorkerIdentity:
     gpu_ids: list[str]
     placement_group_id: str | None
     run_path: str
+    # The logical resources Ray assigned this worker (``{"CPU": 1.0}``): what it declared,
+    # which Ray does not enforce on the OS (RAY_NOTES 0): the faces show both.
+    declared: dict[str, float]
 
 
 def train_worker_identity() -> WorkerIdentity:
@@ -67,6 +70,7 @@ def train_worker_identity() -> WorkerIdentity:
         gpu_ids=[str(g) for g in ray.get_gpu_ids()],
         placement_group_id=runtime.get_placement_group_id(),
         run_path=str(ctx.storage_context.experiment_fs_path),
+        declared={str(k): float(v) for k, v in runtime.get_assigned_resources().items()},
     )
 
 

@@ -15,7 +15,7 @@ from textual.content import Content
 
 from raytop.model import Finding, TrainRun, Worker
 from raytop.model.format import fmt_duration
-from raytop.tui.format import fmt_bytes, fmt_rate, fmt_seconds
+from raytop.tui.format import fmt_bytes, fmt_declared, fmt_rate, fmt_seconds
 from raytop.tui.widgets.stall_banner import STALL, missing_ranks
 
 SEP = " · "
@@ -55,8 +55,12 @@ def describe_health(worker: Worker, now: float) -> Content:
     if worker.state == "dead":
         heartbeat = Content.styled(f"heartbeat {beat} ago: DEAD", "bold $text-error")
     cpu = "-" if worker.cpu_percent is None else f"{worker.cpu_percent:.0f}%"
+    declared = fmt_declared(worker.declared_resources)
+    if declared:
+        cpu = f"{cpu} (declared {declared})"
     gpu = f"GPU memory {fmt_bytes(worker.gpu_memory_bytes)}" if worker.gpu_ids else "no GPU"
-    parts: list[Content | str] = [heartbeat, f"{SEP}cpu {cpu}"]
+    cpu_style = "bold $text-warning" if worker.cpu_over_declared else ""
+    parts: list[Content | str] = [heartbeat, SEP, Content.styled(f"cpu {cpu}", cpu_style)]
     parts.append(f"{SEP}rss {fmt_bytes(worker.rss_bytes)}{SEP}{gpu}")
     if worker.dropped_events:
         parts.append(SEP)

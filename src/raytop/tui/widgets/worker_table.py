@@ -44,6 +44,14 @@ def _state_class(state: str, stalled: bool) -> str:
     return "worker-table--stalled" if stalled else f"worker-table--{state}"
 
 
+def _cpu_cell(w: Worker) -> Text:
+    """Its CPU %, underlined in bold past its logical CPUs (Ray does not enforce them)."""
+    if w.cpu_percent is None:
+        return right("-")
+    style = "bold underline" if w.cpu_over_declared else ""
+    return Text(f"{w.cpu_percent:.0f}", justify="right", style=style)
+
+
 class WorkerTable(KeyedTable):
     """One row per rank (keyed by the rank as a string); fixed column widths."""
 
@@ -83,7 +91,7 @@ class WorkerTable(KeyedTable):
             "last_report": right(fmt_duration(w.last_report_age_s)),
             "rate": right(fmt_rate(w.reports_per_min())),
             "heartbeat": right(fmt_duration(w.heartbeat_age_s)),
-            "cpu": right("-" if w.cpu_percent is None else f"{w.cpu_percent:.0f}"),
+            "cpu": _cpu_cell(w),
             "rss": right(fmt_bytes(w.rss_bytes)),
             "state": StyledCell(w.state, _state_class(w.state, stalled), self),
         }

@@ -21,6 +21,7 @@ from raytop.model import (
     Experiment,
     ExperimentStatus,
     Finding,
+    HostStats,
     Node,
     PlacementGroup,
     Severity,
@@ -390,7 +391,9 @@ def _placement_nodes() -> tuple[Node, ...]:
                        {"CPU": 2.0}, labels={"zone": "us-west-2b"})  # fmt: skip
     dead = Node(DEAD_NODE, "10.42.0.31", alive=False, is_head=False,
                 resources_total={"CPU": 8.0, "memory": 32 * 2**30})  # fmt: skip
-    return (head, worker, dead)
+    # raytop runs on the head's host: the OS's figures for it, none for the others
+    host = HostStats(cpu_percent=87.0, cpus=8, memory_used=29 * 2**30, memory_total=32 * 2**30)
+    return (replace(head, host=host), worker, dead)
 
 
 def _gpu_rank(rank: int, gpu: str) -> Worker:

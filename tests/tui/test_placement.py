@@ -139,6 +139,10 @@ async def test_nodes_table_rows_and_cells(make_app, placement, size) -> None:
             "hi_mem 0/2",
         ]
         assert [cell(table, DEAD_NODE, c) for c in columns[1:]] == ["DEAD", "-/8", "-", "-/32G", ""]
+        # Ray's logical 2/8 CPU beside what the OS says of the head's host; no guess for
+        # hosts raytop cannot see.
+        hosts = [cell(table, key, "host") for key in (HEAD_NODE, CPU_NODE, DEAD_NODE)]
+        assert hosts == ["87% 29G/32G", "-", "-"]
         assert not table.can_focus
         assert table.virtual_size.width <= table.scrollable_content_region.width
 

@@ -93,3 +93,19 @@ def test_one_collect_joins_the_run_to_its_trial_and_names_the_stall(tmp_path):
         gcs=(Gcs(), kv),
     )
     assert not [f for f in patient.collect().findings if f.kind == "barrier_stall"]
+
+
+def test_nodes_on_this_host_get_its_os_figures_and_no_other_node_does(tmp_path):
+    """Ray's logical CPUs are bookkeeping: the node on raytop's own host (here loopback)
+    also carries what the OS says; a node elsewhere carries nothing rather than a guess."""
+    far = {**NODE, "node_id": "n2", "address": "203.0.113.9", "is_head": False}
+
+    class TwoNodes(Gcs):
+        def nodes(self):
+            return [NODE, far]
+
+    collector = SnapshotCollector("127.0.0.1:1", experiments=[], gcs=(TwoNodes(), FakeKv({})))
+    here, there = collector.collect().cluster.nodes
+    assert here.host is not None and there.host is None
+    assert here.host.cpus >= 1 and 0 < here.host.memory_used <= here.host.memory_total
+    assert 0.0 <= here.host.cpu_percent <= 100.0

@@ -32,6 +32,18 @@ class ExperimentStatus(StrEnum):
 
 
 @dataclass(frozen=True)
+class HostStats:
+    """What the OS says of a node's host (not Ray's logical resources): CPU % of all its
+    cores, memory in use, the 1-minute load average."""
+
+    cpu_percent: float
+    cpus: int
+    memory_used: int
+    memory_total: int
+    load_1m: float | None = None
+
+
+@dataclass(frozen=True)
 class Node:
     node_id: str
     address: str
@@ -40,6 +52,8 @@ class Node:
     resources_total: dict[str, float] = field(default_factory=dict)
     resources_available: dict[str, float] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    # The host's own figures, for a node on the host raytop runs on; None: not known.
+    host: HostStats | None = None
 
     def used(self, resource: str) -> float:
         # Ray leaves fully used resources out of the available map: absent means 0 free.
@@ -341,7 +355,10 @@ class Snapshot:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Snapshot:
         cluster = dict(data["cluster"])
-        cluster["nodes"] = tuple(Node(**n) for n in cluster.get("nodes", ()))
+        cluster["nodes"] = tuple(
+            Node(**{**n, "host": HostStats(**n["host"]) if n.get("host") else None})
+            for n in cluster.get("nodes", ())
+        )
         experiments = []
         for e in data.get("experiments", ()):
             e = dict(e)

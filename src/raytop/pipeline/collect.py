@@ -15,6 +15,7 @@ from raytop.model import (
     Cluster,
     Experiment,
     LedgerStatus,
+    Node,
     PlacementGroup,
     Snapshot,
     TrainRun,
@@ -25,6 +26,7 @@ from raytop.pipeline.derive import with_rank_states
 from raytop.process_identity import running_experiments
 from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
+from raytop.sources.host import HostProbe
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import Storages
@@ -78,11 +80,22 @@ class SnapshotCollector:
         self._storages = Storages(watch)
         self._snapshots = CheckpointSnapshots(self._storages)
         self._lock = threading.Lock()
+        self._host = HostProbe()
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
         self._warnings: list[str] = []  # raytop's own records, read once here
         chosen = experiments if experiments is not None else default_experiments(self._warnings)
         self._experiments = [ExperimentReader(path, rdir, self._storages) for path, rdir in chosen]
+
+    def _with_host(self, nodes: tuple[Node, ...]) -> tuple[Node, ...]:
+        """The nodes on this host get its OS figures (``sources.host``); others none."""
+        local = [i for i, n in enumerate(nodes) if n.alive and self._host.is_local(n.address)]
+        stats = self._host.stats() if local else None
+        if stats is None:
+            return nodes
+        return tuple(
+            dataclasses.replace(n, host=stats) if i in local else n for i, n in enumerate(nodes)
+        )
 
     def _cluster(self) -> Cluster:
         if self._reader is None:
@@ -92,7 +105,7 @@ class SnapshotCollector:
                 error=self._unreachable_reason or "no Ray cluster found (none named, none running)",
             )
         try:
-            nodes = nodes_from_gcs(self._reader.nodes())
+            nodes = self._with_host(nodes_from_gcs(self._reader.nodes()))
         except ClusterUnreachable as exc:
             return Cluster(address=self.address, connected=False, error=str(exc),
                            embedded=self.embedded)  # fmt: skip

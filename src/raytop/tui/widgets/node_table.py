@@ -26,6 +26,7 @@ _COLUMNS = (
     ColumnSpec("cpu", "CPU", 7, "right"),
     ColumnSpec("gpu", "GPU", 5, "right"),
     ColumnSpec("memory", "memory", 11, "right"),
+    ColumnSpec("host", "host cpu mem", 16, "right"),
     ColumnSpec("other", "other", 10),
     ColumnSpec("labels", "labels", 24),
 )
@@ -62,6 +63,15 @@ def custom_resources(node: Node) -> str:
     """``TPU 1/4, hi_mem 0/2``: the node's custom resources, used/total, by name."""
     names = sorted(r for r in node.resources_total if is_custom(r))
     return ", ".join(f"{r} {fmt_usage(node, r)}" for r in names)
+
+
+def host_figures(node: Node) -> str:
+    """``35% 12.1G/24G``: the OS's CPU % and memory of the node's host, beside Ray's
+    logical columns (they are not OS limits); ``-`` where raytop cannot see the host."""
+    host = node.host
+    if host is None or not node.alive:
+        return "-"
+    return f"{host.cpu_percent:.0f}% {fmt_bytes(host.memory_used)}/{fmt_bytes(host.memory_total)}"
 
 
 def node_labels(node: Node) -> str:
@@ -103,6 +113,7 @@ class NodeTable(KeyedTable):
             "cpu": right(fmt_usage(node, "CPU")),
             "gpu": right(fmt_usage(node, "GPU")),
             "memory": right(fmt_usage(node, "memory")),
+            "host": right(host_figures(node)),
             "other": left(custom_resources(node)),
             "labels": left(node_labels(node)),
         }
@@ -110,4 +121,4 @@ class NodeTable(KeyedTable):
 
     def _columns(self, labelled: bool) -> tuple[ColumnSpec, ...]:
         columns = [c for c in _COLUMNS if labelled or c.key != "labels"]
-        return self.fit_columns(columns, drop=("labels",), grow=_GROW)
+        return self.fit_columns(columns, drop=("labels", "host"), grow=_GROW)

@@ -128,7 +128,8 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
         findings += metric_findings(experiment)
         findings += trial_error_findings(experiment)
         findings += driver_findings(experiment)
-    runs = snapshot.all_runs()
+    # Runs with no probe have no counts to judge: a rank of theirs is never "silent".
+    runs = tuple(r for r in snapshot.all_runs() if r.instrumented)
     findings += placement_findings(
         snapshot.placement_groups, snapshot.cluster.nodes, thresholds.waiting_after_s
     )

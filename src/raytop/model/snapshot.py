@@ -222,6 +222,10 @@ class TrainRun:
     placement_group_id: str | None = None  # the worker group's placement group
     run_path: str | None = None  # the run's folder on storage
     checkpoints: tuple[CheckpointRecord, ...] = ()
+    # False: known only from the cluster's actor table (a Train controller and its worker
+    # actors), no probe report: report counts, states and checkpoints are unknown, and its
+    # ranks are its workers in pid order, not Train's world ranks.
+    instrumented: bool = True
 
     @property
     def finished(self) -> bool:

@@ -23,6 +23,7 @@ from raytop.model import (
 )
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states
+from raytop.pipeline.uninstrumented import uninstrumented_runs
 from raytop.process_identity import running_experiments
 from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
@@ -139,13 +140,28 @@ class SnapshotCollector:
         checkpoints = pipeline(uploads, snapshot, on_storage, time.time(), syncs)
         return dataclasses.replace(run, checkpoints=checkpoints)
 
-    def _groups(self, cluster, experiments, runs) -> tuple[PlacementGroup, ...]:
+    def _actors(self, cluster: Cluster) -> dict[str, dict[str, Any]]:
+        if self._reader is None or not cluster.connected:
+            return {}
+        try:
+            return self._reader.actors()
+        except ClusterUnreachable:
+            return {}
+
+    def _groups(self, cluster, experiments, runs, actors) -> tuple[PlacementGroup, ...]:
         if self._placement is None or not cluster.connected:
             return ()
         try:
-            return self._placement.read(cluster.nodes, experiments, runs)
+            return self._placement.read(cluster.nodes, experiments, runs, actors)
         except ClusterUnreachable:
             return ()
+
+    def _uninstrumented(self, runs, actors) -> tuple[TrainRun, ...]:
+        """Train runs in the actor table with no probe report (``pipeline.uninstrumented``)."""
+        if self._placement is None or not actors:
+            return ()
+        ours = self._placement.raytop_trial_at(actors)
+        return uninstrumented_runs(actors, runs, lambda owner: owner in ours)
 
     def collect(self) -> Snapshot:
         # The TUI's poller and a stacks request may collect at the same time; the readers
@@ -159,7 +175,8 @@ class SnapshotCollector:
         self._snapshots.warnings.clear()
         self._snapshots.warnings_by_run.clear()
         runs, ledger = self._runs(cluster)
-        groups = self._groups(cluster, experiments, runs)
+        actors = self._actors(cluster)
+        groups = self._groups(cluster, experiments, runs, actors)
         if ledger is not None and self._placement is not None and self._placement.warnings:
             # Bad trial registrations are KV values too: said where the ledger's are.
             ledger = dataclasses.replace(
@@ -172,7 +189,7 @@ class SnapshotCollector:
             taken_at=time.time(),
             cluster=cluster,
             experiments=tuple(with_pending_reasons(e, groups) for e in experiments),
-            runs=() if self._only_named else unmatched,
+            runs=() if self._only_named else (*unmatched, *self._uninstrumented(runs, actors)),
             ledger=ledger,
             placement_groups=groups,
             warnings=tuple(self._warnings),

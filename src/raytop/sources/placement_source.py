@@ -60,13 +60,14 @@ class PlacementReader:
         nodes: tuple[Node, ...],
         experiments: list[Experiment],
         runs: tuple[TrainRun, ...],
+        actors: dict[str, dict[str, Any]],
         now: float | None = None,
     ) -> tuple[PlacementGroup, ...]:
+        """``actors``: the alive actors (``GcsReader.actors``), read once per collect."""
         now = time.time() if now is None else now
         raw = [g for g in self._reader.placement_groups() if g["state"] != "REMOVED"]
         if not raw:
             return ()
-        actors = self._reader.actors()
         trials = self._registrations()
         by_pg = {t["pg_id"]: t for t in trials.values() if t.get("pg_id")}
         actor_at = {a["address"]: actor_id for actor_id, a in actors.items()}
@@ -77,6 +78,11 @@ class PlacementReader:
         return tuple(
             g if g.placed else _with_reason(g, why_pending(g, list(nodes), groups)) for g in groups
         )
+
+    def raytop_trial_at(self, actors: dict[str, dict[str, Any]]) -> set[str]:
+        """The addresses (``ip:port``) of the alive actors that are raytop's Tune trials."""
+        trials = self._registrations()
+        return {a["address"] for actor_id, a in actors.items() if actor_id in trials}
 
     @staticmethod
     def _labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg, experiment_of_job):

@@ -46,8 +46,10 @@ from raytop.faces.command_line import (
     no_tui_option,
     read_only_option,
     refresh_option,
-    resolved,
     stall_option,
+    storage_option,
+    storage_roots,
+    target_with_history,
     theme_option,
     tui_options,
 )
@@ -99,11 +101,13 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
 @read_only_option
 @theme_option
 @ascii_option
+@storage_option
 @click.version_option(package_name="raytop")
 @click.pass_context
 def main(
     ctx: click.Context, address: str | None, refresh_s: float | None,
     stall_after: float | None, read_only: bool, theme: str | None, ascii_only: bool,
+    storage: tuple[str, ...],
 ) -> None:  # fmt: skip
     """top for Ray Train and Ray Tune runs. Without a command: attach the TUI to the
     experiments raytop launched (quitting it leaves them running). Without a terminal
@@ -118,8 +122,10 @@ def main(
     ctx.meta[TUI_META] = {"theme": theme, "ascii_only": ascii_only}
     refresh_s = GROUP_OPTIONS["refresh_s"] if refresh_s is None else refresh_s
     stall_after = GROUP_OPTIONS["stall_after"] if stall_after is None else stall_after
-    target = resolved(address)
-    collector = collector_for(target, None, Thresholds(stall_after), watch=True)
+    roots = storage_roots(storage)
+    target, why_none = target_with_history(address, roots)
+    collector = collector_for(target, None, Thresholds(stall_after), watch=True, storage=roots,
+                              unreachable_reason=why_none)  # fmt: skip
     _open_tui(collector, refresh_s, read_only)
 
 
@@ -141,7 +147,7 @@ def main(
 @group_options
 def run(
     spec: str, address: str | None, no_tui: bool, force: bool, resume_existing: bool,
-    new_name: bool, refresh_s: float, stall_after: float, read_only: bool,
+    new_name: bool, refresh_s: float, stall_after: float, read_only: bool, **_group,
 ) -> None:  # fmt: skip
     """Launch the sweep described by SPEC (TOML, see docs/spec.md) in a detached driver.
 
@@ -208,7 +214,7 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
 @group_options
 def resume(
     experiment_path: str, errored: str, yes: bool, address: str | None, no_tui: bool,
-    refresh_s: float, stall_after: float, read_only: bool,
+    refresh_s: float, stall_after: float, read_only: bool, **_group,
 ) -> None:  # fmt: skip
     """Preview, then resume an interrupted experiment (Tuner.restore in a detached driver).
 
@@ -283,14 +289,16 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
 @group_options
 def status(
     as_json: bool, stacks: bool, experiments: tuple[str, ...], address: str | None,
-    stall_after: float, **_group,
+    stall_after: float, storage: tuple[str, ...], **_group,
 ) -> None:  # fmt: skip
-    """Print the snapshot the TUI shows, once."""
+    """Print the snapshot the TUI shows, once. With --storage: also the experiments under
+    each storage path, from storage alone when there is no cluster (exit 0)."""
     from raytop.model.thresholds import Thresholds
 
-    collector = collector_for(
-        resolved(address), experiment_paths(experiments), Thresholds(stall_after)
-    )
+    roots = storage_roots(storage)
+    target, why_none = target_with_history(address, roots)
+    collector = collector_for(target, experiment_paths(experiments), Thresholds(stall_after),
+                              storage=roots, unreachable_reason=why_none)  # fmt: skip
     snapshot = collector.request_stacks() if stacks else collector.collect()
     if as_json:
         click.echo(json.dumps(snapshot.to_json(), indent=2, default=str))

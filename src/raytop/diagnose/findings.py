@@ -19,7 +19,7 @@ from raytop.model.thresholds import Thresholds
 
 
 def cluster_findings(cluster: Cluster) -> list[Finding]:
-    if cluster.connected:
+    if cluster.connected or cluster.history_only:  # no cluster asked for: history, no fault
         return []
     return [
         Finding(

@@ -128,18 +128,57 @@ def launch_error(exc) -> None:
     fail(str(exc), EXIT_CLUSTER_START if exc.reason == CLUSTER_NOT_STARTED else EXIT_USAGE)
 
 
-def collector_for(target, experiments=None, thresholds=None, watch=False):
+def collector_for(target, experiments=None, thresholds=None, watch=False, storage=None,
+                  unreachable_reason=None):  # fmt: skip
     """The collector every face reads, for ``target`` (None: no cluster). ``watch``: it is
     polled again and again (TUI, follow): watch local storage and poll remote storage
-    between reads instead of re-reading every file."""
+    between reads instead of re-reading every file. ``storage``: ``--storage`` roots
+    (``storage_roots``), whose experiments are shown with their history from storage."""
     from raytop.pipeline.collect import SnapshotCollector
 
     if target is None:
-        return SnapshotCollector(None, experiments=experiments, thresholds=thresholds, watch=watch)
+        return SnapshotCollector(None, experiments=experiments, thresholds=thresholds,
+                                 watch=watch, storage_roots=storage,
+                                 unreachable_reason=unreachable_reason)  # fmt: skip
     return SnapshotCollector(
         target.address, embedded=target.embedded, experiments=experiments,
-        thresholds=thresholds, watch=watch,
+        thresholds=thresholds, watch=watch, storage_roots=storage,
     )  # fmt: skip
+
+
+def storage_roots(values: tuple[str, ...]) -> list[str]:
+    """``--storage`` values: a local folder (resolved) or a URI (``s3://…``, read through
+    pyarrow; one that cannot be reached is a warning later, not an error). A local path
+    that is missing, not a folder or not listable: one line naming it, exit 2."""
+    from raytop.model.paths import is_uri, local_path
+
+    roots = []
+    for value in values:
+        if not value.strip():
+            fail("--storage: empty; give a folder of experiments (or one experiment's folder)")
+        if is_uri(value):
+            roots.append(value)
+            continue
+        path = os.path.realpath(os.path.expanduser(local_path(value)))
+        if not os.path.exists(path):
+            fail(f"--storage {value}: no such folder")
+        if not os.path.isdir(path):
+            fail(f"--storage {value}: not a folder (give a folder of experiments)")
+        if not os.access(path, os.R_OK | os.X_OK):
+            fail(f"--storage {value}: cannot be read (permission denied)")
+        roots.append(path)
+    return roots
+
+
+def target_with_history(address: str | None, roots: list[str]):
+    """(target, why none): with ``--storage`` roots no cluster is needed (history from
+    storage): only a named or recorded one is tried (``launch.cluster.resolve_for_history``),
+    and one that cannot be reached is no error. Without roots, ``resolved``."""
+    if not roots:
+        return resolved(address), None
+    from raytop.launch.cluster import resolve_for_history
+
+    return resolve_for_history(address)
 
 
 def experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | None:
@@ -220,7 +259,7 @@ THEME_NAMES = ThemeName()
 # The group's options and the value a command gets when neither position sets one.
 GROUP_OPTIONS = {
     "address": None, "refresh_s": 0.25, "stall_after": 60.0, "read_only": False,
-    "theme": None, "ascii_only": False,
+    "theme": None, "ascii_only": False, "storage": (),
 }  # fmt: skip
 # Only the TUI uses these: merged like the others, then kept in ``ctx.meta[TUI_META]``
 # (``tui_options``) rather than handed to the command.
@@ -249,6 +288,12 @@ ascii_option = click.option(
 )  # fmt: skip
 
 
+storage_option = click.option(
+    "--storage", "storage", multiple=True, metavar="PATH|URI",
+    help="History: also show every Tune experiment folder under PATH (or PATH itself), "
+    "local or s3://…, read only (repeatable; status and the TUI). Needs no cluster: "
+    "without one it is history from storage alone.",
+)  # fmt: skip
 experiment_option = click.option(
     "--experiment", "experiments", multiple=True, metavar="PATH",
     help="An experiment folder to include (repeatable); default: what raytop launched.",
@@ -264,7 +309,8 @@ read_only_option = click.option(
     "status --stacks; in the TUI x, t, a, s (also RAYTOP_READ_ONLY=1).",
 )  # fmt: skip
 GROUP_OPTION_DECORATORS = (
-    address_option, refresh_option, stall_option, read_only_option, theme_option, ascii_option
+    address_option, refresh_option, stall_option, read_only_option, theme_option, ascii_option,
+    storage_option,
 )  # fmt: skip
 
 
@@ -331,6 +377,8 @@ def group_options(command):
         for name, default in GROUP_OPTIONS.items():
             if name in ("read_only", "ascii_only"):
                 params[name] = bool(params.get(name) or root.get(name))
+            elif name == "storage":  # repeatable: both positions count
+                params[name] = tuple(root.get(name) or ()) + tuple(params.get(name) or ())
             elif params.get(name) is None:
                 given = root.get(name)
                 params[name] = default if given is None else given

@@ -32,6 +32,8 @@ def status_text(snapshot: Snapshot) -> str:
         )
         where = f"{c.address}{' (embedded)' if c.embedded else ''}"
         lines = [f"cluster {where}: {c.alive_nodes} node(s), {usage}, Ray {c.ray_version}"]
+    elif c.history_only:
+        lines = [c.error or "no cluster"]
     else:
         lines = [f"cluster DISCONNECTED: {c.error}"]
     for exp in snapshot.experiments:

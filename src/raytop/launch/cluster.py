@@ -167,6 +167,27 @@ def resolve(cli_address: str | None) -> Target | None:
     return None
 
 
+def resolve_for_history(cli_address: str | None) -> tuple[Target | None, str | None]:
+    """The cluster to show beside history from storage (``--storage``): the one named
+    (flag or RAY_ADDRESS), else the embedded one raytop recorded; never a search for
+    others. (None, why) when it cannot be reached: history needs no cluster, so that is
+    no error. No record and no name: (None, None) at once, no GCS is tried."""
+    named = cli_address or os.environ.get("RAY_ADDRESS") or None
+    if named:
+        try:
+            return resolve(named), None
+        except ClusterUnreachable as exc:
+            return None, str(exc)
+    record = embedded_record()
+    if record is None:
+        return None, None
+    try:
+        ray_adapter.probe_tcp(record["address"], timeout_s=1.0)
+    except ClusterUnreachable as exc:
+        return None, str(exc)
+    return _embedded_target(record), None
+
+
 def _embedded_target(record: dict) -> Target:
     # A cluster.json of an older raytop has no "loopback_only": that cluster is bound to the
     # host's address, and a driver given LOOPBACK_ENV would not find it.

@@ -24,7 +24,8 @@ TRAINING = "training"
 PAUSED = "paused"
 FINISHED = "finished"
 ERRORED = "errored"
-PHASES = (WAITING, SCHEDULING, STARTING, TRAINING, PAUSED, FINISHED, ERRORED)
+UNFINISHED = "unfinished"  # history from storage: not ended when storage last heard of it
+PHASES = (WAITING, SCHEDULING, STARTING, TRAINING, PAUSED, FINISHED, ERRORED, UNFINISHED)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ def run_phase(trial: Trial, run: TrainRun | None, groups: Sequence[PlacementGrou
     ranks (``run``: None until a rank has started) and its placement groups."""
     if trial.status == "ERROR":
         return Phase(ERRORED, _first_line(trial.error) or "the trial raised")
+    if run is not None and run.from_storage:  # history: no ledger, no ranks to count
+        kept = f"from storage · {len(run.checkpoints)} checkpoint(s)"
+        if trial.status == "TERMINATED":
+            return Phase(FINISHED, kept)
+        return Phase(UNFINISHED, f"{trial.status} when last saved · {kept}")
     if trial.status == "TERMINATED" or (run is not None and run.finished):
         return Phase(FINISHED, f"{_reports(run)} reports" if run else "done")
     if trial.status == "PAUSED":

@@ -71,6 +71,9 @@ class Cluster:
     embedded: bool = False
     ray_version: str | None = None
     nodes: tuple[Node, ...] = ()
+    # No cluster on purpose (``--storage``): the experiments are history read from storage,
+    # and ``error`` says so ("no cluster: history from storage"); not a fault to report.
+    history_only: bool = False
 
     def total(self, resource: str) -> float:
         return sum(n.resources_total.get(resource, 0.0) for n in self.nodes if n.alive)
@@ -226,9 +229,14 @@ class TrainRun:
     # actors), no probe report: report counts, states and checkpoints are unknown, and its
     # ranks are its workers in pid order, not Train's world ranks.
     instrumented: bool = True
+    # Known from storage only (its checkpoint snapshot; no ledger page, so no workers,
+    # ``world_size`` 0 and ``attempt_id`` ""): history after the cluster is gone.
+    from_storage: bool = False
 
     @property
     def finished(self) -> bool:
+        if self.from_storage:
+            return True  # history: whatever it was doing, it does no more
         return len(self.workers) >= self.world_size and all(w.done for w in self.workers)
 
 

@@ -14,8 +14,13 @@ import json
 import math
 from typing import Any
 
-from raytop.model.progress import expected_iterations
-from raytop.model.untrusted import MAX_RECORDS, MAX_TRIALS, Invalid, kind
+from raytop.model.progress import MAX_METRIC_HISTORY, expected_iterations
+from raytop.model.untrusted import (
+    MAX_RECORDS,
+    MAX_TRIALS,
+    Invalid,
+    kind,
+)
 
 # -- Tune's experiment_state-*.json (sources.tune_dir) ------------------------------------------
 # Tune writes each trial as a pair of JSON *strings* (the trial, its runtime metadata); the
@@ -126,3 +131,68 @@ def checkpoint_snapshot(data: Any) -> dict[str, Any]:
         if r.get("metrics") is not None and not isinstance(r.get("metrics"), dict):
             raise Invalid("a checkpoint's metrics is not an object")
     return data
+
+
+def tune_state_metric(data: Any) -> str | None:
+    """The metric Tune was given (``runner_data._metric`` of its state file), if a string:
+    the experiment's metric for an experiment raytop did not launch."""
+    runner = data.get("runner_data") if isinstance(data, dict) else None
+    metric = runner.get("_metric") if isinstance(runner, dict) else None
+    return metric if isinstance(metric, str) and 0 < len(metric) <= 200 else None
+
+
+# -- a trial's result.json (JSON lines) and error.txt (sources.history) -------------------------
+
+RESULT_TAIL_BYTES = 256 * 1024  # the end of result.json that is read: the last results only
+ERROR_TAIL_BYTES = 64 * 1024  # the end of error.txt: its last failure
+MAX_ERROR_CHARS = 300
+
+
+def result_tail(raw: bytes, mid_file: bool, metric: str) -> tuple[tuple[float, ...], int]:
+    """The last values (at most ``MAX_METRIC_HISTORY``, oldest first) of ``metric`` in
+    the JSON lines ``raw``, the end of a trial's result.json, and how many lines were
+    malformed (not JSON, not an object). ``mid_file``: ``raw`` starts inside the file, so
+    its first (partial) line is dropped unread; a last line with no newline may still
+    be being written: it counts only if it parses. A result without the metric, or with a
+    value that is not a finite number, is skipped (not malformed)."""
+    lines = raw.split(b"\n")
+    if mid_file:
+        lines = lines[1:]
+    values: list[float] = []
+    bad = 0
+    for i, line in enumerate(lines):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            if i < len(lines) - 1:  # the unfinished last line is no fault
+                bad += 1
+            continue
+        if not isinstance(row, dict):
+            bad += 1
+            continue
+        value = _finite(row.get(metric))
+        if value is not None:
+            values.append(float(value))
+    return tuple(values[-MAX_METRIC_HISTORY:]), bad
+
+
+def error_line(raw: bytes) -> str | None:
+    """The one line that says why a trial failed, from the end of its error.txt (Tune
+    appends ``Failure # N (occurred at …)`` then the error, per failure): the last
+    failure's exception line (its last unindented line, ``ValueError: boom``), else its
+    first line; at most ``MAX_ERROR_CHARS``. None when there is no text."""
+    text = raw.decode("utf-8", errors="replace").replace("\r", "")
+    last = text.rsplit("Failure # ", 1)
+    body = last[1].split("\n", 1)[1] if len(last) == 2 and "\n" in last[1] else text
+    lines = [ln for ln in body.split("\n") if ln.strip()]
+    if not lines:
+        lines = [ln for ln in text.split("\n") if ln.strip()]
+    if not lines:
+        return None
+    flush = [ln for ln in lines if not ln[0].isspace() and not ln.startswith("Traceback")]
+    line = (flush or lines)[-1].strip()
+    line = "".join(c if c.isprintable() else " " for c in line)
+    return line[: MAX_ERROR_CHARS - 1] + "…" if len(line) > MAX_ERROR_CHARS else line

@@ -23,10 +23,12 @@ from raytop.model import (
 )
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states
+from raytop.pipeline.history import History
 from raytop.pipeline.uninstrumented import uninstrumented_runs
 from raytop.process_identity import running_experiments
 from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
+from raytop.sources.history import LOCAL_RELIST_S, ExperimentFolders, same_place
 from raytop.sources.host import HostProbe
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
@@ -35,6 +37,7 @@ from raytop.sources.tune_dir import ExperimentReader
 from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
 
 STACK_POLL_S = 0.25
+HISTORY_ONLY = "no cluster: history from storage"
 
 
 def default_experiments(warnings: list[str] | None = None) -> list[tuple[str, Path | None]]:
@@ -62,9 +65,13 @@ class SnapshotCollector:
         thresholds: Thresholds | None = None,
         watch: bool = False,
         gcs: tuple[Any, Any] | None = None,
+        storage_roots: list[str] | None = None,
     ) -> None:
         """``gcs``: (reader, kv) standing in for ``wire.gcs.GcsReader`` / ``GcsKv`` of
-        ``address`` (tests of the pipeline's join with recorded shapes, no cluster)."""
+        ``address`` (tests of the pipeline's join with recorded shapes, no cluster).
+        ``storage_roots`` (``--storage``): every Tune experiment folder under each is
+        shown too, completed with its history from storage (``pipeline.history``); with
+        no cluster the snapshot says "no cluster: history from storage", not a fault."""
         self.address = address
         self.embedded = embedded
         self.thresholds = thresholds or Thresholds()
@@ -87,6 +94,24 @@ class SnapshotCollector:
         self._warnings: list[str] = []  # raytop's own records, read once here
         chosen = experiments if experiments is not None else default_experiments(self._warnings)
         self._experiments = [ExperimentReader(path, rdir, self._storages) for path, rdir in chosen]
+        self._history_roots = list(storage_roots or [])
+        self._folders = ExperimentFolders(self._history_roots, LOCAL_RELIST_S if watch else 0.0)
+        self._history = History(self._storages, self._snapshots)
+        self._from_storage: dict[int, str] = {}  # reader index → the folder found under a root
+        self._history_warnings: list[str] = []
+
+    def _discover(self) -> None:
+        """Readers for the experiment folders now under the storage roots (once each)."""
+        if not self._history_roots:
+            return
+        paths, self._history_warnings = self._folders.find()
+        seen = {same_place(r.path): i for i, r in enumerate(self._experiments)}
+        for path in paths:
+            key = same_place(path)
+            if key not in seen:
+                seen[key] = len(self._experiments)
+                self._experiments.append(ExperimentReader(path, None, self._storages))
+            self._from_storage.setdefault(seen[key], path)
 
     def _with_host(self, nodes: tuple[Node, ...]) -> tuple[Node, ...]:
         """The nodes on this host get its OS figures (``sources.host``); others none."""
@@ -99,6 +124,15 @@ class SnapshotCollector:
         )
 
     def _cluster(self) -> Cluster:
+        cluster = self._gcs_cluster()
+        if cluster.connected or not self._history_roots:
+            return cluster
+        why = cluster.error if self._reader is not None else self._unreachable_reason
+        return dataclasses.replace(
+            cluster, history_only=True, error=HISTORY_ONLY + (f" ({why})" if why else "")
+        )
+
+    def _gcs_cluster(self) -> Cluster:
         if self._reader is None:
             return Cluster(
                 address=None,
@@ -171,6 +205,7 @@ class SnapshotCollector:
 
     def _collect(self) -> Snapshot:
         cluster = self._cluster()
+        self._discover()
         experiments = [reader.read() for reader in self._experiments]
         self._snapshots.warnings.clear()
         self._snapshots.warnings_by_run.clear()
@@ -183,6 +218,10 @@ class SnapshotCollector:
                 ledger, warnings=(*ledger.warnings, *self._placement.warnings)
             )
         experiments, unmatched = attach_runs(experiments, runs)
+        experiments = [
+            self._history.complete(e, self._from_storage[i]) if i in self._from_storage else e
+            for i, e in enumerate(experiments)
+        ]
         by_run = self._snapshots.warnings_by_run
         experiments = [_with_run_warnings(e, by_run) for e in experiments]
         snapshot = Snapshot(
@@ -192,7 +231,7 @@ class SnapshotCollector:
             runs=() if self._only_named else (*unmatched, *self._uninstrumented(runs, actors)),
             ledger=ledger,
             placement_groups=groups,
-            warnings=tuple(self._warnings),
+            warnings=tuple(self._warnings + self._history_warnings),
         )
         return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
 

@@ -118,6 +118,23 @@ class RemoteStorage(Storage):
         self.error = None
         return data
 
+    def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
+        import pyarrow
+
+        fs = self._filesystem()
+        try:
+            with fs.open_input_file(_join(self._base, rel)) as f:
+                size = f.size()
+                start = max(0, size - max_bytes)
+                data = f.read_at(size - start, start)
+        except FileNotFoundError:
+            return None
+        except (OSError, pyarrow.ArrowException) as exc:
+            self.error = one_line(exc, limit=200)
+            raise StorageUnreachable(self.error) from None
+        self.error = None
+        return data, start > 0
+
     def _list(self, rel: str) -> list[Entry] | None:
         import pyarrow.fs
 

@@ -64,6 +64,7 @@ class Storage:
         self._files: dict[str, tuple[float, Any, str | None]] = {}
         self._last_good: dict[str, Any] = {}
         self._listings: dict[str, tuple[float, list[Entry] | None]] = {}
+        self._tails: dict[str, tuple[float, Tail]] = {}
         self.reads = 0  # files actually read (for tests and benchmarks)
 
     # -- what subclasses provide ----------------------------------------------------
@@ -75,6 +76,11 @@ class Storage:
 
     def _list(self, rel: str) -> list[Entry] | None:
         """The folder's entries; None if it does not exist or cannot be listed."""
+        raise NotImplementedError
+
+    def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
+        """The file's last ``max_bytes`` bytes and whether they start inside it; None if it
+        does not exist; OSError if unreadable; ``untrusted.Refused`` if not a file."""
         raise NotImplementedError
 
     def _fresh(self, rel: str, read_at: float) -> bool:
@@ -152,6 +158,28 @@ class Storage:
             self._files[rel] = (read_at, good, warning)
         return good, warning
 
+    def read_tail(self, rel: str, max_bytes: int, label: str | None = None) -> Tail:
+        """The end of a file that only grows (a trial's result.json, error.txt): at most
+        its last ``max_bytes`` bytes, whatever its size, cached like ``read_json``. A file
+        that cannot be read is a ``Tail`` with a warning naming ``label``."""
+        with self._lock:
+            cached = self._tails.get(rel)
+            if cached is not None and self._fresh(rel, cached[0]):
+                return cached[1]
+        read_at = time.time()
+        name = label or rel.rsplit("/", 1)[-1]
+        try:
+            self.reads += 1
+            found = self._read_tail(rel, max_bytes)
+            tail = Tail(None, False) if found is None else Tail(found[0], found[1])
+        except untrusted.Refused as exc:
+            tail = Tail(None, False, f"{name}: {exc}")
+        except OSError as exc:  # StorageUnreachable included
+            tail = Tail(None, False, f"{name} is unreadable ({exc.strerror or exc})")
+        with self._lock:
+            self._tails[rel] = (read_at, tail)
+        return tail
+
     def forget(self, rel: str) -> None:
         """Read ``rel`` again next time, whatever the watch says: for a moment when the
         file is known to have just changed (the driver's last write before it ended) and a
@@ -178,6 +206,16 @@ class Storage:
     def exists(self, rel: str) -> bool:
         folder, _, name = rel.rpartition("/")
         return any(e.name == name for e in self.listing(folder) or [])
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The end of a file (``Storage.read_tail``): ``data`` None when it is absent or could
+    not be read (then ``warning`` says why); ``mid_file``: ``data`` starts inside it."""
+
+    data: bytes | None
+    mid_file: bool
+    warning: str | None = None
 
 
 def _join(root: str, rel: str) -> str:
@@ -257,6 +295,19 @@ class LocalStorage(Storage):
                 raise untrusted.Refused("not a regular file: not read")
             untrusted.check_size(info.st_size, max_bytes)
             return f.read(max_bytes + 1)
+
+    def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
+        try:
+            fd = os.open(_join(self.root, rel), os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise untrusted.Refused("not a regular file: not read")
+            start = max(0, info.st_size - max_bytes)
+            f.seek(start)
+            return f.read(max_bytes), start > 0
 
     def _list(self, rel: str) -> list[Entry] | None:
         try:

@@ -23,6 +23,8 @@ class ViewState:
     def with_snapshot(self, snapshot: Snapshot) -> ViewState:
         if snapshot.cluster.connected:
             return ViewState(latest=snapshot, last_connected=snapshot)
+        if snapshot.cluster.history_only:  # history from storage (--storage): no fault
+            return ViewState(latest=snapshot, last_connected=None)
         reason = snapshot.cluster.error or "cluster unreachable"
         return ViewState(latest=snapshot, last_connected=self.last_connected, problem=reason)
 

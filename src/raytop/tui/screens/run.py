@@ -31,16 +31,21 @@ from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.stall_banner import STALL, RunFindings, StallBanner, missing_ranks
 from raytop.tui.widgets.worker_table import WorkerTable
 
+FROM_STORAGE_NOTE = (
+    "from storage: its checkpoints as storage holds them; no rank counts (the report "
+    "ledger lived in the cluster)"
+)
+
 
 def describe_run(run: TrainRun) -> Content:
-    parts: list[Content | str] = [
-        "run ",
-        Content.styled(run.run_name, "bold"),
-        f" · attempt {run.attempt_index} · world size {run.world_size}",
-    ]
+    parts: list[Content | str] = ["run ", Content.styled(run.run_name, "bold")]
+    if run.from_storage:
+        parts.append(Content.styled(" · from storage", "$accent"))
+    else:
+        parts.append(f" · attempt {run.attempt_index} · world size {run.world_size}")
     if run.trial_id:
         parts.append(f" · trial {run.trial_id}")
-    if run.finished:
+    if run.finished and not run.from_storage:
         parts.append(Content.styled(" · finished", "$text-success"))
     return Content.assemble(*parts)
 
@@ -162,6 +167,8 @@ class RunScreen(StacksRequestScreen):
             notes.append(ledger)
         if self._gone:
             notes.append("this run left the snapshot; showing its last known counts")
+        if self._run is not None and self._run.from_storage:
+            notes.append(FROM_STORAGE_NOTE)
         widget = self.query_one("#run-notes", Static)
         widget.display = bool(notes)
         widget.update(Content("\n".join(notes)))

@@ -15,6 +15,8 @@ from raytop.model.format import fmt_value
 def describe_cluster(cluster: Cluster | None) -> Content:
     if cluster is None:
         return Content("waiting for the first snapshot…")
+    if cluster.history_only:  # no cluster on purpose: say so, not as a fault
+        return Content.styled(cluster.error or "no cluster: history from storage", "$accent")
     parts: list[Content | str] = [Content.styled(cluster.address or "local", "bold")]
     if cluster.embedded:
         parts.append(Content.styled(" embedded", "$accent"))

@@ -24,6 +24,7 @@ from raytop.model.dashboard import (
     SCHEDULING,
     STARTING,
     TRAINING,
+    UNFINISHED,
     WAITING,
     Phase,
     RankCell,
@@ -46,6 +47,7 @@ _PHASE_STYLE = {
     PAUSED: "bold $text-muted",
     FINISHED: "bold $text-primary",
     ERRORED: "bold $text-error",
+    UNFINISHED: "bold $text-warning",
 }
 _RANK_STYLE = {
     "training": "$text-success",

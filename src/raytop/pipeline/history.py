@@ -1,0 +1,95 @@
+"""History from storage (``--storage PATH``): an experiment as storage alone tells it, for
+when the cluster (and so the report ledger) is gone.
+
+Per trial: its metric's last values from Tune's ``result.json`` (when the probe's table
+has none) and its last failure from ``error.txt``; per torch trial: its Train run from
+``train_runs/<run>/checkpoint_manager_snapshot.json`` and the checkpoint folders there,
+a ``TrainRun`` marked ``from_storage`` (no ledger: no workers) whose checkpoints are
+committed, missing or uploaded (``diagnose.checkpoints.pipeline`` with no uploads).
+Read only: nothing under the storage path is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from raytop.diagnose.checkpoints import pipeline
+from raytop.model import Experiment, TrainRun, Trial
+from raytop.model.paths import join_path
+from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
+from raytop.sources.checkpoints import CheckpointSnapshots
+from raytop.sources.history import TrialFiles
+from raytop.sources.storage import Storages
+
+
+class History:
+    """Completes experiments read from storage paths with what their folders hold."""
+
+    def __init__(self, storages: Storages, snapshots: CheckpointSnapshots) -> None:
+        self._files = TrialFiles(storages)
+        self._snapshots = snapshots
+
+    def complete(self, exp: Experiment, folder: str) -> Experiment:
+        """``exp`` (found at ``folder``) with its trials' histories and errors, and a Train
+        run from storage for each trial the ledger gave none."""
+        metric = exp.metric or self._files.state_metric(folder)
+        warnings: list[str] = []
+        trials = []
+        for trial in exp.trials:
+            trial, said = self._trial(folder, trial, metric)
+            trials.append(trial)
+            warnings += said
+        known = {r.trial_id for r in exp.runs}
+        runs = list(exp.runs)
+        run_folders = self._files.train_runs(folder)
+        for trial in trials:
+            if trial.trial_id not in known:
+                run = self._run(exp.name, folder, trial.trial_id, run_folders)
+                if run is not None:
+                    runs.append(run)
+        return dataclasses.replace(
+            exp, path=folder, metric=metric, trials=tuple(trials), runs=tuple(runs),
+            warnings=exp.warnings + tuple(warnings),
+        )  # fmt: skip
+
+    def _trial(self, folder: str, trial: Trial, metric: str | None) -> tuple[Trial, list[str]]:
+        want_history = bool(metric) and not trial.metric_history
+        want_error = trial.error is None and (trial.status == "ERROR" or trial.num_failures > 0)
+        if not (want_history or want_error):
+            return trial, []
+        trial_folder = self._files.trial_folder(folder, trial.trial_id)
+        if trial_folder is None:
+            return trial, []
+        found = self._files.read(folder, trial_folder, metric if want_history else None,
+                                 want_error)  # fmt: skip
+        changes: dict = {}
+        if found.metric_history:
+            changes["metric_history"] = found.metric_history
+        if found.error:
+            changes["error"] = found.error
+        return (dataclasses.replace(trial, **changes) if changes else trial), list(found.warnings)
+
+    def _run(
+        self, experiment: str, folder: str, trial_id: str, run_folders: list[str]
+    ) -> TrainRun | None:
+        """The trial's Train run as its snapshot and folders on storage say: named
+        ``<experiment>-<trial id>`` by the raytop trainable (any ``…-<trial id>`` when the
+        experiment was renamed since)."""
+        name = train_run_name(experiment, trial_id)
+        if name not in run_folders:
+            name = next((r for r in run_folders if r.endswith(f"-{trial_id}")), "")
+            if not name:
+                return None
+        path = join_path(folder, TRAIN_RUNS_DIR, name)
+        folders = self._snapshots.folders(path)
+        snapshot = self._snapshots.read(path)
+        if snapshot is None and not folders:
+            return None
+        on_storage = None if folders is None else {f.name for f in folders}
+        checkpoints = pipeline({}, snapshot, on_storage, time.time())
+        return TrainRun(
+            run_id=f"storage:{name}", run_name=name, attempt_id="", world_size=0,
+            attempt_index=0, trial_id=trial_id, run_path=path, checkpoints=checkpoints,
+            from_storage=True,
+        )  # fmt: skip

@@ -171,10 +171,10 @@ class TrialProbe(Callback):
         lines = {k: v for k, v in (self._decisions or {}).items() if v is not None}
         if not histories and not lines:
             return None
-        return {
-            "metric_history": {k: list(v) for k, v in histories.items()},
-            "scheduler_decisions": lines,
-        }
+        state: dict[str, Any] = {"metric_history": {k: list(v) for k, v in histories.items()}}
+        if lines:
+            state["scheduler_decisions"] = lines
+        return state
 
     def set_state(self, state: dict[str, Any]) -> None:
         try:

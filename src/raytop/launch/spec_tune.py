@@ -127,6 +127,8 @@ def parse_scheduler(
         if "grace_period" in raw:
             options["grace_period"] = _non_negative(ctx, f"{where} grace_period",
                                                     raw["grace_period"], whole)  # fmt: skip
+        elif whole:  # Ray's default (60) is meant in seconds of time_total_s
+            options["grace_period"] = 1
         if "min_samples_required" in raw:
             options["min_samples_required"] = integer(
                 ctx, f"{where} min_samples_required", raw["min_samples_required"], 1

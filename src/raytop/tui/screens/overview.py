@@ -322,8 +322,10 @@ class OverviewScreen(SnapshotScreen):
             now = decided.status in ("TERMINATED", "PAUSED")
             said = decided.scheduler_decision if now else f"earlier: {decided.scheduler_decision}"
             line.display = True
-            line.update(Text(f"{decided.trial_id} {said}", no_wrap=True, overflow="ellipsis"))
+            line.styles.text_wrap, line.styles.text_overflow = "nowrap", "ellipsis"
+            line.update(Text(f"{decided.trial_id} {said}"))
             return
+        line.styles.text_wrap, line.styles.text_overflow = "wrap", "fold"
         waiting = [t for t in trials if t.pending_reason]
         trial = next((t for t in waiting if t.trial_id == chosen), waiting[0] if waiting else None)
         line.display = trial is not None

@@ -196,6 +196,11 @@ DEAD_PID = 2**22 + 1  # above the default pid_max: never a live process
 OBJECTIVE = "def objective(config):\n    return {'score': config['x']}\n"
 
 
+# The spec's last [tune] line, and it again followed by a sub-table of [tune].
+TUNE_LAST = "trial_resources = { CPU = 1 }"
+TUNE_TABLE = TUNE_LAST + "\n"
+
+
 def spec(
     edit: dict[str, str] | None = None, text: str = SPEC, nodes: str = NODES,
     module: str = OBJECTIVE,
@@ -555,6 +560,61 @@ CASES: list[Case] = [
         2,
         r"\[param_space\] x",
         spec({"x = { grid = [1, 2] }": "x = { loguniform = [0, 1] }"}),
+    ),
+    Case(
+        "spec unknown scheduler kind",
+        PLAN,
+        2,
+        r"\[tune\.scheduler\] kind: .*got 'hasha' \(did you mean 'asha'\?\)",
+        spec({TUNE_LAST: TUNE_TABLE + '[tune.scheduler]\nkind = "hasha"'}),
+    ),
+    Case(
+        "spec scheduler unknown key",
+        PLAN,
+        2,
+        r"\[tune\.scheduler\] grace_peroid: unknown key \(did you mean 'grace_period'\?\)",
+        spec({TUNE_LAST: TUNE_TABLE + '[tune.scheduler]\nkind = "asha"\ngrace_peroid = 2'}),
+    ),
+    Case(
+        "spec scheduler without metric",
+        PLAN,
+        2,
+        r"\[tune\] metric: missing; \[tune\.scheduler\] kind = 'asha'",
+        spec(
+            {
+                'metric = "score"\nmode = "max"\n': "",
+                TUNE_LAST: TUNE_TABLE + '[tune.scheduler]\nkind = "asha"',
+            }
+        ),
+    ),
+    Case(
+        "spec asha grace above max_t",
+        PLAN,
+        2,
+        r"\[tune\.scheduler\] grace_period: 9 is above max_t \(8\)",
+        spec(
+            {TUNE_LAST: TUNE_TABLE + '[tune.scheduler]\nkind = "asha"\nmax_t = 8\ngrace_period = 9'}
+        ),
+    ),
+    Case(
+        "spec pbt mutation of no param",
+        PLAN,
+        2,
+        r"hyperparam_mutations\.lr: not a \[param_space\] key",
+        spec(
+            {
+                TUNE_LAST: TUNE_TABLE + '[tune.scheduler]\nkind = "pbt"\n'
+                "perturbation_interval = 2\n"
+                "hyperparam_mutations = { lr = [1, 2] }"
+            }
+        ),
+    ),
+    Case(
+        "spec searcher not installed",
+        PLAN,
+        2,
+        r"\[tune\.search\] kind: 'optuna' needs the package 'optuna', which is not installed",
+        spec({TUNE_LAST: TUNE_TABLE + '[tune.search]\nkind = "optuna"'}),
     ),
     Case(
         "spec two samplers in one",

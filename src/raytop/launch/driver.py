@@ -114,6 +114,7 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | Non
     from ray.tune.stopper import CombinedStopper, MaximumIterationStopper, Stopper
 
     from raytop.launch.trainable import make_trainable, param_space
+    from raytop.launch.tune_algorithms import build_scheduler, build_search, iteration_budget
     from raytop.probe.trial_probe import TrialProbe, TrialStopper
 
     pythonpath = os.pathsep.join(p for p in (str(spec.spec_dir), os.environ.get("PYTHONPATH")) if p)
@@ -129,12 +130,14 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | Non
         mode=spec.tune.mode,
         num_samples=spec.tune.num_samples,
         max_concurrent_trials=spec.tune.max_concurrent_trials,
+        scheduler=build_scheduler(spec),
+        search_alg=build_search(spec),
     )
     stop: Stopper = TrialStopper(str(raytop_dir))
     limit = spec.tune.stop_iterations
     if limit is not None:
         stop = CombinedStopper(stop, MaximumIterationStopper(limit))
-    probe = TrialProbe(str(raytop_dir), metric=spec.tune.metric, stop_limit=limit)
+    probe = TrialProbe(str(raytop_dir), metric=spec.tune.metric, stop_limit=iteration_budget(spec))
     run_config = tune.RunConfig(
         name=spec.experiment.name,
         storage_path=spec.experiment.storage_path,

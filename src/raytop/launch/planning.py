@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raytop.diagnose.plan import NodeShape, Plan, TrialShape, plan
+from raytop.diagnose.search import SweepIntent, search_not_adaptive
 from raytop.launch.spec import RunSpec, SpecError
+from raytop.model import Finding
 from raytop.model.paths import is_uri
 from raytop.model.resources import resource_name
 
@@ -111,6 +113,7 @@ class SweepPlan:
     plans: tuple[Plan, ...]  # one per end of the worker-count range
     cluster_label: str
     warnings: tuple[str, ...]
+    findings: tuple[Finding, ...] = ()  # about the sweep itself (e.g. search_not_adaptive)
 
     @property
     def verdict_plan(self) -> Plan:
@@ -134,7 +137,22 @@ def plan_sweep(spec: RunSpec, nodes: list[NodeShape], cluster_label: str) -> Swe
     plans = tuple(
         plan(nodes, shape, trials, spec.tune.max_concurrent_trials) for shape in trial_shapes(spec)
     )
-    return SweepPlan(plans, cluster_label, tuple(warnings))
+    return SweepPlan(plans, cluster_label, tuple(warnings), sweep_findings(spec))
+
+
+def sweep_intent(spec: RunSpec) -> SweepIntent:
+    return SweepIntent(
+        metric=spec.tune.metric,
+        num_samples=spec.tune.num_samples,
+        search=spec.tune.search.kind,
+        scheduler=spec.tune.scheduler.kind,
+        samplers={key: sampler.kind for key, sampler in spec.param_space.items()},
+    )
+
+
+def sweep_findings(spec: RunSpec) -> tuple[Finding, ...]:
+    found = search_not_adaptive(sweep_intent(spec))
+    return (found,) if found else ()
 
 
 def describe(sweep: SweepPlan) -> list[str]:
@@ -149,4 +167,5 @@ def describe(sweep: SweepPlan) -> list[str]:
         lines += [f"    {reason}" for reason in p.reasons]
         lines += [f"    suggestion: {s}" for s in p.suggestions]
     lines += [f"  warning: {w}" for w in sweep.warnings]
+    lines += [f"  {f.severity.value}: {f.kind}: {f.message}" for f in sweep.findings]
     return lines

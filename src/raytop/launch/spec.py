@@ -42,6 +42,7 @@ from raytop.launch.spec_sections import (
     parse_tune,
     section,
 )
+from raytop.launch.spec_tune import SchedulerSection, SearchSection
 from raytop.launch.spec_values import SpecError, SpecFile, did_you_mean, read_toml
 from raytop.model.paths import join_path
 
@@ -59,6 +60,8 @@ __all__ = [
     "RunSpec",
     "Sampler",
     "ScalingSection",
+    "SchedulerSection",
+    "SearchSection",
     "SpecError",
     "TrainableSection",
     "TuneSection",
@@ -130,7 +133,7 @@ def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
     experiment = parse_experiment(ctx, section(ctx, data, "experiment"), spec_path, base)
     trainable = parse_trainable(ctx, section(ctx, data, "trainable"))
     param_space = parse_param_space(ctx, data.get("param_space", {}))
-    tune = parse_tune(ctx, section(ctx, data, "tune"))
+    tune = parse_tune(ctx, section(ctx, data, "tune"), param_space)
     scaling = parse_scaling(ctx, section(ctx, data, "scaling"))
     failure = parse_failure(ctx, section(ctx, data, "failure"))
     checkpoint = parse_checkpoint(ctx, section(ctx, data, "checkpoint"))

@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raytop.launch.spec_tune import (
+    SchedulerSection,
+    SearchSection,
+    parse_scheduler,
+    parse_search,
+)
 from raytop.launch.spec_values import (
     URI,
     SpecFile,
@@ -87,6 +93,8 @@ class TuneSection:
     trial_resources: dict[str, float] | None = None  # None: the kind's default
     # Each trial stops after this many results (Tune's MaximumIterationStopper); None: none.
     stop_iterations: int | None = None
+    scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # [tune.scheduler]
+    search: SearchSection = field(default_factory=SearchSection)  # [tune.search]
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,8 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
         "max_concurrent_trials",
         "trial_resources",
         "stop_iterations",
+        "scheduler",
+        "search",
     ),
     "scaling": ("num_workers", "use_gpu", "resources_per_worker", "placement_strategy", "backend"),
     "failure": (
@@ -300,7 +310,9 @@ def _parse_sampler(ctx: SpecFile, where: str, value: Any) -> Sampler:
     return Sampler(kind, (float(low), float(high)))
 
 
-def parse_tune(ctx: SpecFile, raw: dict[str, Any]) -> TuneSection:
+def parse_tune(
+    ctx: SpecFile, raw: dict[str, Any], param_space: dict[str, Sampler] | None = None
+) -> TuneSection:
     metric = string(ctx, "[tune] metric", raw["metric"]) if "metric" in raw else None
     mode = one_of(ctx, "[tune] mode", raw["mode"], _MODES) if "mode" in raw else None
     if metric is not None and mode is None:
@@ -319,6 +331,9 @@ def parse_tune(ctx: SpecFile, raw: dict[str, Any]) -> TuneSection:
     stop_iterations = None
     if "stop_iterations" in raw:
         stop_iterations = integer(ctx, "[tune] stop_iterations", raw["stop_iterations"], 1)
+    samplers = {key: s.kind for key, s in (param_space or {}).items()}
+    scheduler = parse_scheduler(ctx, raw.get("scheduler"), metric, tuple(samplers))
+    search = parse_search(ctx, raw.get("search"), metric, samplers)
     return TuneSection(
         metric=metric,
         mode=mode,
@@ -326,6 +341,8 @@ def parse_tune(ctx: SpecFile, raw: dict[str, Any]) -> TuneSection:
         max_concurrent_trials=max_concurrent,
         trial_resources=trial_resources,
         stop_iterations=stop_iterations,
+        scheduler=scheduler,
+        search=search,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 TERMINAL_TRIAL_STATUSES = frozenset({"TERMINATED", "ERROR"})
+MAX_SCHEDULER_DECISION = 240  # characters of Trial.scheduler_decision (one line)
 
 
 class Severity(StrEnum):
@@ -102,6 +103,10 @@ class Trial:
     # last result). And the iterations it will run when known (``model.progress``).
     metric_history: tuple[float, ...] = ()
     max_iterations: int | None = None
+    # Why the run's trial scheduler (ASHA, median stopping, PBT) stopped or paused it, in
+    # one line of at most MAX_SCHEDULER_DECISION characters: from the TrialProbe of a
+    # raytop-launched run; None when no scheduler decided (or the trial ran its course).
+    scheduler_decision: str | None = None
 
     def __post_init__(self) -> None:
         # From JSON (``Snapshot.from_json``) the history arrives as a list.
@@ -110,6 +115,12 @@ class Trial:
     @property
     def ended(self) -> bool:
         return self.status in TERMINAL_TRIAL_STATUSES
+
+    @property
+    def stopped_early(self) -> bool:
+        """Ended by its trial scheduler before it ran its course (its rule in
+        ``scheduler_decision``)."""
+        return self.status == "TERMINATED" and self.scheduler_decision is not None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from raytop.model.progress import MAX_METRIC_HISTORY
+from raytop.model.snapshot import MAX_SCHEDULER_DECISION
 
 MiB = 1024 * 1024
 
@@ -218,7 +219,23 @@ def probe_trial(row: Any, where: str) -> dict[str, Any]:
         "pending_reason": text(row, "pending_reason", where, optional=True),
         "metric_history": _metric_history(row, at(where, "metric_history")),
         "max_iterations": integer(row, "max_iterations", where, optional=True, minimum=1),
+        "scheduler_decision": _scheduler_decision(row, where),
     }
+
+
+def _scheduler_decision(row: dict[str, Any], where: str) -> str | None:
+    """Why the scheduler stopped or paused the trial: absent or null is none; else one
+    line of at most ``MAX_SCHEDULER_DECISION`` characters (anything else is a bad row)."""
+    value = text(row, "scheduler_decision", where, optional=True)
+    if value is None:
+        return None
+    if len(value) > MAX_SCHEDULER_DECISION or any(c in value for c in "\r\n"):
+        raise fail(
+            at(where, "scheduler_decision"),
+            f"one line of at most {MAX_SCHEDULER_DECISION} characters",
+            value[:80],
+        )
+    return value
 
 
 def _metric_history(row: dict[str, Any], where: str) -> tuple[float, ...]:

@@ -9,6 +9,11 @@ Each row also carries the experiment metric's last ``MAX_METRIC_HISTORY`` finite
 (a bounded deque per trial, kept across a ``Tuner.restore`` through Tune's callback state)
 and the iterations the trial will run when known (``model.progress.expected_iterations``:
 the run's ``training_iteration`` stop limit, else the config's epochs).
+
+When the run has a trial scheduler from ``probe.scheduler_probe``, each row also says why
+the scheduler stopped or paused the trial (``scheduler_decision``): the scheduler files
+the line just before Tune calls this callback with the same result, in this process; the
+lines are kept across a resume with the histories.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from ray.tune import Callback, Stopper
 
 from raytop.jsonfile import write_json_atomic
 from raytop.model.progress import MAX_METRIC_HISTORY, expected_iterations
+from raytop.model.snapshot import MAX_SCHEDULER_DECISION
+from raytop.probe.scheduler_decisions import decisions
 from raytop.rundir import STOP_REQUESTS
 
 # Tune's bookkeeping keys: not metrics the user reported.
@@ -51,9 +58,11 @@ def trial_row(
     result: dict[str, Any] | None,
     history: Iterable[float] = (),
     stop_limit: int | None = None,
+    decision: str | None = None,
 ) -> dict[str, Any]:
     """The model.Trial fields of a Tune trial, JSON-ready: ``history`` is its metric's
-    last values, ``stop_limit`` the run's ``training_iteration`` limit (if any)."""
+    last values, ``stop_limit`` the run's ``training_iteration`` limit (if any),
+    ``decision`` why its scheduler stopped or paused it (if it did)."""
     result = result if result is not None else (trial.last_result or {})
     metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and _scalar(v)}
     error = None
@@ -74,6 +83,7 @@ def trial_row(
         "error": error,
         "metric_history": [float(v) for v in history][-MAX_METRIC_HISTORY:],
         "max_iterations": expected_iterations(trial.config, stop_limit),
+        "scheduler_decision": decision[:MAX_SCHEDULER_DECISION] if decision else None,
     }
 
 
@@ -84,6 +94,7 @@ class TrialProbe(Callback):
     # Defaults for a probe unpickled from the tuner.pkl of an older raytop (no __init__).
     _metric: str | None = None
     _stop_limit: int | None = None
+    _decisions: dict[str, str | None] | None = None
 
     def __init__(
         self,
@@ -116,7 +127,7 @@ class TrialProbe(Callback):
             rows = [
                 trial_row(
                     t, self._results.get(t.trial_id), histories.get(t.trial_id, ()),
-                    self._stop_limit,
+                    self._stop_limit, self._decision(t.trial_id),
                 )
                 for t in self._trials
             ]  # fmt: skip
@@ -133,6 +144,16 @@ class TrialProbe(Callback):
             histories = self.__dict__["_histories"] = {}
         return histories
 
+    def _decision(self, trial_id: str) -> str | None:
+        """The scheduler's line for the trial: this process's, else the one saved before
+        a resume."""
+        if self._decisions is None:
+            self._decisions = {}
+        known, line = decisions.lookup(trial_id)
+        if known:
+            self._decisions[trial_id] = line
+        return self._decisions.get(trial_id)
+
     def _remember(self, trial_id: str, result: dict[str, Any]) -> None:
         """Append the metric's value of ``result`` to the trial's history, if finite."""
         value = result.get(self._metric) if self._metric else None
@@ -147,9 +168,13 @@ class TrialProbe(Callback):
     def get_state(self) -> dict[str, Any] | None:
         """The histories, saved by Tune with the experiment so a resume keeps them."""
         histories = self._history_table()
-        if not histories:
+        lines = {k: v for k, v in (self._decisions or {}).items() if v is not None}
+        if not histories and not lines:
             return None
-        return {"metric_history": {k: list(v) for k, v in histories.items()}}
+        state: dict[str, Any] = {"metric_history": {k: list(v) for k, v in histories.items()}}
+        if lines:
+            state["scheduler_decisions"] = lines
+        return state
 
     def set_state(self, state: dict[str, Any]) -> None:
         try:
@@ -160,6 +185,15 @@ class TrialProbe(Callback):
             }
         except Exception:  # a state of another shape: start the histories afresh
             self.__dict__["_histories"] = {}
+        try:
+            saved_lines = state.get("scheduler_decisions") or {}
+            self._decisions = {
+                str(k): str(v)[:MAX_SCHEDULER_DECISION]
+                for k, v in saved_lines.items()
+                if isinstance(v, str)
+            }
+        except Exception:
+            self._decisions = {}
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self._results[trial.trial_id] = dict(result)

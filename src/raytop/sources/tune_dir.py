@@ -84,7 +84,8 @@ class ExperimentReader:
 
     def _with_probe_histories(self, trials: list[Trial] | None) -> list[Trial] | None:
         """Tune's trials with what only the probe's table has (each trial's metric
-        history, and its count under the run's stop limit), where the table lists them."""
+        history, its count under the run's stop limit, and why its scheduler stopped or
+        paused it), where the table lists them."""
         if not trials:
             return trials
         probed, _ = self._trials_from_probe()  # its warnings come with its own read
@@ -94,6 +95,7 @@ class ExperimentReader:
                 t,
                 metric_history=by_id[t.trial_id].metric_history,
                 max_iterations=by_id[t.trial_id].max_iterations or t.max_iterations,
+                scheduler_decision=by_id[t.trial_id].scheduler_decision,
             )
             if t.trial_id in by_id
             else t

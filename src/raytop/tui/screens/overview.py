@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -310,13 +311,23 @@ class OverviewScreen(SnapshotScreen):
         return next((t for t in experiment.trials if t.trial_id == trial_id), None)
 
     def _show_pending_reason(self) -> None:
-        """Why the highlighted trial (else the first waiting one) cannot place yet."""
+        """Why the highlighted trial (else the first waiting one) cannot place yet; or,
+        for a highlighted trial its scheduler stopped or paused, the scheduler's rule."""
         experiment = self._experiment()
         trials = experiment.trials if experiment else ()
         chosen = self.query_one(TrialTable).selected_trial_id
+        line = self.query_one("#pending-reason", Static)
+        decided = next((t for t in trials if t.trial_id == chosen and t.scheduler_decision), None)
+        if decided is not None and not decided.pending_reason:
+            now = decided.status in ("TERMINATED", "PAUSED")
+            said = decided.scheduler_decision if now else f"earlier: {decided.scheduler_decision}"
+            line.display = True
+            line.styles.text_wrap, line.styles.text_overflow = "nowrap", "ellipsis"
+            line.update(Text(f"{decided.trial_id} {said}"))
+            return
+        line.styles.text_wrap, line.styles.text_overflow = "wrap", "fold"
         waiting = [t for t in trials if t.pending_reason]
         trial = next((t for t in waiting if t.trial_id == chosen), waiting[0] if waiting else None)
-        line = self.query_one("#pending-reason", Static)
         line.display = trial is not None
         if trial is not None:
             line.update(f"{trial.trial_id} waits: {trial.pending_reason}")

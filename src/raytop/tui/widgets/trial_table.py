@@ -4,6 +4,7 @@ Two columns draw pictures, from ``glyphs_of(self)`` (ASCII under ``--ascii``): `
 a sparkline of the metric's recent values (``Trial.metric_history``, each trial on its
 own scale), shown when some trial has a history; and ``iter``, which becomes a progress
 bar with ``3/5`` when some trial's iteration count is known (``Trial.max_iterations``).
+A trial its scheduler stopped early shows ``EARLY-STOP`` (``Trial.stopped_early``).
 Both sort by a number (``o``): the iterations done, and the metric's change over its
 history (last minus first).
 """
@@ -32,8 +33,20 @@ _DROP_ORDER = ("fail", "elapsed", "trend")
 _MIN_PARAMS_WIDTH = 12
 
 
+# A TERMINATED trial its scheduler ended before its budget (``Trial.stopped_early``):
+# the label fits the status column; the rule is on the line under the table.
+STOPPED_EARLY = "EARLY-STOP"
+
+
 def _status_class(status: str) -> str:
     return f"trial-table--{status.lower()}"
+
+
+def status_label(trial: Trial) -> tuple[str, str]:
+    """The status cell's text and its component class."""
+    if trial.stopped_early:
+        return STOPPED_EARLY, "trial-table--stopped"
+    return trial.status, _status_class(trial.status)
 
 
 def progress_text(trial: Trial, width: int, full: str, empty: str) -> str:
@@ -60,6 +73,7 @@ class TrialTable(KeyedTable):
         "trial-table--running",
         "trial-table--pending",
         "trial-table--paused",
+        "trial-table--stopped",
         "trial-table--terminated",
         "trial-table--error",
     }
@@ -101,9 +115,10 @@ class TrialTable(KeyedTable):
         glyphs = glyphs_of(self)
         value = fmt_value(trial.metrics.get(metric)) if metric else ""
         width = widths.get("iter", _WIDTHS["iter"])
+        label, status_class = status_label(trial)
         everything: dict[str, object] = {
             "trial": Text(trial.trial_id, overflow="ellipsis", no_wrap=True),
-            "status": StyledCell(trial.status, _status_class(trial.status), self),
+            "status": StyledCell(label, status_class, self),
             "params": Text(fmt_params(trial.config, swept), overflow="ellipsis", no_wrap=True),
             "metric": Text(value, justify="right"),
             "trend": NumberedCell(

@@ -448,7 +448,27 @@ def placement(sweep: Snapshot) -> Snapshot:
                          trials=trials, runs=(run,))  # fmt: skip
     cluster = replace(sweep.cluster, nodes=_placement_nodes())
     return Snapshot(taken_at=NOW - 2, cluster=cluster, experiments=(experiment,),
-                    placement_groups=_placement_groups())  # fmt: skip
+                    placement_groups=_placement_groups(), runs=OTHER_RUNS)  # fmt: skip
+
+
+# Train runs of no experiment: a plain script with the probe (RAY_TRAIN_CALLBACKS), and
+# a colleague's run without it, known from the actor table only.
+OTHER_RUNS = (
+    TrainRun(
+        run_id="9f3e2a", run_name="plain-user-run", attempt_id="att-1", world_size=2,
+        workers=tuple(
+            Worker(rank=r, reports_entered=12 - r, reports_exited=12 - r, node_id=CPU_NODE,
+                   pid=70100 + r, state="training")
+            for r in (0, 1)
+        ),
+    ),
+    TrainRun(
+        run_id="actor-c0ffee", run_name="Train run of job 07000000 (no probe)",
+        attempt_id="c0ffee", world_size=2, instrumented=False,
+        workers=(Worker(rank=0, pid=81001, node_id=HEAD_NODE),
+                 Worker(rank=1, pid=81002, node_id=CPU_NODE)),
+    ),
+)  # fmt: skip
 
 
 @pytest.fixture

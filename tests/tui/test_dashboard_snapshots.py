@@ -78,3 +78,12 @@ def test_stop_confirmation(snap_compare, make_app, sweep, size) -> None:
     """`x`: what a stop does and how to resume, before anything happens."""
     app = make_app(controls=FakeControls())
     assert snap_compare(app, terminal_size=size, run_before=feed(SnapshotReady(sweep), keys=("x",)))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_other_runs(snap_compare, make_app, placement, size) -> None:
+    """Runs of no experiment: one with the probe, one known from the actor table only."""
+    app = make_app()
+    assert snap_compare(
+        app, terminal_size=size, run_before=feed(SnapshotReady(placement), keys=("n",))
+    )

@@ -10,6 +10,7 @@ from raytop.tui.screens.overview import OverviewScreen
 from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.rank import RankScreen
 from raytop.tui.screens.run import RunScreen
+from raytop.tui.screens.runs import RunsScreen
 from raytop.tui.screens.stacks import StacksScreen
 from raytop.tui.widgets.key_footer import KeyFooter
 
@@ -42,8 +43,9 @@ SCREENS = [
     (("enter",), RunScreen),
     (("enter", "enter"), RankScreen),
     (("p",), PlacementScreen),
+    (("n",), RunsScreen),
 ]
-IDS = ["overview", "run", "rank", "placement"]
+IDS = ["overview", "run", "rank", "placement", "runs"]
 
 
 @pytest.mark.parametrize("width", [80, 160])

@@ -37,6 +37,7 @@ from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.resume import ResumeScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.screens.run_data import run_findings
+from raytop.tui.screens.runs import RunsScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.experiment_header import ExperimentHeader
@@ -88,6 +89,13 @@ class OverviewScreen(SnapshotScreen):
             "ranks",
             id="raytop.open-run",
             tooltip="The ranks of the highlighted trial's Train run (Enter does the same).",
+        ),
+        Binding(
+            "n",
+            "open_runs",
+            "other runs",
+            id="raytop.other-runs",
+            tooltip="Train runs outside raytop's experiments: plain scripts, others' runs.",
         ),
         Binding(
             "p",
@@ -169,6 +177,15 @@ class OverviewScreen(SnapshotScreen):
         if trial_id is not None:
             self._open_run(trial_id)
 
+    def action_open_runs(self) -> None:
+        screen = RunsScreen(
+            collector=self._collector,
+            state=self._state,
+            clock=self._clock,
+            read_only=self._read_only,
+        )
+        self.app.push_screen(screen)
+
     def action_open_placement(self) -> None:
         screen = PlacementScreen(state=self._state, clock=self._clock, read_only=self._read_only)
         self.app.push_screen(screen)
@@ -202,6 +219,9 @@ class OverviewScreen(SnapshotScreen):
         if action == "open_run":
             experiment = self._experiment()
             return experiment is not None and bool(experiment.runs)
+        # Only offer "other runs" when the cluster has Train runs of no experiment.
+        if action == "open_runs":
+            return bool(self._state.body and self._state.body.runs)
         # Only offer "placement" once the cluster has placement groups to explain.
         if action == "open_placement":
             snapshot = self._state.cluster_snapshot

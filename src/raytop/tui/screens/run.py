@@ -31,6 +31,10 @@ from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.stall_banner import STALL, RunFindings, StallBanner, missing_ranks
 from raytop.tui.widgets.worker_table import WorkerTable
 
+NO_PROBE_NOTE = (
+    "no probe in this run's workers: its ranks (in pid order) are from the actor table; "
+    "counts need RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe"
+)
 FROM_STORAGE_NOTE = (
     "from storage: its checkpoints as storage holds them; no rank counts (the report "
     "ledger lived in the cluster)"
@@ -169,6 +173,8 @@ class RunScreen(StacksRequestScreen):
             notes.append("this run left the snapshot; showing its last known counts")
         if self._run is not None and self._run.from_storage:
             notes.append(FROM_STORAGE_NOTE)
+        if self._run is not None and not self._run.instrumented:
+            notes.append(NO_PROBE_NOTE)
         widget = self.query_one("#run-notes", Static)
         widget.display = bool(notes)
         widget.update(Content("\n".join(notes)))

@@ -35,6 +35,10 @@ _LEFT = frozenset({"node", "state"})
 # Dropped first when the table is too narrow (at 80 columns: node, rss, then heartbeat).
 _DROP_ORDER = ("node", "rss", "heartbeat", "cpu", "rate", "pid", "last_report")
 
+# The columns only raytop's probe can fill; a run without it shows NEEDS_PROBE there.
+_PROBE_COLUMNS = ("entered", "exited", "behind", "last_report", "rate", "heartbeat", "cpu", "rss")
+NEEDS_PROBE = "·"
+
 STATES = ("training", "waiting", "behind", "silent", "dead", "done")
 
 
@@ -95,6 +99,10 @@ class WorkerTable(KeyedTable):
             "rss": right(fmt_bytes(w.rss_bytes)),
             "state": StyledCell(w.state, _state_class(w.state, stalled), self),
         }
+        if self._run is not None and not self._run.instrumented:
+            # Known from the actor table only: what needs the probe says so, not "0".
+            everything.update({key: right(NEEDS_PROBE) for key in _PROBE_COLUMNS})
+            everything["state"] = StyledCell("no probe", "worker-table--done", self)
         return tuple(everything[key] for key in columns)
 
     def _columns(self) -> tuple[ColumnSpec, ...]:

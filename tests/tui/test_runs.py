@@ -1,0 +1,50 @@
+"""Train runs outside raytop's experiments: ``n`` on the overview lists them (offered only
+when there are some), Enter opens one; a run with no probe says what needs it."""
+
+from __future__ import annotations
+
+from raytop.tui.screens.run import NO_PROBE_NOTE, RunScreen
+from raytop.tui.screens.runs import PROBE_HINT, RunsScreen
+from raytop.tui.widgets.runs_table import RunsTable
+from raytop.tui.widgets.worker_table import NEEDS_PROBE, WorkerTable
+
+from .helpers import cell, row_keys, show, text_of, wait_until
+
+
+async def test_n_lists_the_other_runs_and_enter_opens_one_with_no_probe(make_app, placement):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, placement)
+        assert "n" in app.screen.active_bindings
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen))
+        await pilot.pause()
+        table = app.screen.query_one(RunsTable)
+        assert row_keys(table) == ["9f3e2a", "actor-c0ffee"]  # probed first
+        assert [cell(table, "9f3e2a", c) for c in ("ranks", "reports", "state")] == [
+            "2", "11-12", "running"
+        ]  # fmt: skip
+        assert [cell(table, "actor-c0ffee", c) for c in ("reports", "state")] == ["-", "no probe"]
+        assert text_of(app, "#runs-summary").endswith("2 · 1 with no probe")
+        assert text_of(app, "#runs-hint") == PROBE_HINT
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
+        await pilot.pause()
+        assert app.screen.run_id == "actor-c0ffee"
+        assert NO_PROBE_NOTE in text_of(app, "#run-notes")
+        workers = app.screen.query_one(WorkerTable)
+        assert cell(workers, "0", "entered") == NEEDS_PROBE  # not a count of 0
+        assert cell(workers, "1", "pid") == "81002"
+        assert cell(workers, "1", "state") == "no probe"
+        await pilot.press("escape", "escape")
+        assert not isinstance(app.screen, (RunScreen, RunsScreen))
+
+
+async def test_n_is_not_offered_without_other_runs(make_app, sweep):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show(pilot, sweep)
+        assert "n" not in {k for k, b in app.screen.active_bindings.items() if b.enabled}
+        await pilot.press("n")
+        await pilot.pause()
+        assert not isinstance(app.screen, RunsScreen)

@@ -147,10 +147,34 @@ def _slow_after(run: TrainRun, slow_after_s: float) -> tuple[float, str]:
     return slow_after_s, f"the {slow_after_s:.0f}s threshold"
 
 
+def _partial_findings(run: TrainRun) -> list[Finding]:
+    """A checkpoint some ranks attached no files to, when an earlier one of the run had
+    files from them (sharded saving: their shards are missing, as after a worker failure,
+    ray-project/ray#41700). Rank-0-only saving never fires: the evidence is the run's own
+    earlier checkpoints, not a rule about who should save."""
+    findings = []
+    seen: set[int] = set()
+    for c in run.checkpoints:
+        settled = c.state not in ("uploading", "failed")
+        missing = sorted(seen - set(c.ranks))
+        if settled and c.ranks and missing:
+            who = ", ".join(map(str, missing))
+            findings.append(Finding(
+                "checkpoint_partial", Severity.WARNING, f"run {run.run_name}",
+                f"{c.dir_name} has no files from rank(s) {who}, which wrote into earlier "
+                "checkpoints: its shards may not cover every rank (a resume from it may fail)",
+                {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name,
+                 "missing_ranks": missing},
+            ))  # fmt: skip
+        seen |= set(c.ranks)
+    return findings
+
+
 def checkpoint_findings(run: TrainRun, slow_after_s: float) -> list[Finding]:
     findings = []
     subject = f"run {run.run_name}"
     slow_s, slow_why = _slow_after(run, slow_after_s)
+    findings += _partial_findings(run)
     for c in run.checkpoints:
         evidence = {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name}
         for path, ranks in c.collisions.items():

@@ -42,6 +42,14 @@ def preview(
             restarted += 1
         else:
             action = _from(checkpoint)
+        if checkpoint is not None and checkpoint.missing and action.startswith("resume"):
+            shown += " PARTIAL?"
+            warnings.append(
+                f"trial {t.trial_id}: its latest checkpoint {checkpoint.dir_name} lacks "
+                f"{', '.join(checkpoint.missing)} that {checkpoint.previous} had: its shards "
+                "may not cover every rank (a worker failed while saving?); Train resumes "
+                "from it all the same, so check it or resume from an earlier one"
+            )
         rows.append(PreviewRow(t.trial_id, t.status, shown, action))
     if restarted and max_concurrent:
         warnings.append(

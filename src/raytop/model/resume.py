@@ -12,6 +12,10 @@ ERRORED_CHOICES = ("resume", "restart", "skip")
 class Checkpoint:
     dir_name: str
     epoch: int | None = None
+    # Files (top-level names) its predecessor had and it lacks: shards that may not cover
+    # every rank (a partial checkpoint after a worker failure, ray-project/ray#41700).
+    previous: str | None = None  # the checkpoint compared with
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,30 @@ class CheckpointSnapshots:
             if latest and latest.get("checkpoint_dir_name"):
                 epoch = (latest.get("metrics") or {}).get("epoch")
                 epoch = epoch if isinstance(epoch, int) else None
-                found[trial.trial_id] = Checkpoint(latest["checkpoint_dir_name"], epoch)
+                checkpoint = Checkpoint(latest["checkpoint_dir_name"], epoch)
+                found[trial.trial_id] = self._with_coverage(
+                    checkpoint, run_path(experiment, trial.trial_id), snapshot or {}
+                )
         return found
+
+    def _with_coverage(self, checkpoint: Checkpoint, path: str, snapshot: dict) -> Checkpoint:
+        """``checkpoint`` with the files its predecessor (the snapshot's previous committed
+        checkpoint) had and it lacks: positive evidence of shards missing, by name only
+        (nothing is opened). Unchanged when there is no predecessor or a folder cannot be
+        listed."""
+        names = [r.get("checkpoint_dir_name") for r in snapshot.get("checkpoint_results", [])]
+        if checkpoint.dir_name not in names or names.index(checkpoint.dir_name) == 0:
+            return checkpoint
+        previous = names[names.index(checkpoint.dir_name) - 1]
+        storage, rel = self.storages.locate(path)
+        before = storage.listing(_join(rel, previous)) if previous else None
+        now = storage.listing(_join(rel, checkpoint.dir_name))
+        if before is None or now is None:
+            return checkpoint
+        missing = sorted({e.name for e in before} - {e.name for e in now})
+        if not missing:
+            return checkpoint
+        return Checkpoint(checkpoint.dir_name, checkpoint.epoch, previous, tuple(missing[:8]))
 
 
 def _join(rel: str, name: str) -> str:

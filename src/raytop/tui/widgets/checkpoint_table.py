@@ -25,6 +25,7 @@ CHECKPOINT_KINDS = (
     "checkpoint_collision",
     "checkpoint_failed",
     "checkpoint_missing",
+    "checkpoint_partial",
     "checkpoint_slow",
 )
 

@@ -6,6 +6,7 @@ Everything the sources collect becomes these objects; the TUI, ``status --json``
 
 from raytop.model.snapshot import (
     TERMINAL_TRIAL_STATUSES,
+    Attempt,
     Bundle,
     CheckpointRecord,
     Cluster,
@@ -15,6 +16,7 @@ from raytop.model.snapshot import (
     LedgerStatus,
     Node,
     PlacementGroup,
+    RetryBudget,
     Severity,
     Snapshot,
     TrainRun,
@@ -24,6 +26,7 @@ from raytop.model.snapshot import (
 
 __all__ = [
     "TERMINAL_TRIAL_STATUSES",
+    "Attempt",
     "Bundle",
     "CheckpointRecord",
     "Cluster",
@@ -33,6 +36,7 @@ __all__ = [
     "LedgerStatus",
     "Node",
     "PlacementGroup",
+    "RetryBudget",
     "Severity",
     "Snapshot",
     "TrainRun",

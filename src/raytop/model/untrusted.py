@@ -218,6 +218,7 @@ def probe_trial(row: Any, where: str) -> dict[str, Any]:
         "pending_reason": text(row, "pending_reason", where, optional=True),
         "metric_history": _metric_history(row, at(where, "metric_history")),
         "max_iterations": integer(row, "max_iterations", where, optional=True, minimum=1),
+        "max_failures": integer(row, "max_failures", where, optional=True, minimum=-1),
     }
 
 

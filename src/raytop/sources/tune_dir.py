@@ -94,6 +94,7 @@ class ExperimentReader:
                 t,
                 metric_history=by_id[t.trial_id].metric_history,
                 max_iterations=by_id[t.trial_id].max_iterations or t.max_iterations,
+                max_failures=by_id[t.trial_id].max_failures,
             )
             if t.trial_id in by_id
             else t

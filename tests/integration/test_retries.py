@@ -91,7 +91,9 @@ def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(ray_cluster, t
         raise
     finally:
         watcher.wait(timeout=60)
-    assert snapshot["experiments"][0]["trials"][0]["status"] == "TERMINATED"
+    (trial,) = snapshot["experiments"][0]["trials"]
+    assert trial["status"] == "TERMINATED"
+    assert (trial["num_failures"], trial["max_failures"]) == (0, 0)  # Tune's, from trials.json
     first, second = run["attempts"]
     assert (first["index"], first["status"]) == (1, "errored")
     assert first["error_class"] == "RuntimeError"

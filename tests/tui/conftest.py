@@ -14,7 +14,9 @@ import pytest
 
 from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.ledger import run_findings
+from raytop.diagnose.retries import attempt_findings
 from raytop.model import (
+    Attempt,
     Bundle,
     CheckpointRecord,
     Cluster,
@@ -24,6 +26,7 @@ from raytop.model import (
     HostStats,
     Node,
     PlacementGroup,
+    RetryBudget,
     Severity,
     Snapshot,
     TrainRun,
@@ -258,6 +261,36 @@ def stalled(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
     the real ledger rules (so the ``barrier_stall`` evidence is what the product makes)."""
     experiment = replace(sweep.experiments[0], runs=(stall_run,))
     findings = (*run_findings(stall_run, Thresholds()), *sweep.findings)
+    return replace(sweep, experiments=(experiment,), findings=findings)
+
+
+@pytest.fixture
+def retrying(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
+    """``sweep`` whose first trial's Train run (max_failures=2) failed twice with the same
+    error and runs its third attempt, which restarted below its checkpoint's epoch; the
+    trial allows Tune 2 retries. Findings by the real rules (``diagnose.retries``)."""
+    t = sweep.taken_at
+    boom = "CUDA error: an illegal memory access was encountered on device 1"
+    attempts = (
+        Attempt(1, "errored", t - 300.0, attempt_id="attempt-1a", ended_at=t - 200.0,
+                duration_s=100.0, error_class="RuntimeError", error=boom,
+                failure_class="worker", first_report={"epoch": 0.0}),
+        Attempt(2, "errored", t - 195.0, attempt_id="attempt-2b", ended_at=t - 100.0,
+                duration_s=95.0, error_class="RuntimeError", error=boom,
+                failure_class="worker", restored={"epoch": 3.0}, first_report={"epoch": 4.0}),
+        Attempt(3, "running", t - 95.0, attempt_id="attempt-9c41e", duration_s=95.0,
+                restored={"epoch": 7.0}, first_report={"epoch": 0.0}),
+    )  # fmt: skip
+    budget = {
+        "worker": RetryBudget("max_failures", 2, 2, 0),
+        "controller": RetryBudget("controller_failure_limit", -1, 0, -1),
+        "preemption": RetryBudget("max_preemption_failures", -1, 0, -1),
+    }
+    run = replace(stall_run, attempt_index=3, attempts=attempts, retry_budget=budget)
+    trials = list(sweep.experiments[0].trials)
+    trials[0] = replace(trials[0], num_failures=1, max_failures=2)
+    experiment = replace(sweep.experiments[0], runs=(run,), trials=tuple(trials))
+    findings = (*attempt_findings(run, ended=False), *sweep.findings)
     return replace(sweep, experiments=(experiment,), findings=findings)
 
 

@@ -57,6 +57,24 @@ def test_run_stall_120x36(snap_compare, make_app, stalled) -> None:
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
 
 
+def test_run_retries_80x24(snap_compare, make_app, retrying) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(retrying), keys=("enter",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_run_retries_120x36(snap_compare, make_app, retrying) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(retrying), keys=("enter",))
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+def test_overview_retries_120x36(snap_compare, make_app, retrying) -> None:
+    """The trials' ``fail`` column (used/max; at 80 columns it is the first to go)."""
+    app = make_app()
+    assert snap_compare(app, terminal_size=(120, 36), run_before=feed(SnapshotReady(retrying)))
+
+
 def test_run_checkpoints_80x24(snap_compare, make_app, checkpointed) -> None:
     """The ranks, then the checkpoints newest first: a collision, one still uploading."""
     app = make_app()

@@ -115,14 +115,25 @@ def test_an_upload_is_slow_after_many_report_intervals_before_the_threshold():
 
 
 def test_a_checkpoint_without_the_shards_of_ranks_that_wrote_before_is_partial():
-    """Sharded saving: ranks 0-2 wrote into c1; in c2 rank 2 attached nothing (it failed
-    while saving). Rank-0-only saving (c1 and c2 both from rank 0) never fires."""
-    shard = lambda d, r: upload(d, 1.0 + r, 2.0 + r, {f"model_rank{r}.pt": 5})  # noqa: E731
-    sharded = {r: [shard("c1", r)] + ([shard("c2", r)] if r < 2 else []) for r in range(3)}
-    records = pipeline(sharded, snapshot("c1", "c2"), {"c1", "c2"}, now=9.0)
+    """Sharded saving: ranks 0-2 wrote into c1 and c2; in c3 rank 2 attached nothing (it
+    failed while saving). Rank-0-only saving never fires, nor a one-off save by rank 1."""
+
+    def shard(d, r, t):
+        return upload(d, t + r / 10, t + 0.5, {f"model_rank{r}.pt": 5})
+
+    sharded = {
+        r: [shard("c1", r, 1.0), shard("c2", r, 2.0)] + ([shard("c3", r, 3.0)] if r < 2 else [])
+        for r in range(3)
+    }
+    records = pipeline(sharded, snapshot("c1", "c2", "c3"), {"c1", "c2", "c3"}, now=9.0)
     run = TrainRun("r", "exp-t1", "a", 3, checkpoints=records)
     (partial,) = [f for f in checkpoint_findings(run, 60.0) if f.kind == "checkpoint_partial"]
-    assert partial.evidence["missing_ranks"] == [2] and "c2" in partial.message
+    assert partial.evidence["missing_ranks"] == [2] and "c3" in partial.message
+    once = {0: [shard("c1", 0, 1.0), shard("c2", 0, 2.0), shard("c3", 0, 3.0)],
+            1: [shard("c1", 1, 1.0)]}  # fmt: skip
+    records = pipeline(once, snapshot("c1", "c2", "c3"), {"c1", "c2", "c3"}, now=9.0)
+    run = TrainRun("r", "exp-t1", "a", 2, checkpoints=records)
+    assert [f for f in checkpoint_findings(run, 60.0) if f.kind == "checkpoint_partial"] == []
     rank0_only = {0: [upload("c1", 1.0, 2.0, {"s.pt": 1}), upload("c2", 3.0, 4.0, {"s.pt": 1})],
                   1: [upload("c1", 1.0, 1.5), upload("c2", 3.0, 3.5)]}  # fmt: skip
     records = pipeline(rank0_only, snapshot("c1", "c2"), {"c1", "c2"}, now=9.0)

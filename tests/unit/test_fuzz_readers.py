@@ -22,7 +22,7 @@ from raytop.sources.checkpoints import SNAPSHOT_FILE, CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.tune_dir import ExperimentReader
-from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, TRIAL_PREFIX
+from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX, TRIAL_PREFIX
 from tests.fakes import FakeKv
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -96,6 +96,17 @@ RANK = {"rank": 0, "entered": 3, "exited": 3, "pid": 11, "last_enter_at": 90.0,
 PAGE = {"run_id": "r", "run_name": "exp-t1", "attempt_id": "a", "world_size": 1,
         "first_seen_at": 10.0, "version": 1, "ranks": {"0": RANK}}  # fmt: skip
 INDEX = {"started_at": 1.0, "published_at": 100.0, "pages": {"r.a": 1}}
+ATTEMPT = {"index": 1, "attempt_id": "a", "status": "errored", "started_at": 5.0,
+           "ended_at": 9.0, "error_class": "RuntimeError", "error": "boom",
+           "failure_class": "worker", "first_report": {"epoch": 0.0},
+           "restored": None}  # fmt: skip
+RUN_RECORD = {"run_id": "r", "run_name": "exp-t1", "sent_at": 9.0,
+              "failure_config": {"max_failures": 1, "controller_failure_limit": -1,
+                                 "max_preemption_failures": -1},
+              "attempts": [ATTEMPT, {**ATTEMPT, "index": 2, "status": "running",
+                                     "ended_at": None, "error": None, "error_class": None,
+                                     "failure_class": None,
+                                     "restored": {"epoch": 0.0}}]}  # fmt: skip
 REGISTRATION = {"experiment": "exp", "trial_id": "t1", "actor_id": "a1", "pg_id": "pg1"}
 REGISTRY = [{"name": "exp", "path": "/x", "raytop_dir": "/x/.raytop"}]
 
@@ -166,6 +177,29 @@ def test_the_ledger_reader_survives_any_index_and_page(index, page, again):
     kv.data[PAGE_PREFIX + "r.a"] = again  # the next refresh, over the last good copy
     kv.data[INDEX_KEY] = json.dumps({**INDEX, "pages": {"r.a": 2}}).encode()
     reader.read(now=101.0)
+
+
+@FUZZ
+@given(record=mutated(RUN_RECORD), again=mutated(RUN_RECORD))
+def test_the_ledger_reader_survives_any_run_record(record, again):
+    index = {**INDEX, "runs": {"r": 1}}
+    kv = FakeKv({INDEX_KEY: json.dumps(index).encode(),
+                 PAGE_PREFIX + "r.a": json.dumps(PAGE).encode(),
+                 RUN_PREFIX + "r": record})  # fmt: skip
+    reader = LedgerReader(kv)
+    (run,), status = reader.read(now=100.5)
+    if record != json.dumps(RUN_RECORD).encode() and not run.attempts:
+        assert (
+            any(RUN_PREFIX + "r" in w for w in status.warnings)
+            or record == json.dumps({**RUN_RECORD, "attempts": []}).encode()
+        )
+    before = [(a.index, a.status, a.error) for a in run.attempts]
+    kv.data[RUN_PREFIX + "r"] = again  # the next refresh, over the last good copy
+    kv.data[INDEX_KEY] = json.dumps({**index, "runs": {"r": 2}}).encode()
+    (run,), status = reader.read(now=101.0)
+    if status.warnings:
+        # a bad record keeps the last good copy
+        assert [(a.index, a.status, a.error) for a in run.attempts] == before
 
 
 @FUZZ

@@ -14,6 +14,7 @@ RANK_DEAD_OR_SILENT = 11
 PLACEMENT_INFEASIBLE = 12
 PLACEMENT_WAITING = 13
 TEARDOWN_UNSAFE = 14
+RETRY_LOOP = 15
 CLUSTER_UNREACHABLE = 20
 
 CODE_OF_KIND = {
@@ -27,14 +28,16 @@ CODE_OF_KIND = {
     "checkpoint_failed": TEARDOWN_UNSAFE,
     "checkpoint_collision": TEARDOWN_UNSAFE,
     "checkpoint_missing": TEARDOWN_UNSAFE,
+    "retry_loop": RETRY_LOOP,
 }
 
 # Most severe first: without the cluster nothing else can be known; a stall blocks every
 # rank forever; an infeasible group waits forever; a dead or silent rank may still be
-# retried by Train; a feasible group may still get its resources.
+# retried by Train; a feasible group may still get its resources. A retry loop burns
+# resources on a failure that keeps coming back, but its run is not stuck.
 SEVERITY_ORDER = (
     CLUSTER_UNREACHABLE, BARRIER_STALL, PLACEMENT_INFEASIBLE, TEARDOWN_UNSAFE,
-    RANK_DEAD_OR_SILENT, PLACEMENT_WAITING,
+    RANK_DEAD_OR_SILENT, RETRY_LOOP, PLACEMENT_WAITING,
 )  # fmt: skip
 
 
@@ -58,6 +61,8 @@ EXIT_CODES_HELP = """Exit codes:
       committed checkpoint is gone; with --teardown: something a resume needs is not on
       storage yet (driver still running, experiment state missing, a checkpoint
       uncommitted or missing)
+  15  a Train run failed 3 or more times in a row with the same error and Train will
+      retry it again (retries left, or max_failures=-1: forever)
   20  the Ray cluster is unreachable
   2   bad usage
-With several findings, the most severe code wins: 20, 10, 12, 14, 11, then 13."""
+With several findings, the most severe code wins: 20, 10, 12, 14, 11, 15, then 13."""

@@ -148,25 +148,30 @@ def _slow_after(run: TrainRun, slow_after_s: float) -> tuple[float, str]:
 
 
 def _partial_findings(run: TrainRun) -> list[Finding]:
-    """A checkpoint some ranks attached no files to, when an earlier one of the run had
-    files from them (sharded saving: their shards are missing, as after a worker failure,
-    ray-project/ray#41700). Rank-0-only saving never fires: the evidence is the run's own
-    earlier checkpoints, not a rule about who should save."""
+    """A checkpoint some ranks attached no files to, when every one of at least two
+    earlier checkpoints of the run had files from them (sharded saving: their shards are
+    missing, as after a worker failure, ray-project/ray#41700). Rank-0-only saving never
+    fires, nor a one-off save by other ranks: the evidence is the run's own habit, not a
+    rule about who should save."""
     findings = []
-    seen: set[int] = set()
+    habit: set[int] | None = None  # the ranks that wrote into every earlier checkpoint
+    earlier = 0
     for c in run.checkpoints:
         settled = c.state not in ("uploading", "failed")
-        missing = sorted(seen - set(c.ranks))
-        if settled and c.ranks and missing:
+        missing = sorted((habit or set()) - set(c.ranks))
+        if settled and c.ranks and missing and earlier >= 2:
             who = ", ".join(map(str, missing))
             findings.append(Finding(
                 "checkpoint_partial", Severity.WARNING, f"run {run.run_name}",
-                f"{c.dir_name} has no files from rank(s) {who}, which wrote into earlier "
-                "checkpoints: its shards may not cover every rank (a resume from it may fail)",
+                f"{c.dir_name} has no files from rank(s) {who}, which wrote into every "
+                "earlier checkpoint: its shards may not cover every rank (a resume from it "
+                "may fail)",
                 {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name,
                  "missing_ranks": missing},
             ))  # fmt: skip
-        seen |= set(c.ranks)
+        if settled and c.ranks:
+            habit = set(c.ranks) if habit is None else habit & set(c.ranks)
+            earlier += 1
     return findings
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.ledger import run_findings
 from raytop.diagnose.placement import placement_findings
+from raytop.diagnose.retries import attempt_findings
 from raytop.model import (
     Cluster,
     Experiment,
@@ -136,10 +137,12 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
     findings += ledger_findings(snapshot.ledger, bool(runs))
     for run in runs:
         findings += checkpoint_findings(run, thresholds.checkpoint_slow_after_s)
+    ended = {
+        t.trial_id for e in snapshot.experiments for t in e.trials if t.ended
+    }  # a run whose trial ended is over, whatever its ranks last said
+    for run in runs:
+        findings += attempt_findings(run, run.trial_id in ended)
     if snapshot.ledger is not None and snapshot.ledger.available:
-        ended = {
-            t.trial_id for e in snapshot.experiments for t in e.trials if t.ended
-        }  # a run whose trial ended is over, whatever its ranks last said
         for run in runs:
             if run.trial_id not in ended:
                 findings += run_findings(run, thresholds)

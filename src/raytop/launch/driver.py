@@ -137,7 +137,12 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | Non
     limit = spec.tune.stop_iterations
     if limit is not None:
         stop = CombinedStopper(stop, MaximumIterationStopper(limit))
-    probe = TrialProbe(str(raytop_dir), metric=spec.tune.metric, stop_limit=iteration_budget(spec))
+    probe = TrialProbe(
+        str(raytop_dir),
+        metric=spec.tune.metric,
+        stop_limit=iteration_budget(spec),
+        max_failures=spec.failure.trial_max_failures,
+    )
     run_config = tune.RunConfig(
         name=spec.experiment.name,
         storage_path=spec.experiment.storage_path,

@@ -3,8 +3,8 @@
 For ``kind = "torch"`` each Tune trial is the driver of its own Train run: it builds a
 ``TorchTrainer`` inside the trial, passes the trial's params through
 ``train_loop_config``, gives the run a unique name and storage under the experiment, and
-builds ``ray.train.RunConfig(callbacks=[TuneReportCallback(), ReportProbe()])`` inside the
-Tune session (the Tune callback's constructor needs the session). Train and Tune failure
+builds ``ray.train.RunConfig(callbacks=[TuneReportCallback(), ReportProbe(), RunProbe()])``
+inside the Tune session (the Tune callback's constructor needs the session). Train and Tune failure
 settings stay apart.
 """
 
@@ -50,6 +50,7 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
         from ray.tune.integration.ray_train import TuneReportCallback
 
         from raytop.probe.report_probe import ReportProbe
+        from raytop.probe.run_probe import RunProbe
         from raytop.probe.trial_registry import register_trial
 
         ctx = tune.get_context()
@@ -57,7 +58,7 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
         run_config = ray.train.RunConfig(
             name=train_run_name(ctx.get_experiment_name(), ctx.get_trial_id()),
             storage_path=train_storage,
-            callbacks=[TuneReportCallback(), ReportProbe()],
+            callbacks=[TuneReportCallback(), ReportProbe(), RunProbe()],
             failure_config=ray.train.FailureConfig(
                 max_failures=failure.max_failures,
                 controller_failure_limit=failure.controller_failure_limit,

@@ -6,6 +6,7 @@ Everything the sources collect becomes these objects; the TUI, ``status --json``
 
 from raytop.model.snapshot import (
     TERMINAL_TRIAL_STATUSES,
+    Attempt,
     Bundle,
     CheckpointRecord,
     Cluster,
@@ -16,6 +17,7 @@ from raytop.model.snapshot import (
     LedgerStatus,
     Node,
     PlacementGroup,
+    RetryBudget,
     Severity,
     Snapshot,
     TrainRun,
@@ -25,6 +27,7 @@ from raytop.model.snapshot import (
 
 __all__ = [
     "TERMINAL_TRIAL_STATUSES",
+    "Attempt",
     "Bundle",
     "CheckpointRecord",
     "Cluster",
@@ -35,6 +38,7 @@ __all__ = [
     "LedgerStatus",
     "Node",
     "PlacementGroup",
+    "RetryBudget",
     "Severity",
     "Snapshot",
     "TrainRun",

@@ -141,6 +141,9 @@ class LedgerIndex(TypedDict):
     started_at: float
     published_at: float
     pages: dict[str, int]
+    # Each run record's version (``ledger/run/<run_id>``, from the RunProbe); ledgers older
+    # than the RunProbe publish none (the validator then gives {}).
+    runs: NotRequired[dict[str, int]]
 
 
 class StackRequest(TypedDict):
@@ -150,3 +153,50 @@ class StackRequest(TypedDict):
     request_id: str
     run_id: str | None
     requested_at: float
+
+
+# -- the RunProbe (controller side): a run's failure config and attempts --------------------
+
+MAX_ATTEMPTS = 64  # attempts a RunProbe keeps (and sends) per run: the newest
+MAX_ERROR_CHARS = 300  # an attempt's error snippet
+MAX_REPORT_METRICS = 16  # scalar metrics kept of one report (first report, restored checkpoint)
+MAX_METRIC_KEY_CHARS = 64
+
+# Which retry budget (``ray.train.FailureConfig`` field) a failed attempt counts against
+# (Train's failure policy, RAY_NOTES j); None: not retryable, the run ends.
+FAILURE_CLASSES = {
+    "worker": "max_failures",
+    "controller": "controller_failure_limit",
+    "preemption": "max_preemption_failures",
+}
+FAILURE_DEFAULTS = {"max_failures": 0, "controller_failure_limit": -1,
+                    "max_preemption_failures": -1}  # fmt: skip
+
+
+class AttemptRecord(TypedDict):
+    """One attempt of a Train run (one worker group, from scheduling to its end) as the
+    RunProbe saw it in the controller's state changes."""
+
+    index: int  # 1-based, in this controller
+    attempt_id: str | None  # the worker group's id (its ledger page), once it started
+    status: str  # running, errored, finished, aborted, resized
+    started_at: float
+    ended_at: float | None
+    error_class: str | None  # the (first failing rank's) exception class
+    error: str | None  # one line of its message, at most MAX_ERROR_CHARS
+    failure_class: str | None  # worker, controller, preemption (FAILURE_CLASSES); None
+    # The scalar metrics (rank 0's) of its first completed report, and of the checkpoint it
+    # restored from (the last checkpointed report of earlier attempts); None: none yet.
+    first_report: dict[str, float] | None
+    restored: dict[str, float] | None
+
+
+class RunAttempts(TypedDict):
+    """``ledger/run/<run_id>``: what a RunProbe sends the Ledger on every change, whole
+    (so a recreated ledger is whole again after the next change)."""
+
+    run_id: str
+    run_name: str
+    failure_config: dict[str, int]  # the three FailureConfig fields (-1: unlimited)
+    attempts: list[AttemptRecord]  # oldest first, at most MAX_ATTEMPTS
+    sent_at: float

@@ -107,6 +107,9 @@ class Trial:
     # one line of at most MAX_SCHEDULER_DECISION characters: from the TrialProbe of a
     # raytop-launched run; None when no scheduler decided (or the trial ran its course).
     scheduler_decision: str | None = None
+    # Tune's retries of the trial (``[failure] trial_max_failures``; -1: unlimited), from
+    # the TrialProbe of a raytop-launched run; None: not known.
+    max_failures: int | None = None
 
     def __post_init__(self) -> None:
         # From JSON (``Snapshot.from_json``) the history arrives as a list.
@@ -221,6 +224,52 @@ class CheckpointRecord:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One attempt of a Train run (a worker group from scheduling to its end), as the
+    RunProbe in its controller saw it. ``status``: running, errored, finished, aborted,
+    resized. ``failure_class``: the retry budget an errored attempt counts against
+    (worker → max_failures, controller → controller_failure_limit, preemption →
+    max_preemption_failures); None when it is not retryable or did not fail."""
+
+    index: int
+    status: str
+    started_at: float
+    attempt_id: str | None = None  # its ledger page's attempt id, once its workers started
+    ended_at: float | None = None
+    duration_s: float | None = None  # to its end, or to the snapshot while running
+    error_class: str | None = None
+    error: str | None = None  # one line, at most 300 characters
+    failure_class: str | None = None
+    # Scalar metrics of its first completed report (rank 0's), and of the checkpoint it
+    # restored from (the last checkpointed report of earlier attempts); None: none.
+    first_report: dict[str, float] | None = None
+    restored: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class RetryBudget:
+    """One of a run's retry budgets: ``setting`` names its ``ray.train.FailureConfig``
+    field; ``limit`` and ``left`` are -1 when unlimited; ``used``: failures of its class
+    that Train retried."""
+
+    setting: str
+    limit: int
+    used: int = 0
+    left: int = -1
+
+    @classmethod
+    def of(cls, setting: str, limit: int, failures: int) -> RetryBudget:
+        if limit < 0:
+            return cls(setting, -1, failures, -1)
+        used = min(failures, limit)
+        return cls(setting, limit, used, limit - used)
+
+    @property
+    def unlimited(self) -> bool:
+        return self.limit < 0
+
+
+@dataclass(frozen=True)
 class TrainRun:
     """One attempt of a Ray Train run (a worker group): a ledger page.
 
@@ -243,6 +292,10 @@ class TrainRun:
     # Known from storage only (its checkpoint snapshot; no ledger page, so no workers,
     # ``world_size`` 0 and ``attempt_id`` ""): history after the cluster is gone.
     from_storage: bool = False
+    # From its RunProbe (empty when none ran): every attempt, oldest first, and one retry
+    # budget per failure class (worker, controller, preemption).
+    attempts: tuple[Attempt, ...] = ()
+    retry_budget: dict[str, RetryBudget] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -425,4 +478,7 @@ def _run_from_json(data: dict[str, Any]) -> TrainRun:
         })
         for c in data.get("checkpoints", ())
     )  # fmt: skip
-    return TrainRun(**{**data, "workers": workers, "checkpoints": checkpoints})
+    attempts = tuple(Attempt(**a) for a in data.get("attempts", ()))
+    budget = {k: RetryBudget(**b) for k, b in data.get("retry_budget", {}).items()}
+    return TrainRun(**{**data, "workers": workers, "checkpoints": checkpoints,
+                       "attempts": attempts, "retry_budget": budget})  # fmt: skip

@@ -220,6 +220,7 @@ def probe_trial(row: Any, where: str) -> dict[str, Any]:
         "metric_history": _metric_history(row, at(where, "metric_history")),
         "max_iterations": integer(row, "max_iterations", where, optional=True, minimum=1),
         "scheduler_decision": _scheduler_decision(row, where),
+        "max_failures": integer(row, "max_failures", where, optional=True, minimum=-1),
     }
 
 

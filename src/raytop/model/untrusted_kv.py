@@ -15,12 +15,20 @@ import math
 from typing import Any
 
 from raytop.model.records import (
+    FAILURE_CLASSES,
+    FAILURE_DEFAULTS,
+    MAX_ATTEMPTS,
+    MAX_ERROR_CHARS,
+    MAX_METRIC_KEY_CHARS,
     MAX_REPORT_HISTORY,
+    MAX_REPORT_METRICS,
+    AttemptRecord,
     BarrierWait,
     CheckpointUpload,
     LedgerIndex,
     LedgerPage,
     RankRecord,
+    RunAttempts,
 )
 from raytop.model.untrusted import (
     MAX_LEDGER_PAGES,
@@ -46,10 +54,14 @@ def ledger_index(data: Any) -> LedgerIndex:
     pages = obj(index.get("pages") or {}, "pages")
     if len(pages) > MAX_LEDGER_PAGES:
         raise Invalid(f"pages: {len(pages)} entries, over the cap of {MAX_LEDGER_PAGES}")
+    runs = obj(index.get("runs") or {}, "runs")
+    if len(runs) > MAX_LEDGER_PAGES:
+        raise Invalid(f"runs: {len(runs)} entries, over the cap of {MAX_LEDGER_PAGES}")
     return LedgerIndex(
         started_at=number(index, "started_at"),
         published_at=number(index, "published_at"),
         pages={key: integer(pages, key, "pages", minimum=None) for key in pages},
+        runs={key: integer(runs, key, "runs", minimum=None) for key in runs},
     )
 
 
@@ -192,6 +204,75 @@ def ledger_page(data: Any) -> LedgerPage:
         first_seen_at=first_seen_at, placement_group_id=placement_group_id,
         ranks={key: _rank_record(record, f"ranks.{key}") for key, record in ranks.items()},
     )  # fmt: skip
+
+
+ATTEMPT_STATUSES = frozenset({"running", "errored", "finished", "aborted", "resized"})
+
+
+def _metrics(raw: dict[str, Any], key: str, where: str) -> dict[str, float] | None:
+    """A report's scalar metrics: null, or at most ``MAX_REPORT_METRICS`` finite numbers
+    under keys of at most ``MAX_METRIC_KEY_CHARS``."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    metrics = obj(value, at(where, key))
+    if len(metrics) > MAX_REPORT_METRICS:
+        raise Invalid(f"{at(where, key)}: {len(metrics)} entries, over the cap of "
+                      f"{MAX_REPORT_METRICS}")  # fmt: skip
+    for name in metrics:
+        if len(name) > MAX_METRIC_KEY_CHARS:
+            raise Invalid(f"{at(where, key)}: a key of {len(name)} characters, over the cap "
+                          f"of {MAX_METRIC_KEY_CHARS}")  # fmt: skip
+    return {name: number(metrics, name, at(where, key)) for name in metrics}
+
+
+def _capped_text(raw: dict[str, Any], key: str, where: str, cap: int) -> str | None:
+    value = text(raw, key, where, optional=True)
+    if value is not None and len(value) > cap:
+        raise Invalid(f"{at(where, key)}: {len(value)} characters, over the cap of {cap}")
+    return value
+
+
+def _attempt(record: Any, where: str) -> AttemptRecord:
+    raw = obj(record, where)
+    status = text(raw, "status", where)
+    if status not in ATTEMPT_STATUSES:
+        raise Invalid(f"{at(where, 'status')}: '{status[:40]}' is not one of "
+                      f"{', '.join(sorted(ATTEMPT_STATUSES))}")  # fmt: skip
+    failure_class = text(raw, "failure_class", where, optional=True)
+    if failure_class is not None and failure_class not in FAILURE_CLASSES:
+        raise Invalid(f"{at(where, 'failure_class')}: '{failure_class[:40]}' is not one of "
+                      f"{', '.join(FAILURE_CLASSES)}")  # fmt: skip
+    return AttemptRecord(
+        index=integer(raw, "index", where, minimum=1),
+        attempt_id=_capped_text(raw, "attempt_id", where, 128),
+        status=status,
+        started_at=number(raw, "started_at", where),
+        ended_at=number(raw, "ended_at", where, optional=True),
+        error_class=_capped_text(raw, "error_class", where, MAX_METRIC_KEY_CHARS),
+        error=_capped_text(raw, "error", where, MAX_ERROR_CHARS),
+        failure_class=failure_class,
+        first_report=_metrics(raw, "first_report", where),
+        restored=_metrics(raw, "restored", where),
+    )
+
+
+def run_attempts(data: Any) -> RunAttempts:
+    """``ledger/run/<run_id>`` (probe.run_probe): a run's failure config and its attempts."""
+    raw = obj(data)
+    run_id, run_name = (text(raw, key) for key in ("run_id", "run_name"))
+    config = obj(raw.get("failure_config") or {}, "failure_config")
+    attempts = seq(raw.get("attempts") or [], "attempts", MAX_ATTEMPTS)
+    return RunAttempts(
+        run_id=run_id,
+        run_name=run_name,
+        failure_config={
+            key: integer(config, key, "failure_config", default=default, minimum=-1)
+            for key, default in FAILURE_DEFAULTS.items()
+        },
+        attempts=[_attempt(a, f"attempts[{i}]") for i, a in enumerate(attempts)],
+        sent_at=number(raw, "sent_at"),
+    )
 
 
 # -- trial registrations (probe.trial_registry; sources.placement_source) --------------------

@@ -1,7 +1,8 @@
 """Code that runs inside Ray processes (the Tune driver, Train workers).
 
-``raytop.probe.ReportProbe`` is the name to give ``RAY_TRAIN_CALLBACKS``; it is imported
-lazily so that importing this package stays cheap where the probe is not used.
+``raytop.probe.ReportProbe`` and ``raytop.probe.RunProbe`` are the names to give
+``RAY_TRAIN_CALLBACKS``; they are imported lazily so that importing this package stays
+cheap where the probes are not used.
 """
 
 
@@ -10,4 +11,8 @@ def __getattr__(name: str):
         from raytop.probe.report_probe import ReportProbe
 
         return ReportProbe
+    if name == "RunProbe":
+        from raytop.probe.run_probe import RunProbe
+
+        return RunProbe
     raise AttributeError(name)

@@ -20,13 +20,14 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from raytop.model.records import LedgerIndex, RankReport
+from raytop.model.records import LedgerIndex, RankReport, RunAttempts
 from raytop.wire.cluster_kv import kv_del_in_cluster, kv_put_in_cluster
-from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, page_key
+from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX, page_key
 
 LEDGER_NAME = "raytop_ledger"
 LEDGER_NAMESPACE = "raytop"
 MAX_PAGES = 256
+MAX_RUNS = 256  # run records (RunProbe), least recently updated evicted
 PUBLISH_INTERVAL_S = 0.1  # when something changed
 INDEX_HEARTBEAT_S = 1.0  # otherwise: proves the ledger is alive
 
@@ -37,12 +38,30 @@ class Ledger:
         self.pages: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.version = 0
         self.published: dict[str, int] = {}
+        # run_id → (version, the RunProbe's record): a run's failure config and attempts.
+        self.runs: OrderedDict[str, tuple[int, RunAttempts]] = OrderedDict()
+        self.published_runs: dict[str, int] = {}
         self._publisher: asyncio.Task | None = None
+
+    def _start_publisher(self) -> None:
+        if self._publisher is None:
+            self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+
+    async def update_run(self, message: RunAttempts) -> None:
+        """One RunProbe's whole record of its run (see ``RunProbe``)."""
+        self._start_publisher()
+        run_id = str(message["run_id"])
+        self.version += 1
+        self.runs[run_id] = (self.version, message)
+        self.runs.move_to_end(run_id)
+        while len(self.runs) > MAX_RUNS:
+            evicted, _ = self.runs.popitem(last=False)
+            self.published_runs.pop(evicted, None)
+            kv_del_in_cluster(RUN_PREFIX + evicted)
 
     async def update(self, message: RankReport) -> None:
         """One probe's cumulative state (see ``ReportProbe``)."""
-        if self._publisher is None:
-            self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+        self._start_publisher()
         key = page_key(message["run_id"], message["attempt_id"])
         page = self.pages.get(key)
         if page is None:
@@ -76,17 +95,25 @@ class Ledger:
                 for key in changed:
                     kv_put_in_cluster(PAGE_PREFIX + key, json.dumps(self.pages[key]).encode())
                     self.published[key] = self.pages[key]["version"]
+                runs = [k for k, (v, _) in self.runs.items() if v != self.published_runs.get(k)]
+                for run_id in runs:
+                    version, record = self.runs[run_id]
+                    kv_put_in_cluster(RUN_PREFIX + run_id, json.dumps(record).encode())
+                    self.published_runs[run_id] = version
+                changed += runs
                 now = time.time()
                 if changed or now - last_index >= INDEX_HEARTBEAT_S:
                     index = LedgerIndex(
                         started_at=self.started_at,
                         published_at=now,
                         pages={k: p["version"] for k, p in self.pages.items()},
+                        runs={k: v for k, (v, _) in self.runs.items()},
                     )
                     kv_put_in_cluster(INDEX_KEY, json.dumps(index).encode())
                     last_index = now
             except Exception:  # a KV hiccup must not end the loop; the next tick retries
                 self.published.clear()
+                self.published_runs.clear()
 
 
 def get_or_create_ledger() -> Any:

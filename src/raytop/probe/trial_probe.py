@@ -59,10 +59,12 @@ def trial_row(
     history: Iterable[float] = (),
     stop_limit: int | None = None,
     decision: str | None = None,
+    max_failures: int | None = None,
 ) -> dict[str, Any]:
     """The model.Trial fields of a Tune trial, JSON-ready: ``history`` is its metric's
     last values, ``stop_limit`` the run's ``training_iteration`` limit (if any),
-    ``decision`` why its scheduler stopped or paused it (if it did)."""
+    ``decision`` why its scheduler stopped or paused it (if it did), ``max_failures``
+    Tune's retries of a trial (-1: unlimited; None: unknown)."""
     result = result if result is not None else (trial.last_result or {})
     metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and _scalar(v)}
     error = None
@@ -84,17 +86,20 @@ def trial_row(
         "metric_history": [float(v) for v in history][-MAX_METRIC_HISTORY:],
         "max_iterations": expected_iterations(trial.config, stop_limit),
         "scheduler_decision": decision[:MAX_SCHEDULER_DECISION] if decision else None,
+        "max_failures": max_failures,
     }
 
 
 class TrialProbe(Callback):
     """``metric``: the experiment's (``[tune] metric``), whose values each row keeps;
-    ``stop_limit``: the run's ``training_iteration`` stop limit (``[tune] stop_iterations``)."""
+    ``stop_limit``: the run's ``training_iteration`` stop limit (``[tune] stop_iterations``);
+    ``max_failures``: Tune's retries of a trial (``[failure] trial_max_failures``)."""
 
     # Defaults for a probe unpickled from the tuner.pkl of an older raytop (no __init__).
     _metric: str | None = None
     _stop_limit: int | None = None
     _decisions: dict[str, str | None] | None = None
+    _max_failures: int | None = None
 
     def __init__(
         self,
@@ -102,8 +107,10 @@ class TrialProbe(Callback):
         min_interval_s: float = 0.2,
         metric: str | None = None,
         stop_limit: int | None = None,
+        max_failures: int | None = None,
     ) -> None:
         self._path = Path(raytop_dir) / "trials.json"
+        self._max_failures = max_failures
         self._min_interval_s = min_interval_s
         self._metric = metric
         self._stop_limit = stop_limit
@@ -127,7 +134,7 @@ class TrialProbe(Callback):
             rows = [
                 trial_row(
                     t, self._results.get(t.trial_id), histories.get(t.trial_id, ()),
-                    self._stop_limit, self._decision(t.trial_id),
+                    self._stop_limit, self._decision(t.trial_id), self._max_failures,
                 )
                 for t in self._trials
             ]  # fmt: skip

@@ -17,16 +17,32 @@ import time
 import uuid
 from typing import Any
 
-from raytop.model import LedgerStatus, TrainRun, Worker, untrusted, untrusted_kv
+from raytop.model import (
+    Attempt,
+    LedgerStatus,
+    RetryBudget,
+    TrainRun,
+    Worker,
+    untrusted,
+    untrusted_kv,
+)
 from raytop.model.records import (
+    FAILURE_CLASSES,
     BarrierWait,
     CheckpointUpload,
     LedgerPage,
     RankRecord,
+    RunAttempts,
     StackRequest,
 )
 from raytop.wire.gcs import GcsKv
-from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY, page_key
+from raytop.wire.kv_keys import (
+    INDEX_KEY,
+    PAGE_PREFIX,
+    RUN_PREFIX,
+    STACKS_COMMAND_KEY,
+    page_key,
+)
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
 
@@ -65,10 +81,47 @@ def worker_from_record(record: RankRecord, now: float) -> Worker:
     )
 
 
+def attempts_from_record(
+    record: RunAttempts, now: float
+) -> tuple[tuple[Attempt, ...], dict[str, RetryBudget]]:
+    """A validated run record as the run's attempts (durations as of ``now``) and its
+    retry budget per failure class."""
+    attempts = tuple(
+        Attempt(
+            index=a["index"], status=a["status"], started_at=a["started_at"],
+            attempt_id=a["attempt_id"], ended_at=a["ended_at"],
+            duration_s=max(0.0, (a["ended_at"] if a["ended_at"] is not None else now)
+                           - a["started_at"]),
+            error_class=a["error_class"], error=a["error"], failure_class=a["failure_class"],
+            first_report=a["first_report"], restored=a["restored"],
+        )
+        for a in record["attempts"]
+    )  # fmt: skip
+    config = record["failure_config"]
+    budget = {
+        cls: RetryBudget.of(
+            setting,
+            config[setting],
+            sum(1 for a in attempts if a.status == "errored" and a.failure_class == cls),
+        )
+        for cls, setting in FAILURE_CLASSES.items()
+    }
+    return attempts, budget
+
+
 def _parse(raw: Any, max_bytes: int) -> Any:
     if not isinstance(raw, (bytes, str)):
         raise untrusted.Invalid(f"expected bytes, got {type(raw).__name__}")
     return untrusted.parse(raw, max_bytes)
+
+
+def _attempt_index(history: tuple[Attempt, ...], attempt_id: str, pages: int) -> int:
+    """The page's attempt number: the RunProbe's for that worker group when it has one,
+    else the count of the run's pages the ledger holds."""
+    for attempt in history:
+        if attempt.attempt_id == attempt_id:
+            return attempt.index
+    return pages
 
 
 class LedgerReader:
@@ -76,6 +129,8 @@ class LedgerReader:
         self._kv = kv
         self._pages: dict[str, LedgerPage] = {}
         self._versions: dict[str, int] = {}
+        self._run_records: dict[str, RunAttempts] = {}  # run_id → the RunProbe's record
+        self._run_versions: dict[str, int] = {}
         self._started_at: float | None = None
         self._last_published: float | None = None
         self._restarted: tuple[float, float] | None = None  # (restarted_at, gap_s)
@@ -103,6 +158,8 @@ class LedgerReader:
             # A new ledger numbers its versions from 1 again: nothing cached is comparable.
             self._pages.clear()
             self._versions.clear()
+            self._run_records.clear()
+            self._run_versions.clear()
         self._started_at = index["started_at"]
         self._last_published = index["published_at"]
         pages = index["pages"]
@@ -123,6 +180,7 @@ class LedgerReader:
         for gone in set(self._pages) - set(pages):
             self._pages.pop(gone, None)
             self._versions.pop(gone, None)
+        warnings += self._read_run_records(index["runs"])
         stale = now - index["published_at"] > STALE_AFTER_S
         status = LedgerStatus(
             available=not stale,
@@ -140,6 +198,28 @@ class LedgerReader:
         )
         return self._latest_attempts(now), status
 
+    def _read_run_records(self, versions: dict[str, int]) -> list[str]:
+        """Fetch the run records (RunProbe) whose version changed; a bad one is a warning
+        naming its key and its last good copy stays."""
+        warnings = []
+        changed = [k for k, v in versions.items() if self._run_versions.get(k) != v]
+        blobs = self._kv.multi_get([RUN_PREFIX + k for k in changed]) if changed else {}
+        for key, blob in blobs.items():
+            run_id = key[len(RUN_PREFIX) :]
+            if run_id not in versions:
+                continue
+            try:
+                record = untrusted_kv.run_attempts(_parse(blob, untrusted.MAX_KV_VALUE_BYTES))
+            except ValueError as exc:
+                warnings.append(untrusted.problem(key, exc))
+                continue
+            self._run_records[run_id] = record
+            self._run_versions[run_id] = versions[run_id]
+        for gone in set(self._run_records) - set(versions):
+            self._run_records.pop(gone, None)
+            self._run_versions.pop(gone, None)
+        return warnings
+
     def _latest_attempts(self, now: float) -> tuple[TrainRun, ...]:
         by_run: dict[str, list[LedgerPage]] = {}
         for page in self._pages.values():
@@ -151,18 +231,37 @@ class LedgerReader:
             workers = sorted(
                 (worker_from_record(r, now) for r in page["ranks"].values()), key=lambda w: w.rank
             )
+            record = self._run_records.get(page["run_id"])
+            history, budget = attempts_from_record(record, now) if record else ((), {})
             runs.append(
                 TrainRun(
                     run_id=page["run_id"],
                     run_name=page["run_name"],
                     attempt_id=page["attempt_id"],
                     world_size=page["world_size"],
-                    attempt_index=len(attempts),
+                    attempt_index=_attempt_index(history, page["attempt_id"], len(attempts)),
                     workers=tuple(workers),
                     placement_group_id=page.get("placement_group_id"),
                     run_path=next((r["run_path"] for r in page["ranks"].values()), None),
+                    attempts=history,
+                    retry_budget=budget,
                 )
             )
+        for run_id, record in self._run_records.items():
+            if run_id in by_run:
+                continue
+            # A run whose workers never reported (every attempt failed before its probes
+            # flushed): its attempts alone.
+            history, budget = attempts_from_record(record, now)
+            last = history[-1] if history else None
+            runs.append(
+                TrainRun(
+                    run_id=run_id, run_name=record["run_name"],
+                    attempt_id=(last.attempt_id or "") if last else "", world_size=0,
+                    attempt_index=last.index if last else 1,
+                    attempts=history, retry_budget=budget,
+                )
+            )  # fmt: skip
         return tuple(sorted(runs, key=lambda r: r.run_name))
 
     def _ranks(self, run_id: str, attempt_id: str) -> dict[str, RankRecord]:

@@ -96,6 +96,7 @@ class ExperimentReader:
                 metric_history=by_id[t.trial_id].metric_history,
                 max_iterations=by_id[t.trial_id].max_iterations or t.max_iterations,
                 scheduler_decision=by_id[t.trial_id].scheduler_decision,
+                max_failures=by_id[t.trial_id].max_failures,
             )
             if t.trial_id in by_id
             else t

@@ -17,13 +17,20 @@ class Glyphs:
     ellipsis: str  # a cut text's end
     arrow: str  # "this leads to that"
     at_least: str  # "for ≥12s": counted from raytop's first look
+    unlimited: str = "∞"  # a retry budget of -1
 
 
 UNICODE = Glyphs(
     spark="▁▂▃▄▅▆▇█", bar_full="█", bar_empty="░", ellipsis="…", arrow="→", at_least="≥"
 )
 ASCII = Glyphs(
-    spark="_.-:=+*#", bar_full="#", bar_empty=".", ellipsis="~", arrow=">", at_least=">="
+    spark="_.-:=+*#",
+    bar_full="#",
+    bar_empty=".",
+    ellipsis="~",
+    arrow=">",
+    at_least=">=",
+    unlimited="inf",
 )
 
 

@@ -6,6 +6,9 @@ through the GCS KV store instead. Each key has one writer and one reader:
 - ``ledger/index`` and ``ledger/page/<run_id>.<attempt_id>``: the Ledger actor publishes
   its index (start time, last publish time, each page's version) and the pages that
   changed; raytop's ledger reader fetches the index and only the changed pages.
+- ``ledger/run/<run_id>``: the Ledger publishes each Train run's failure config and
+  attempts (``model.records.RunAttempts``, from the RunProbe in the controller); the
+  index lists their versions under ``runs``.
 - ``cmd/stacks``: raytop asks for stacks (``model.records.StackRequest``); every probe's
   flush thread polls it and answers in its next report.
 - ``trial/<actor id>``: each raytop trial registers its experiment, trial id and placement
@@ -18,6 +21,7 @@ KV_NAMESPACE = "raytop"
 
 INDEX_KEY = "ledger/index"
 PAGE_PREFIX = "ledger/page/"
+RUN_PREFIX = "ledger/run/"
 STACKS_COMMAND_KEY = "cmd/stacks"
 TRIAL_PREFIX = "trial/"
 

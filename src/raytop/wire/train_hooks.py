@@ -131,3 +131,120 @@ def report_call_details(max_depth: int = 12) -> ReportCall | None:
         mode=str(getattr(mode, "name", mode)).upper(),
         local_path=getattr(checkpoint, "path", None) if checkpoint else None,
     )
+
+
+# -- the controller side (RunProbe) ---------------------------------------------------------
+
+
+def train_controller_callback_bases() -> tuple[type, type, type]:
+    """(ControllerCallback, WorkerGroupCallback, ReportCallback): DeveloperAPI classes from
+    Train V2's internal package, all run in the controller. ``ray.train.UserCallback`` is
+    not enough: it sees reports and worker exceptions but no attempt starting or ending,
+    and Train routes a ``UserCallback`` only to its own handler, so one object cannot be a
+    ``UserCallback`` and a ``ControllerCallback`` at once (data_parallel_trainer.py:235-254).
+    A probe deriving from these gets ``after_controller_start``,
+    ``after_controller_state_update`` (every state change, with the error that caused a
+    restart), ``after_worker_group_start`` and ``after_report`` (controller.py:159-189)."""
+    check_ray_version()
+    from ray.train.v2._internal.execution.callback import (
+        ControllerCallback,
+        ReportCallback,
+        WorkerGroupCallback,
+    )
+
+    return ControllerCallback, WorkerGroupCallback, ReportCallback
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """A Train run as its controller knows it, with its failure settings."""
+
+    run_id: str
+    run_name: str
+    # max_failures, controller_failure_limit, max_preemption_failures (-1: unlimited)
+    failure_config: dict[str, int]
+
+
+def train_run_identity(train_run_context: Any) -> RunIdentity:
+    """From the ``TrainRunContext`` given to ``after_controller_start`` (verified on 2.58:
+    ``run_id``, ``run_config.name``, ``run_config.failure_config``)."""
+    from raytop.model.records import FAILURE_DEFAULTS
+
+    run_config = train_run_context.run_config
+    failure = getattr(run_config, "failure_config", None)
+    config = {}
+    for key, default in FAILURE_DEFAULTS.items():
+        value = getattr(failure, key, default) if failure is not None else default
+        config[key] = value if isinstance(value, int) and not isinstance(value, bool) else default
+    return RunIdentity(
+        run_id=str(train_run_context.run_id), run_name=str(run_config.name), failure_config=config
+    )
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """One controller state as the probe needs it: its name (``RUNNING``, ``RESTARTING``…;
+    a ``SHUTTING_DOWN`` state is named after where it goes: ``ERRORED`` or ``FINISHED``)
+    and the error that caused it, if any."""
+
+    name: str
+    error: BaseException | None
+
+
+def controller_state(state: Any) -> StateChange:
+    """A ``TrainControllerState`` (controller/state.py, verified on 2.58)."""
+    shutting_down = getattr(state, "next_state", None)
+    if shutting_down is not None:
+        state = shutting_down
+    kind = getattr(state, "_state_type", None)
+    name = getattr(kind, "state_name", None) or type(state).__name__
+    return StateChange(name=str(name), error=getattr(state, "training_failed_error", None))
+
+
+@dataclass(frozen=True)
+class FailureDetails:
+    failure_class: str | None  # worker, controller, preemption (model.records.FAILURE_CLASSES)
+    error_class: str  # the underlying exception's class
+    message: str  # its message, whole (the probe cuts it)
+
+
+def failure_details(error: BaseException) -> FailureDetails:
+    """Which retry budget Train's default failure policy charges ``error`` to
+    (failure_handling/default.py:93-140) and its underlying exception: the lowest failing
+    rank's for a ``WorkerGroupError``, the controller's for a ``ControllerError``."""
+    from ray.train.v2._internal.execution.failure_handling.default import (
+        RETRYABLE_CONTROLLER_ERRORS,
+        _is_preemption_failure,
+    )
+    from ray.train.v2.api.exceptions import ControllerError, PreemptionError, WorkerGroupError
+
+    inner: BaseException = error
+    if isinstance(error, WorkerGroupError) and error.worker_failures:
+        inner = error.worker_failures[min(error.worker_failures)]
+    elif isinstance(error, ControllerError):
+        inner = error.controller_failure
+    if isinstance(error, PreemptionError) or _is_preemption_failure(error):
+        failure_class: str | None = "preemption"
+    elif isinstance(error, WorkerGroupError):
+        failure_class = "worker"
+    elif isinstance(error, ControllerError) and isinstance(
+        error.controller_failure, RETRYABLE_CONTROLLER_ERRORS
+    ):
+        failure_class = "controller"
+    else:
+        failure_class = None
+    return FailureDetails(failure_class, type(inner).__name__, str(inner))
+
+
+def worker_group_attempt_id(worker_group: Any) -> str | None:
+    """The id the ReportProbes of this worker group file their pages under (its
+    synchronization actor's, ``WorkerIdentity.attempt_id``)."""
+    state = getattr(worker_group, "_worker_group_state", None)
+    actor = getattr(state, "sync_actor", None)
+    actor_id = getattr(actor, "_actor_id", None)
+    return actor_id.hex() if actor_id is not None else None
+
+
+def report_has_checkpoint(training_report: Any) -> bool:
+    """Whether a ``_TrainingReport`` (``ReportCallback.after_report``) carries a checkpoint."""
+    return getattr(training_report, "checkpoint", None) is not None

@@ -18,7 +18,8 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from raytop.model import Finding, TrainRun
+from raytop.model import Attempt, Finding, RetryBudget, TrainRun
+from raytop.model.format import fmt_duration
 from raytop.model.ports import Collector
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.rank import RankScreen
@@ -41,12 +42,58 @@ FROM_STORAGE_NOTE = (
 )
 
 
+MAX_ATTEMPT_LINES = 3  # the newest attempts listed under the title (80×24 stays usable)
+
+
+def _retries(name: str, budget: RetryBudget) -> str:
+    limit = "∞" if budget.unlimited else str(budget.limit)
+    return f"{name} retries {budget.used}/{limit} used"
+
+
+def describe_budget(run: TrainRun) -> str:
+    """``worker retries 1/1 used`` (and the other classes' once one was used)."""
+    parts = [
+        _retries(name, budget)
+        for name, budget in run.retry_budget.items()
+        if name == "worker" or budget.used
+    ]
+    return " · ".join(parts)
+
+
+def describe_attempt(attempt: Attempt) -> Content:
+    """``#1 errored   12s  RuntimeError: boom`` (one line; the caller's width cuts it)."""
+    style = {"errored": "$text-error", "finished": "$text-success"}.get(attempt.status, "")
+    error = f"{attempt.error_class or ''}: {attempt.error or ''}".strip(": ")
+    return Content.assemble(
+        f"#{attempt.index} ",
+        Content.styled(f"{attempt.status:<8}", style) if style else f"{attempt.status:<8}",
+        f" {fmt_duration(attempt.duration_s):>6}",
+        f"  {error}" if error else "",
+    )
+
+
+def describe_attempts(run: TrainRun) -> Content | None:
+    """The newest ``MAX_ATTEMPT_LINES`` attempts, one a line; None for a run with one
+    attempt that did not fail (nothing to say)."""
+    attempts = run.attempts
+    if len(attempts) < 2 and not any(a.status == "errored" for a in attempts):
+        return None
+    shown = attempts[-MAX_ATTEMPT_LINES:]
+    lines = [describe_attempt(a) for a in shown]
+    if len(attempts) > len(shown):
+        lines.insert(0, Content(f"({len(attempts) - len(shown)} earlier attempts)"))
+    return Content("\n").join(lines)
+
+
 def describe_run(run: TrainRun) -> Content:
     parts: list[Content | str] = ["run ", Content.styled(run.run_name, "bold")]
     if run.from_storage:
         parts.append(Content.styled(" · from storage", "$accent"))
     else:
         parts.append(f" · attempt {run.attempt_index} · world size {run.world_size}")
+    budget = describe_budget(run)
+    if budget:
+        parts.append(f" · {budget}")
     if run.trial_id:
         parts.append(f" · trial {run.trial_id}")
     if run.finished and not run.from_storage:
@@ -94,6 +141,7 @@ class RunScreen(StacksRequestScreen):
             yield Static(id="run-title")
             yield Static(id="run-age")
         yield Static(id="run-notes")
+        yield Static(id="run-attempts")
         yield StallBanner()
         yield RunFindings(id="run-findings")
         yield WorkerTable()
@@ -142,12 +190,17 @@ class RunScreen(StacksRequestScreen):
         title = self.query_one("#run-title", Static)
         if self._run is None:
             title.update(Content.styled(f"run {self.run_id}: not in the snapshot", "$text-muted"))
+            self.query_one("#run-attempts", Static).display = False
             self.query_one(StallBanner).show(None)
             self.query_one("#run-findings", RunFindings).show(())
             self.query_one(WorkerTable).show_run(None)
             self.query_one(CheckpointPanel).show(None, (), self._clock())
             return
         title.update(describe_run(self._run))
+        attempts = describe_attempts(self._run)
+        panel = self.query_one("#run-attempts", Static)
+        panel.display = attempts is not None
+        panel.update(attempts or "")
         findings = run_findings(body, self._run) if not self._gone else []
         stall = findings[0] if findings and findings[0].kind == STALL else None
         self.query_one(StallBanner).show(stall)

@@ -17,7 +17,8 @@ from raytop.model import Finding, Severity
 from raytop.model.format import fmt_duration
 
 STALL = "barrier_stall"
-RUN_KINDS = (STALL, "report_mispaired", "rank_dead", "rank_silent")
+RUN_KINDS = (STALL, "report_mispaired", "rank_dead", "rank_silent", "retry_loop",
+             "progress_backwards", "budget_exhausted")  # fmt: skip
 _MAX_DIGITS_CHARS = 11  # big digits are 3 columns each: at most ~33 columns of ranks
 _STYLE = {
     Severity.ERROR: "bold $text-error",

@@ -38,6 +38,14 @@ _MIN_PARAMS_WIDTH = 12
 STOPPED_EARLY = "EARLY-STOP"
 
 
+def fmt_failures(used: int, limit: int | None, unlimited: str = "∞") -> str:
+    """Tune's failures of a trial over its ``trial_max_failures``: ``1/2``, ``0/∞``; the
+    count alone when the limit is not known."""
+    if limit is None:
+        return str(used)
+    return f"{used}/{unlimited if limit < 0 else limit}"
+
+
 def _status_class(status: str) -> str:
     return f"trial-table--{status.lower()}"
 
@@ -134,7 +142,10 @@ class TrialTable(KeyedTable):
                 float(trial.iterations),
             ),
             "elapsed": Text(fmt_duration(trial.elapsed_s), justify="right"),
-            "fail": Text(str(trial.num_failures), justify="right"),
+            "fail": Text(
+                fmt_failures(trial.num_failures, trial.max_failures, glyphs.unlimited),
+                justify="right",
+            ),
         }
         return tuple(everything[key] for key in widths)
 

@@ -1,0 +1,219 @@
+"""RunProbe: a Train run's failure settings and attempts, from inside its controller.
+
+Train V2 runs it in the controller actor (internal DeveloperAPI hooks, reached through
+``wire.train_hooks``; RAY_NOTES h, j). Every controller state change is one step of an
+attempt: entering ``SCHEDULING`` opens one, a restart (``RESTARTING``/``RESCHEDULING``)
+closes it as errored with the error that caused it and the retry budget Train charges it
+to, ``ERRORED``/``FINISHED``/``ABORTED``/``RESIZING`` close it for good. ``after_report``
+keeps the first report's scalar metrics of each attempt and the metrics of the last
+checkpointed report (what the next attempt restores from).
+
+After each change the whole record (``model.records.RunAttempts``) goes fire-and-forget
+to the Ledger, which publishes it as ``ledger/run/<run_id>``. Bounded (the newest
+``MAX_ATTEMPTS`` attempts, capped snippets and metrics), and it never raises into Train:
+any error is counted and dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from typing import Any
+
+from raytop.model.records import (
+    MAX_ATTEMPTS,
+    MAX_ERROR_CHARS,
+    MAX_METRIC_KEY_CHARS,
+    MAX_REPORT_METRICS,
+    AttemptRecord,
+    RunAttempts,
+)
+from raytop.probe.ledger import get_or_create_ledger
+from raytop.wire.train_hooks import (
+    controller_state,
+    failure_details,
+    report_has_checkpoint,
+    train_controller_callback_bases,
+    train_run_identity,
+    worker_group_attempt_id,
+)
+
+ControllerCallback, WorkerGroupCallback, ReportCallback = train_controller_callback_bases()
+
+_log = logging.getLogger(__name__)
+
+# Controller states that end the open attempt, and the status they give it.
+_ENDS = {
+    "RESTARTING": "errored",
+    "RESCHEDULING": "errored",
+    "ERRORED": "errored",
+    "FINISHED": "finished",
+    "ABORTED": "aborted",
+    "RESIZING": "resized",
+}
+
+
+def error_snippet(message: str) -> str:
+    """One line of an error message: its last non-empty line (a traceback's ends with
+    ``Class: message``), at most ``MAX_ERROR_CHARS``."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else "")[:MAX_ERROR_CHARS]
+
+
+def scalar_metrics(metrics: Any) -> dict[str, float]:
+    """The finite number-valued entries of a report's metrics, the first
+    ``MAX_REPORT_METRICS`` (keys cut to ``MAX_METRIC_KEY_CHARS``)."""
+    kept: dict[str, float] = {}
+    if not isinstance(metrics, dict):
+        return kept
+    for key, value in metrics.items():
+        if len(kept) >= MAX_REPORT_METRICS:
+            break
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(key, str) and math.isfinite(value):
+            kept[key[:MAX_METRIC_KEY_CHARS]] = float(value)
+    return kept
+
+
+class RunRecorder:
+    """The attempts of one run (no Ray here: the hooks below feed it)."""
+
+    def __init__(self, run_id: str, run_name: str, failure_config: dict[str, int]) -> None:
+        self.run_id = run_id
+        self.run_name = run_name
+        self.failure_config = dict(failure_config)
+        self.attempts: deque[AttemptRecord] = deque(maxlen=MAX_ATTEMPTS)
+        self.count = 0
+        self.last_checkpoint: dict[str, float] | None = None
+
+    @property
+    def open(self) -> AttemptRecord | None:
+        last = self.attempts[-1] if self.attempts else None
+        return last if last is not None and last["status"] == "running" else None
+
+    def state(self, name: str, error: BaseException | None, now: float) -> bool:
+        """A controller state change; whether the record changed."""
+        if name == "SCHEDULING" and self.open is None:
+            self.count += 1
+            self.attempts.append(AttemptRecord(
+                index=self.count, attempt_id=None, status="running", started_at=now,
+                ended_at=None, error_class=None, error=None, failure_class=None,
+                first_report=None,
+                restored=dict(self.last_checkpoint) if self.last_checkpoint else None,
+            ))  # fmt: skip
+            return True
+        status = _ENDS.get(name)
+        attempt = self.open
+        if status is None or attempt is None:
+            return False
+        attempt["status"] = status
+        attempt["ended_at"] = now
+        if error is not None and status == "errored":
+            details = failure_details(error)
+            attempt["error_class"] = details.error_class[:MAX_METRIC_KEY_CHARS]
+            attempt["error"] = error_snippet(details.message)
+            attempt["failure_class"] = details.failure_class
+        return True
+
+    def started(self, attempt_id: str | None) -> bool:
+        attempt = self.open
+        if attempt is None or attempt_id is None:
+            return False
+        attempt["attempt_id"] = attempt_id
+        return True
+
+    def report(self, metrics: list[dict[str, Any]], checkpoint: bool) -> bool:
+        first = scalar_metrics(metrics[0]) if metrics else {}
+        if checkpoint:
+            self.last_checkpoint = first
+        attempt = self.open
+        if attempt is None or attempt["first_report"] is not None:
+            return False
+        attempt["first_report"] = first
+        return True
+
+    def message(self) -> RunAttempts:
+        return RunAttempts(
+            run_id=self.run_id,
+            run_name=self.run_name,
+            failure_config=dict(self.failure_config),
+            # Copies: the hooks go on changing the originals while this one is sent.
+            attempts=[AttemptRecord(**a) for a in self.attempts],
+            sent_at=time.time(),
+        )
+
+
+class RunProbe(ControllerCallback, WorkerGroupCallback, ReportCallback):
+    """Add to ``ray.train.RunConfig(callbacks=[...])`` (the raytop trainable does), or
+    name it in ``RAY_TRAIN_CALLBACKS=raytop.probe.RunProbe``; needs no arguments."""
+
+    def __init__(self) -> None:
+        self._recorder: RunRecorder | None = None
+        self._ledger: Any = None
+        self.dropped = 0
+
+    def _guard(self, change: Any) -> None:
+        try:
+            if change():
+                self._send()
+        except Exception:  # no record is better than a broken run
+            self.dropped += 1
+            if self.dropped == 1:
+                _log.exception("raytop RunProbe dropped an event")
+
+    def _send(self) -> None:
+        if self._recorder is None:
+            return
+        message = self._recorder.message()
+        try:
+            if self._ledger is None:
+                self._ledger = get_or_create_ledger()
+            self._ledger.update_run.remote(message)
+        except Exception:  # the ledger died: recreate it on the next change
+            self._ledger = None
+            self.dropped += 1
+
+    # -- ControllerCallback --------------------------------------------------------------
+
+    def after_controller_start(self, train_run_context: Any) -> None:
+        def start() -> bool:
+            ident = train_run_identity(train_run_context)
+            self._recorder = RunRecorder(ident.run_id, ident.run_name, ident.failure_config)
+            return True
+
+        self._guard(start)
+
+    def after_controller_state_update(self, previous_state: Any, current_state: Any) -> None:
+        def change() -> bool:
+            if self._recorder is None:
+                return False
+            state = controller_state(current_state)
+            return self._recorder.state(state.name, state.error, time.time())
+
+        self._guard(change)
+
+    # -- WorkerGroupCallback ---------------------------------------------------------------
+
+    def after_worker_group_start(self, worker_group: Any) -> None:
+        self._guard(
+            lambda: (
+                self._recorder is not None
+                and self._recorder.started(worker_group_attempt_id(worker_group))
+            )
+        )
+
+    # -- ReportCallback --------------------------------------------------------------------
+
+    def after_report(self, training_report: Any, metrics: list[dict[str, Any]]) -> None:
+        self._guard(
+            lambda: (
+                self._recorder is not None
+                and self._recorder.report(metrics, report_has_checkpoint(training_report))
+            )
+        )
+
+
+__all__ = ["RunProbe", "RunRecorder", "error_snippet", "scalar_metrics"]

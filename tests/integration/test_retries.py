@@ -1,0 +1,180 @@
+"""Attempts and retry budgets on a real cluster (the RunProbe in Train's controller): a
+rank that fails once is retried and the run finishes with both attempts and its budget
+shown; an error that always comes back is named a retry loop (``check`` exits 15); a loop
+that ignores its checkpoint after a restart is flagged as going backwards."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import kill_driver, launch_run, run_output, run_raytop, status_json, wait_for
+
+pytestmark = pytest.mark.ray
+
+LOOP = Path(__file__).with_name("retry_loop.py")
+
+SPEC = """
+[experiment]
+name = "retries"
+storage_path = "results"
+
+[trainable]
+kind = "torch"
+entrypoint = "retry_loop:train_loop"
+
+[param_space]
+epochs = {epochs}
+epoch_s = 0.2
+fail_rank = 1
+fail_epoch = {fail_epoch}
+fail = "{fail}"
+ignore_checkpoint = {ignore}
+marker_dir = "{marker_dir}"
+
+[tune]
+metric = "epoch"
+mode = "max"
+
+[scaling]
+num_workers = 2
+
+[failure]
+max_failures = {max_failures}
+"""
+
+
+def make_spec(tmp_path: Path, *, epochs=3, fail_epoch=1, fail="once", ignore=False,
+              max_failures=1) -> tuple[Path, Path]:  # fmt: skip
+    spec = tmp_path / "retries.toml"
+    spec.write_text(SPEC.format(
+        epochs=epochs, fail_epoch=fail_epoch, fail=fail, ignore=str(ignore).lower(),
+        marker_dir=tmp_path, max_failures=max_failures,
+    ))  # fmt: skip
+    shutil.copy(LOOP, tmp_path / LOOP.name)
+    return spec, tmp_path / "results" / "retries"
+
+
+def the_run(address: str, experiment: Path) -> tuple[dict, dict] | None:
+    """(the snapshot, its one Train run) once the run has a RunProbe record."""
+    if not experiment.is_dir():
+        return None
+    snapshot = status_json(address, experiment)
+    runs = snapshot["experiments"][0]["runs"] if snapshot["experiments"] else []
+    if not runs or not runs[0]["attempts"]:
+        return None
+    return snapshot, runs[0]
+
+
+def finished(address: str, experiment: Path):
+    found = the_run(address, experiment)
+    if found is None:
+        return None
+    snapshot, run = found
+    trials = snapshot["experiments"][0]["trials"]
+    ended = trials and all(t["status"] in ("TERMINATED", "ERROR") for t in trials)
+    return (snapshot, run) if ended and run["attempts"][-1]["status"] != "running" else None
+
+
+def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(ray_cluster, tmp_path):
+    started = time.monotonic()
+    spec, experiment = make_spec(tmp_path)
+    watcher = launch_run(spec, ray_cluster.address)
+    try:
+        snapshot, run = wait_for(lambda: finished(ray_cluster.address, experiment), 150,
+                                 "the run to finish")  # fmt: skip
+    except AssertionError:
+        print(run_output(spec, experiment))
+        raise
+    finally:
+        watcher.wait(timeout=60)
+    (trial,) = snapshot["experiments"][0]["trials"]
+    assert trial["status"] == "TERMINATED"
+    assert (trial["num_failures"], trial["max_failures"]) == (0, 0)  # Tune's, from trials.json
+    first, second = run["attempts"]
+    assert (first["index"], first["status"]) == (1, "errored")
+    assert first["error_class"] == "RuntimeError"
+    assert first["error"] == "boom once at epoch 1"
+    assert first["failure_class"] == "worker"
+    assert first["ended_at"] >= first["started_at"] and first["duration_s"] > 0
+    assert (second["index"], second["status"]) == (2, "finished")
+    assert second["error"] is None
+    # The second attempt restored the checkpoint of epoch 0 and went on from epoch 1.
+    assert second["restored"] == {"epoch": 0.0}
+    assert second["first_report"] == {"epoch": 1.0}
+    assert run["attempt_index"] == 2 and run["attempt_id"] == second["attempt_id"]
+    assert run["retry_budget"]["worker"] == {
+        "setting": "max_failures", "limit": 1, "used": 1, "left": 0
+    }  # fmt: skip
+    assert run["retry_budget"]["controller"]["limit"] == -1
+    assert run["retry_budget"]["preemption"] == {
+        "setting": "max_preemption_failures", "limit": -1, "used": 0, "left": -1
+    }  # fmt: skip
+    kinds = {f["kind"] for f in snapshot["findings"]}
+    assert not kinds & {"retry_loop", "progress_backwards", "budget_exhausted"}, kinds
+    print(f"\nduration: {time.monotonic() - started:.1f}s")
+
+
+def test_an_error_that_always_recurs_is_a_retry_loop(ray_cluster, tmp_path):
+    started = time.monotonic()
+    spec, experiment = make_spec(tmp_path, epochs=2, fail_epoch=0, fail="always",
+                                 max_failures=-1)  # fmt: skip
+    watcher = launch_run(spec, ray_cluster.address)
+
+    def looping():
+        if not experiment.is_dir():
+            return None
+        snapshot = status_json(ray_cluster.address, experiment)
+        return next((f for f in snapshot["findings"] if f["kind"] == "retry_loop"), None)
+
+    try:
+        loop = wait_for(looping, 150, "the retry_loop finding")
+        assert loop["severity"] == "error"
+        assert loop["evidence"]["attempts"][:3] == [1, 2, 3]
+        assert loop["evidence"]["limit"] == -1
+        assert (
+            "failed 3 times in a row with the same error: RuntimeError: boom at epoch 0"
+            in (loop["message"])
+        )
+        assert "max_failures=-1 will retry forever" in loop["message"]
+        check = run_raytop("check", "--address", ray_cluster.address, "--experiment",
+                           str(experiment))  # fmt: skip
+        assert check.returncode in (15, 0), check.stdout  # 0 only if a 4th attempt just began
+    except AssertionError:
+        print(run_output(spec, experiment))
+        raise
+    finally:
+        stopped = run_raytop("stop", str(experiment), "--yes")
+        try:
+            watcher.wait(timeout=60)
+        except Exception:
+            kill_driver(experiment)
+            watcher.wait(timeout=30)
+    assert stopped.returncode == 0, stopped.stderr
+    print(f"\nduration: {time.monotonic() - started:.1f}s")
+
+
+def test_a_restart_that_ignores_its_checkpoint_goes_backwards(ray_cluster, tmp_path):
+    started = time.monotonic()
+    spec, experiment = make_spec(tmp_path, epochs=4, fail_epoch=2, ignore=True)
+    watcher = launch_run(spec, ray_cluster.address)
+    try:
+        snapshot, run = wait_for(lambda: finished(ray_cluster.address, experiment), 150,
+                                 "the run to finish")  # fmt: skip
+    except AssertionError:
+        print(run_output(spec, experiment))
+        raise
+    finally:
+        watcher.wait(timeout=60)
+    second = run["attempts"][1]
+    assert second["restored"] == {"epoch": 1.0} and second["first_report"] == {"epoch": 0.0}
+    (backwards,) = [f for f in snapshot["findings"] if f["kind"] == "progress_backwards"]
+    assert backwards["evidence"] == {
+        "run_id": run["run_id"], "attempt": 2, "metric": "epoch", "restored": 1.0,
+        "first_report": 0.0,
+    }  # fmt: skip
+    assert "restored a checkpoint at epoch 1 but first reported epoch 0" in backwards["message"]
+    print(f"\nduration: {time.monotonic() - started:.1f}s")

@@ -91,6 +91,7 @@ class WorkerNode:
     name: str
     process: subprocess.Popen
     log: Path
+    node_id: str = ""
     killed_at: float | None = None
 
     def running(self) -> bool:
@@ -122,7 +123,7 @@ class LocalCluster:
         """Start (or start again) worker node ``name`` and wait until the GCS has it alive."""
         from raytop.launch.cluster import LOOPBACK_ENV, NO_DRAIN_ENV
 
-        alive_before = len(self.alive_nodes())
+        old = self.workers.get(name)
         cmd = [
             sys.executable, "-c", WORKER_NODE, "start", "--block",
             f"--address={self.address}", "--node-ip-address=127.0.0.1",
@@ -143,7 +144,17 @@ class LocalCluster:
                 start_new_session=True, env={**os.environ, **LOOPBACK_ENV, **NO_DRAIN_ENV},
             )  # fmt: skip
         node = self.workers[name] = WorkerNode(name, process, log)
-        self.wait_alive(alive_before + 1, f"worker node {name} to join")
+
+        def joined() -> str | None:
+            # A node killed a moment ago may still be alive to the GCS, holding `name` too.
+            ids = [
+                n["node_id"]
+                for n in self.alive_nodes()
+                if name in n["resources_total"] and n["node_id"] != (old and old.node_id)
+            ]
+            return ids[0] if ids else None
+
+        node.node_id = self._wait(joined, f"worker node {name} to join")
         return node
 
     def alive_nodes(self) -> list[dict]:
@@ -163,14 +174,21 @@ class LocalCluster:
         return json.loads(result.stdout)
 
     def wait_alive(self, count: int, what: str, via_cli: bool = False) -> None:
-        deadline = time.monotonic() + NODE_START_TIMEOUT_S
-        while time.monotonic() < deadline:
+        def enough() -> bool:
             if via_cli:
                 nodes = [n for n in self.status()["cluster"]["nodes"] if n["alive"]]
             else:
                 nodes = self.alive_nodes()
-            if len(nodes) >= count:
-                return
+            return len(nodes) >= count
+
+        self._wait(enough, what)
+
+    def _wait(self, predicate, what: str):
+        deadline = time.monotonic() + NODE_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
             exited = [w for w in self.workers.values() if w.killed_at is None and not w.running()]
             if exited:
                 tail = exited[0].log.read_text(errors="replace")[-2000:]
@@ -179,8 +197,9 @@ class LocalCluster:
         raise AssertionError(f"timed out waiting for {what}; log folder {self.home}")
 
     def node_id(self, name: str) -> str:
-        """The node id of the node holding custom resource ``name`` (``head_node`` for
-        the head)."""
+        """The node id of worker node ``name``, or of the head for ``HEAD_RESOURCE``."""
+        if name in self.workers:
+            return self.workers[name].node_id
         (node,) = [n for n in self.alive_nodes() if name in n["resources_total"]]
         return node["node_id"]
 

@@ -121,6 +121,10 @@ def test_strict_spread_places_three_ranks_on_three_nodes(nodes: LocalCluster, ex
         if driver.poll() is None:
             driver.kill()
     figure("strict_spread_run_s", round(time.monotonic() - started, 1))
+    # Node-local storage cannot be shown on one machine (every node shares its disk); what
+    # raytop can say, it says before the launch: a local storage_path on several nodes.
+    said = (spec.parent / "raytop-run.out").read_text()
+    assert f"storage_path {experiment.parent} is a local folder on a 3-node cluster" in said
     final = status_json(nodes.address, experiment)
     assert final["experiments"][0]["status"] == "FINISHED"
     assert [w["reports_exited"] for w in the_run(final)["workers"]] == [20, 20, 20]
@@ -151,9 +155,11 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
         # STRICT_SPREAD: at least one rank is on a worker node.
         victim_id = next(w["node_id"] for w in before["workers"] if w["node_id"] in by_id)
         killed_at = nodes.kill(by_id[victim_id])
+        said: set[str] = set()  # every finding kind status --json named from the kill on
 
         def node_dead():
             snapshot = status_json(nodes.address, experiment)
+            said.update(f["kind"] for f in snapshot["findings"])
             (node,) = [n for n in snapshot["cluster"]["nodes"] if n["node_id"] == victim_id]
             return (time.time(), snapshot) if not node["alive"] else None
 
@@ -167,6 +173,7 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
 
         def retried():
             snapshot = status_json(nodes.address, experiment)
+            said.update(f["kind"] for f in snapshot["findings"])
             run = the_run(snapshot)
             if not (run and run["attempt_index"] == 2 and len(run["workers"]) == 2):
                 return None
@@ -176,6 +183,9 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
 
         retry_seen, snapshot = wait_for(retried, 120, "the run's second attempt reporting")
         figure("new_attempt_reporting_s", round(retry_seen - killed_at, 1))
+        figure("findings_until_the_new_attempt", ",".join(sorted(said)) or "none")
+        # Two nodes are left for two STRICT_SPREAD bundles: nothing is infeasible, no stall.
+        assert said.isdisjoint({"placement_infeasible", "barrier_stall", "report_mispaired"})
         run = the_run(snapshot)
         assert run["attempt_id"] != before["attempt_id"]
         assert run["run_id"] == before["run_id"]

@@ -203,6 +203,16 @@ class LocalCluster:
         (node,) = [n for n in self.alive_nodes() if name in n["resources_total"]]
         return node["node_id"]
 
+    def listening(self, name: str) -> set[str]:
+        """The addresses worker node ``name``'s process tree listens on."""
+        root = psutil.Process(self.workers[name].process.pid)
+        found = set()
+        for process in (root, *root.children(recursive=True)):
+            with contextlib.suppress(psutil.Error):
+                connections = process.net_connections(kind="inet")
+                found |= {c.laddr.ip for c in connections if c.status == psutil.CONN_LISTEN}
+        return found
+
     def kill(self, name: str) -> float:
         """A node crash: SIGKILL worker node ``name``'s whole process tree (the
         ``ray start --block`` process, its raylet and agents, and the raylet's workers,

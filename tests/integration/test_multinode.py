@@ -57,7 +57,9 @@ def spread_spec(example_copy, workers: int, epochs: int, failures: int = 0) -> P
         "epochs = 5": f"epochs = {epochs}",
         "epoch_s = 0.5": "epoch_s = 0.4",
         "[tune]": ON_HEAD,
-        "[cluster]": f"[failure]\nmax_failures = {failures}\n\n[cluster]",
+        # No preemption retries: a crash must be retried under max_failures, or the run fails.
+        "[cluster]": f"[failure]\nmax_failures = {failures}\nmax_preemption_failures = 0\n\n"
+                     "[cluster]",
     }  # fmt: skip
     return example_copy("stall.toml", "stall_loop.py", edit=edit)
 
@@ -93,6 +95,8 @@ def test_strict_spread_places_three_ranks_on_three_nodes(nodes: LocalCluster, ex
         figure("strict_spread_seen_s", round(time.monotonic() - started, 1))
         alive = {n["node_id"] for n in snapshot["cluster"]["nodes"] if n["alive"]}
         assert alive == node_ids
+        for name in WORKER_NODES:  # R6 for the worker nodes too: loopback only
+            assert nodes.listening(name) <= {"127.0.0.1", "::ffff:127.0.0.1"}, name
         (group,) = train_groups(snapshot)
         assert group["strategy"] == "STRICT_SPREAD"
         assert group["experiment"] == "stall" and group["why_pending"] is None

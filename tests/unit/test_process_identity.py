@@ -283,3 +283,39 @@ def test_only_a_cluster_recorded_as_loopback_only_gets_the_loopback_driver_env()
     assert _embedded_target(new).loopback_only is True
     assert _embedded_target({"address": "127.0.0.1:1234", "pid": 5}).loopback_only is False
     assert _embedded_target({**new, "loopback_only": "yes"}).loopback_only is False
+
+
+def test_the_embedded_head_is_started_on_loopback_and_without_ray_s_30_s_drain(home, monkeypatch):
+    """`ray start --block` drains its node for up to 30 s on SIGTERM and waits until it is
+    idle; raytop's head never is once a run reported (the ledger actor lives there), so every
+    `raytop down` waited the whole 30 s (seen stopping a 3-node test cluster)."""
+    seen: dict = {}
+
+    class Started:
+        pid = os.getpid()
+        returncode = None
+
+        def __init__(self, cmd, **kwargs) -> None:
+            seen.update(cmd=cmd, env=kwargs["env"])
+
+        def poll(self):
+            return None
+
+    class Answers:
+        def __init__(self, address: str) -> None:
+            pass
+
+        def nodes(self):
+            return [{"alive": True}]
+
+        def reset(self) -> None:
+            pass
+
+    monkeypatch.setattr(cluster.subprocess, "Popen", Started)
+    monkeypatch.setattr(cluster.ray_adapter, "GcsReader", Answers)
+    target = cluster.start_embedded(cluster.ClusterSection(num_cpus=1))
+    (home / "cluster.json").unlink()  # it names this test's own pid: never to be stopped
+    assert target.loopback_only
+    assert seen["env"]["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] == "0"
+    assert seen["env"]["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+    assert "--node-ip-address=127.0.0.1" in seen["cmd"]

@@ -43,6 +43,12 @@ EMBEDDED_STOP_TIMEOUT_S = 45.0
 # (docs/RELIABILITY.md, R6). Only a worker node's `ray start --address` is refused with it,
 # which the single-node embedded cluster never runs.
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# Ray 2.58's `ray start --block`, on SIGTERM, first drains its node for up to 30 s and waits
+# until the node is idle. The embedded head is never idle once a run has reported (the
+# detached ledger actor lives there), so every stop waited out the whole 30 s; and there is
+# no other node to drain onto. 0 disables the drain (ray/_private/node.py
+# `_drain_node_before_shutdown`): the stop is immediate, as before Ray added it.
+NO_DRAIN_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 
 
 @dataclass(frozen=True)
@@ -269,7 +275,7 @@ def start_embedded(
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, **LOOPBACK_ENV},
+            start_new_session=True, env={**os.environ, **LOOPBACK_ENV, **NO_DRAIN_ENV},
         )  # fmt: skip
     write_json_atomic(
         _cluster_record_path(),

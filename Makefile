@@ -30,7 +30,7 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/ruff format --check src tests examples benchmarks
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -q -n 2 --dist loadgroup
+	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=30
 
 ## make test-fast: the development loop: lint, the layer contracts, then every test that
 ## needs no Ray cluster (unit, Textual Pilot and snapshot tests), in about three minutes.

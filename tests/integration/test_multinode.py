@@ -207,12 +207,9 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
     assert trial["status"] == "TERMINATED" and trial["num_failures"] == 0  # Train retried
     assert the_run(final)["attempt_index"] == 2
     assert [w["reports_exited"] for w in the_run(final)["workers"]] == [epochs, epochs]
-    # TODO(issue 11): `runs[].retry_budget` and `runs[].attempts` (the RunProbe's, another
-    # branch) are not in this tree's status --json yet; once merged, drop the `if`. A
-    # SIGKILLed node is a crash, not a preemption (no drain): Train charges max_failures.
-    budget = the_run(final).get("retry_budget")
-    if budget:
-        assert budget["worker"] == {"setting": "max_failures", "limit": 1, "used": 1, "left": 0}
-        assert budget["preemption"]["used"] == 0
-        first = the_run(final)["attempts"][0]
-        assert first["status"] == "errored" and first["failure_class"] == "worker"
+    # A SIGKILLed node is a crash, not a preemption (no drain): Train charges max_failures.
+    budget = the_run(final)["retry_budget"]
+    assert budget["worker"] == {"setting": "max_failures", "limit": 1, "used": 1, "left": 0}
+    assert budget["preemption"]["used"] == 0
+    first = the_run(final)["attempts"][0]
+    assert first["status"] == "errored" and first["failure_class"] == "worker"

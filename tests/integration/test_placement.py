@@ -38,7 +38,9 @@ def test_gpu_trial_on_a_cpu_only_cluster_is_explained_as_infeasible(two_cpu_clus
         snap, group, pending = wait_for(explained, 120, "the pending trial group and its trials")
         assert group["why_pending"] == "bundle 0 needs {GPU: 1}; no node has GPU"
         assert group["owner_kind"] == "pending_trial"
-        assert first_explained[group["pg_id"]] - group["created_at"] <= 5
+        # A deadline, not a benchmark: explained within seconds of the group's creation,
+        # whatever else the machine runs (CI runs the pure tests beside this one).
+        assert first_explained[group["pg_id"]] - group["created_at"] <= 20
         assert all("no node has GPU" in (t["pending_reason"] or "") for t in pending)
         kinds = {f["kind"] for f in snap["findings"]}
         assert "placement_infeasible" in kinds

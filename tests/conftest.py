@@ -20,6 +20,7 @@ EXAMPLES = REPO / "examples"
 CLUSTER_FIXTURES = frozenset({"ray_cluster", "two_cpu_cluster"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test that
     starts or uses a Ray cluster runs on one worker, one after the other as without xdist:
@@ -36,6 +37,12 @@ def raytop_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     developer's: set before any test, Ray or not, runs raytop."""
     home = tmp_path_factory.mktemp("raytop_home")
     os.environ["RAYTOP_HOME"] = str(home)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        # Ray's own "latest cluster on this host" (ray_current_cluster, e.g. what Train's
+        # PlacementGroupCleaner asks) lives in its temp dir: one per test process, so a
+        # cluster started by one never stands in for another's.
+        os.environ["RAY_TMPDIR"] = f"/tmp/raytop-test-{worker}"
     os.environ.pop("RAY_ADDRESS", None)
     # The embedded clusters bind loopback only; every driver a test starts (raytop's own, and
     # the scripts that call ray.init) joins them only with this (docs/RELIABILITY.md, R6).

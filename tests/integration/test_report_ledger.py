@@ -99,7 +99,8 @@ def test_ledger_killed_mid_run_comes_back_and_counts_continue(ray_cluster, examp
         thresholds=Thresholds(stall_after_s=STALL_AFTER_S),
     )  # fmt: skip
     deadline = time.monotonic() + 120
-    while (run := snap()[1]) is None or min(w.reports_exited for w in run.workers) < 5:
+    # A run is known (from its RunProbe) before its ranks report: wait for the ranks.
+    while (run := snap()[1]) is None or min((w.reports_exited for w in run.workers), default=0) < 5:
         assert time.monotonic() < deadline
         time.sleep(0.5)
     before = min(w.reports_exited for w in run.workers)

@@ -79,6 +79,11 @@ def test_strict_spread_places_three_ranks_on_three_nodes(nodes: LocalCluster, ex
     spec = spread_spec(example_copy, workers=3, epochs=20)
     experiment = spec.parent / "results" / "stall"
     node_ids = {nodes.node_id(HEAD_RESOURCE), *(nodes.node_id(n) for n in WORKER_NODES)}
+    # R6 for the worker nodes too: Ray's own processes listen on loopback only. Checked
+    # before the launch: once rank 0 lands on a node, torch's TCPStore (the user's training
+    # process, not the cluster) listens on '::' there (CI saw it).
+    for name in WORKER_NODES:
+        assert nodes.listening(name) <= {"127.0.0.1", "::ffff:127.0.0.1"}, name
     started = time.monotonic()
     driver = launch_run(spec, nodes.address)
     try:
@@ -95,8 +100,6 @@ def test_strict_spread_places_three_ranks_on_three_nodes(nodes: LocalCluster, ex
         figure("strict_spread_seen_s", round(time.monotonic() - started, 1))
         alive = {n["node_id"] for n in snapshot["cluster"]["nodes"] if n["alive"]}
         assert alive == node_ids
-        for name in WORKER_NODES:  # R6 for the worker nodes too: loopback only
-            assert nodes.listening(name) <= {"127.0.0.1", "::ffff:127.0.0.1"}, name
         (group,) = train_groups(snapshot)
         assert group["strategy"] == "STRICT_SPREAD"
         assert group["experiment"] == "stall" and group["why_pending"] is None

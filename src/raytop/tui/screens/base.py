@@ -43,9 +43,11 @@ class SnapshotScreen(Screen[None]):
     @property
     def on_view(self) -> bool:
         """Mounted, the screen the user sees, and the app not shutting down: once it is,
-        Textual removes widgets while snapshots and ticks still arrive, and a query of a
-        removed one would end the app with a traceback (seen on quit under load)."""
-        return self.is_mounted and self.is_current and self.is_attached
+        Textual removes widgets (children first) while snapshots and ticks still arrive,
+        and a query of a removed one would end the app with a traceback (seen on quit
+        under load, and in CI at the end of a Pilot test). The app stops running as its
+        shutdown begins, before any widget goes."""
+        return self.app.is_running and self.is_mounted and self.is_current and self.is_attached
 
     def show(self, state: ViewState) -> None:
         """Take a new state; draw it now if this screen is on view, else on resume."""

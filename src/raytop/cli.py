@@ -121,11 +121,10 @@ def main(
         return  # each command merges these values itself (``group_options``)
     ctx.meta[TUI_META] = {"theme": theme, "ascii_only": ascii_only}
     refresh_s = GROUP_OPTIONS["refresh_s"] if refresh_s is None else refresh_s
-    stall_after = GROUP_OPTIONS["stall_after"] if stall_after is None else stall_after
     roots = storage_roots(storage)
     target, why_none = target_with_history(address, roots)
-    collector = collector_for(target, None, Thresholds(stall_after), watch=True, storage=roots,
-                              unreachable_reason=why_none)  # fmt: skip
+    collector = collector_for(target, None, Thresholds.given(stall_after), watch=True,
+                              storage=roots, unreachable_reason=why_none)  # fmt: skip
     _open_tui(collector, refresh_s, read_only)
 
 
@@ -188,7 +187,7 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
         f"log {launched.log_path}) on {target.address}"
     )
     collector = collector_for(
-        target, [(run_spec.experiment_path, launched.raytop_dir)], Thresholds(stall_after),
+        target, [(run_spec.experiment_path, launched.raytop_dir)], Thresholds.given(stall_after),
         watch=True,
     )  # fmt: skip
     if no_tui or (why := tui_unavailable()) is not None:
@@ -297,7 +296,7 @@ def status(
 
     roots = storage_roots(storage)
     target, why_none = target_with_history(address, roots)
-    collector = collector_for(target, experiment_paths(experiments), Thresholds(stall_after),
+    collector = collector_for(target, experiment_paths(experiments), Thresholds.given(stall_after),
                               storage=roots, unreachable_reason=why_none)  # fmt: skip
     snapshot = collector.request_stacks() if stacks else collector.collect()
     if as_json:
@@ -346,7 +345,7 @@ def check(
     except ClusterUnreachable as exc:
         click.echo(f"cluster_unreachable: {exc}")
         sys.exit(CLUSTER_UNREACHABLE)
-    thresholds = Thresholds(stall_after_s=stall_after, waiting_after_s=waiting_after)
+    thresholds = Thresholds.given(stall_after, waiting_after_s=waiting_after)
     snapshot = collector_for(target, experiment_paths(experiments), thresholds).collect()
     lines, code = faces_check.health(snapshot)
     click.echo("\n".join(lines))

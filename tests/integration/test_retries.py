@@ -1,10 +1,12 @@
 """Attempts and retry budgets on a real cluster (the RunProbe in Train's controller): a
 rank that fails once is retried and the run finishes with both attempts and its budget
 shown; an error that always comes back is named a retry loop (``check`` exits 15); a loop
-that ignores its checkpoint after a restart is flagged as going backwards."""
+that ignores its checkpoint after a restart, or after ``raytop resume`` (a new controller),
+is flagged as going backwards."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -174,7 +176,59 @@ def test_a_restart_that_ignores_its_checkpoint_goes_backwards(ray_cluster, tmp_p
     (backwards,) = [f for f in snapshot["findings"] if f["kind"] == "progress_backwards"]
     assert backwards["evidence"] == {
         "run_id": run["run_id"], "attempt": 2, "metric": "epoch", "restored": 1.0,
-        "first_report": 0.0,
+        "first_report": 0.0, "checkpoint": second["restored_from"],
     }  # fmt: skip
+    assert second["restored_from"].startswith("checkpoint_")
     assert "restored a checkpoint at epoch 1 but first reported epoch 0" in backwards["message"]
+    print(f"\nduration: {time.monotonic() - started:.1f}s")
+
+
+def latest_committed(experiment: Path) -> tuple[str, int] | None:
+    """(folder, epoch) of the run's latest committed checkpoint, read straight from
+    Train's snapshot (None while there is none or it is being rewritten)."""
+    for snapshot in experiment.glob("train_runs/*/checkpoint_manager_snapshot.json"):
+        try:
+            latest = json.loads(snapshot.read_text())["latest_checkpoint_result"]
+            return latest["checkpoint_dir_name"], int(latest["metrics"]["epoch"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    return None
+
+
+def test_a_resume_whose_loop_ignores_its_checkpoint_goes_backwards(ray_cluster, tmp_path):
+    """The driver dies mid-run; ``raytop resume`` starts a new Train controller for the
+    same run, which restores the latest checkpoint from storage; the loop starts at epoch 0
+    anyway. The new controller's RunProbe never saw the old reports: what was restored is
+    the checkpoint its ranks name, read in Train's snapshot."""
+    started = time.monotonic()
+    spec, experiment = make_spec(tmp_path, epochs=16, fail="never", ignore=True, max_failures=0)
+    watcher = launch_run(spec, ray_cluster.address)
+    try:
+        deadline = time.monotonic() + 120
+        while (latest := latest_committed(experiment)) is None or latest[1] < 2:
+            assert time.monotonic() < deadline, run_output(spec, experiment)
+            time.sleep(0.1)
+        assert latest[1] < 12, f"the run got too far before the kill: {latest}"
+        kill_driver(experiment)
+    finally:
+        watcher.wait(timeout=60)
+    time.sleep(3)  # the old workers may commit one more checkpoint as they go down
+    folder, epoch = wait_for(lambda: latest_committed(experiment), 30, "the snapshot")
+    resumed = run_raytop("resume", str(experiment), "--yes", "--no-tui",
+                         "--address", ray_cluster.address, timeout=300)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    snapshot, run = wait_for(lambda: finished(ray_cluster.address, experiment), 60, "the end")
+    first = run["attempts"][0]  # the new controller's first attempt
+    assert first["first_report"]["epoch"] == 0.0
+    assert (first["restored_from"], first["restored"]["epoch"]) == (folder, float(epoch))
+    (backwards,) = [f for f in snapshot["findings"] if f["kind"] == "progress_backwards"]
+    assert backwards["evidence"] == {
+        "run_id": run["run_id"], "attempt": 1, "metric": "epoch", "restored": float(epoch),
+        "first_report": 0.0, "checkpoint": folder,
+    }  # fmt: skip
+    assert (
+        f"restored a checkpoint at epoch {epoch} but first reported epoch 0"
+        in (backwards["message"])
+    )
+    assert not snapshot["runs"], "the earlier controller of the same run is no other run"
     print(f"\nduration: {time.monotonic() - started:.1f}s")

@@ -109,3 +109,52 @@ def test_nodes_on_this_host_get_its_os_figures_and_no_other_node_does(tmp_path):
     assert here.host is not None and there.host is None
     assert here.host.cpus >= 1 and 0 < here.host.memory_used <= here.host.memory_total
     assert 0.0 <= here.host.cpu_percent <= 100.0
+
+
+def test_a_resumed_run_is_its_newest_controller_and_its_restore_is_read_from_storage(tmp_path):
+    """``raytop resume`` gives a Train run a new controller: the same name, a new run id.
+    The trial shows the newest (whatever order the KV lists them in), the older one is not
+    an "other run", and the new controller's first attempt, which its RunProbe saw start
+    fresh, gets the metrics of the checkpoint its ranks say they started from, from Train's
+    snapshot: a loop that starts at epoch 0 again is going backwards."""
+    now = time.time()
+    run_name = train_run_name("exp", "t1")
+    run_dir = tmp_path / "exp" / "train_runs" / run_name
+    run_dir.mkdir(parents=True)
+    (run_dir / "checkpoint_manager_snapshot.json").write_text(json.dumps({
+        "checkpoint_results": [{"checkpoint_dir_name": "checkpoint_e4", "metrics": {"epoch": 4}}],
+        "latest_checkpoint_result": {"checkpoint_dir_name": "checkpoint_e4",
+                                     "metrics": {"epoch": 4}},
+    }))  # fmt: skip
+
+    def page(run_id: str, first_seen: float, restored_from: str | None) -> bytes:
+        ranks = {str(r): {**rank(r, 1, 1, now - 1, now, str(run_dir)),
+                          "restored_from": restored_from} for r in (0, 1)}  # fmt: skip
+        return json.dumps({"run_id": run_id, "run_name": run_name, "attempt_id": "a",
+                           "world_size": 2, "placement_group_id": None,
+                           "first_seen_at": first_seen, "ranks": ranks}).encode()  # fmt: skip
+
+    record = {"run_id": "new", "run_name": run_name, "failure_config": {}, "sent_at": now,
+              "attempts": [{"index": 1, "attempt_id": "a", "status": "running",
+                            "started_at": now - 5, "ended_at": None, "error_class": None,
+                            "error": None, "failure_class": None,
+                            "first_report": {"epoch": 0.0}, "restored": None}]}  # fmt: skip
+    index = {"started_at": now - 100, "published_at": now, "pages": {"new.a": 1, "old.a": 1},
+             "runs": {"new": 1}}  # fmt: skip
+    kv = FakeKv({kv_keys.INDEX_KEY: json.dumps(index).encode(),
+                 kv_keys.PAGE_PREFIX + "new.a": page("new", now - 5, "checkpoint_e4"),
+                 kv_keys.PAGE_PREFIX + "old.a": page("old", now - 90, None),
+                 kv_keys.RUN_PREFIX + "new": json.dumps(record).encode()})  # fmt: skip
+    experiment = tmp_path / "exp"
+    (experiment / ".raytop").mkdir()
+    (experiment / ".raytop" / "trials.json").write_text(json.dumps(
+        {"trials": [{"trial_id": "t1", "status": "RUNNING", "config": {}, "metrics": {}}]}
+    ))  # fmt: skip
+    snapshot = SnapshotCollector("127.0.0.1:1", experiments=[(str(experiment), None)],
+                                 gcs=(Gcs(), kv)).collect()  # fmt: skip
+    (run,) = snapshot.experiments[0].runs
+    assert run.run_id == "new" and snapshot.runs == ()
+    (attempt,) = run.attempts
+    assert (attempt.restored_from, attempt.restored) == ("checkpoint_e4", {"epoch": 4.0})
+    (back,) = [f for f in snapshot.findings if f.kind == "progress_backwards"]
+    assert back.evidence["checkpoint"] == "checkpoint_e4" and back.evidence["first_report"] == 0.0

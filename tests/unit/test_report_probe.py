@@ -17,7 +17,7 @@ from raytop.wire.train_hooks import WorkerIdentity
 IDENTITY = WorkerIdentity(
     run_id="r", run_name="exp-t1", attempt_id="a", world_rank=1, world_size=2, local_rank=1,
     node_rank=0, node_id="n1", gpu_ids=[], placement_group_id=None, run_path="/tmp/run",
-    declared={"CPU": 1.0},
+    declared={"CPU": 1.0}, restored_from="checkpoint_2026-12-04_08-00-00.000001",
 )  # fmt: skip
 
 
@@ -50,6 +50,7 @@ def test_the_probe_sends_its_last_reports_bounded_and_the_reader_keeps_them():
     assert worker.report_exits[-1] is None and None not in worker.report_exits[:-1]
     assert worker.reports_entered == MAX_REPORT_HISTORY + 9
     assert worker.declared_resources == {"CPU": 1.0}  # what Ray assigned it, beside its use
+    assert worker.restored_from == "checkpoint_2026-12-04_08-00-00.000001"
 
 
 def test_an_exit_with_no_entry_recorded_adds_nothing():

@@ -115,6 +115,18 @@ def test_declared_resources_are_read_and_a_bad_map_drops_the_field():
         assert declared(bad) == {}, bad
 
 
+def test_the_restored_checkpoint_is_a_plain_folder_name_or_dropped():
+    def restored(value):
+        page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "restored_from": value}}})
+        assert page["ranks"]["0"]["pid"] == 11  # the rank stays, whatever the field holds
+        return page["ranks"]["0"]["restored_from"]
+
+    assert restored("checkpoint_000003") == "checkpoint_000003"
+    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["restored_from"] is None  # older probe
+    for bad in ("", "../../etc", "a/b", "a\\b", "..", "x" * 256, "a\nb", 3, ["c"], {"c": 1}):
+        assert restored(bad) is None, bad
+
+
 def test_too_many_ranks_or_pages_are_refused():
     ranks = {str(r): {**RANK, "rank": r} for r in range(untrusted.MAX_RANKS + 1)}
     assert "over the cap of 10000" in invalid(untrusted_kv.ledger_page, {**PAGE, "ranks": ranks})

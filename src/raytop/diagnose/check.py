@@ -15,7 +15,13 @@ PLACEMENT_INFEASIBLE = 12
 PLACEMENT_WAITING = 13
 TEARDOWN_UNSAFE = 14
 RETRY_LOOP = 15
+CONTROLLER_STUCK = 16
+CHECKPOINT_UPLOAD_STUCK = 17
+COLLECTIVE_HANG = 18
+DATA_LOADER_HANG = 19
 CLUSTER_UNREACHABLE = 20
+IO_HANG = 21
+COMPUTE_HANG = 22
 
 CODE_OF_KIND = {
     "cluster_unreachable": CLUSTER_UNREACHABLE,
@@ -29,14 +35,23 @@ CODE_OF_KIND = {
     "checkpoint_collision": TEARDOWN_UNSAFE,
     "checkpoint_missing": TEARDOWN_UNSAFE,
     "retry_loop": RETRY_LOOP,
+    "controller_stuck": CONTROLLER_STUCK,
+    "checkpoint_upload_stuck": CHECKPOINT_UPLOAD_STUCK,
+    "collective_hang": COLLECTIVE_HANG,
+    "data_loader_hang": DATA_LOADER_HANG,
+    "io_hang": IO_HANG,
+    "compute_hang": COMPUTE_HANG,
 }
 
-# Most severe first: without the cluster nothing else can be known; a stall blocks every
-# rank forever; an infeasible group waits forever; a dead or silent rank may still be
-# retried by Train; a feasible group may still get its resources. A retry loop burns
-# resources on a failure that keeps coming back, but its run is not stuck.
+# Most severe first: without the cluster nothing else can be known; a hang whose place is
+# known (the controller, an upload, a collective, the data loader, I/O, the loop's own
+# code) and a barrier stall block every rank forever; an infeasible group waits forever;
+# a dead or silent rank may still be retried by Train; a feasible group may still get its
+# resources. A retry loop burns resources on a failure that keeps coming back, but its
+# run is not stuck.
 SEVERITY_ORDER = (
-    CLUSTER_UNREACHABLE, BARRIER_STALL, PLACEMENT_INFEASIBLE, TEARDOWN_UNSAFE,
+    CLUSTER_UNREACHABLE, CONTROLLER_STUCK, CHECKPOINT_UPLOAD_STUCK, COLLECTIVE_HANG,
+    DATA_LOADER_HANG, IO_HANG, COMPUTE_HANG, BARRIER_STALL, PLACEMENT_INFEASIBLE, TEARDOWN_UNSAFE,
     RANK_DEAD_OR_SILENT, RETRY_LOOP, PLACEMENT_WAITING,
 )  # fmt: skip
 
@@ -51,8 +66,8 @@ def exit_code(findings: tuple[Finding, ...] | list[Finding]) -> int:
 
 EXIT_CODES_HELP = """Exit codes:
   0   healthy (other findings are printed but do not fail the check)
-  10  barrier stall: a rank waits in ray.train.report for another past --stall-after,
-      or ranks made different numbers of report calls (mis-paired barriers)
+  10  barrier stall: a rank waits in ray.train.report for another past the stall
+      threshold, or ranks made different numbers of report calls (mis-paired barriers)
   11  a rank is dead (no heartbeat) or silent (alive, not reporting for far longer
       than usual)
   12  a placement group (a trial or a Train worker group) can never be placed
@@ -63,6 +78,16 @@ EXIT_CODES_HELP = """Exit codes:
       uncommitted or missing)
   15  a Train run failed 3 or more times in a row with the same error and Train will
       retry it again (retries left, or max_failures=-1: forever)
+  16  every rank is inside the same report and none returns: the controller is stuck
+  17  a checkpoint upload is stuck (far past its bytes at the run's usual throughput)
+  18  no report, and ranks wait in a collective that other ranks have not joined
+  19  no report, and the ranks holding the run up are in the data loader
   20  the Ray cluster is unreachable
+  21  no report, and the ranks holding the run up are in I/O
+  22  no report, and every rank is in the train loop's own code
   2   bad usage
-With several findings, the most severe code wins: 20, 10, 12, 14, 11, 15, then 13."""
+The stall threshold is learned per run: max(3x its median report interval, 1.5x its
+longest recent one, 10 s); 60 s before a run has reported twice; --stall-after fixes it.
+A straggler (one rank working far longer per step than its peers) is printed, exit 0.
+With several findings, the most severe code wins: 20, 16, 17, 18, 19, 21, 22, 10, 12,
+14, 11, 15, then 13."""

@@ -4,7 +4,8 @@ trials, a driver that exited with work unfinished."""
 from __future__ import annotations
 
 from raytop.diagnose.checkpoints import checkpoint_findings
-from raytop.diagnose.ledger import run_findings
+from raytop.diagnose.hang import hang_findings
+from raytop.diagnose.ledger import is_over, run_findings
 from raytop.diagnose.placement import placement_findings
 from raytop.diagnose.retries import attempt_findings
 from raytop.model import (
@@ -144,6 +145,7 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
         findings += attempt_findings(run, run.trial_id in ended)
     if snapshot.ledger is not None and snapshot.ledger.available:
         for run in runs:
-            if run.trial_id not in ended:
+            if run.trial_id not in ended and not is_over(run, thresholds):
                 findings += run_findings(run, thresholds)
+                findings += hang_findings(run, thresholds, snapshot.taken_at)
     return tuple(findings)

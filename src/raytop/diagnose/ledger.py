@@ -9,6 +9,7 @@ an elastic resize starts a new ledger page with fresh counts.
 
 from __future__ import annotations
 
+from raytop.diagnose.hang import stall_threshold
 from raytop.model import Finding, Severity, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
 
@@ -75,6 +76,18 @@ def _ranks(workers: list[Worker]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(ranks)
 
 
+def _barrier_kind(missing: list[Worker], never_seen: list[int]) -> str:
+    """A rank missing from the barrier is a ``barrier_stall``, unless every missing rank
+    was sampled in the data loader (``data_loader_hang``) or in I/O (``io_hang``): then
+    that is where the run is stuck, and the barrier only shows it."""
+    kinds = {w.activity.kind if w.activity else None for w in missing}
+    if not never_seen and kinds == {"data_loader"}:
+        return "data_loader_hang"
+    if not never_seen and kinds == {"io"}:
+        return "io_hang"
+    return "barrier_stall"
+
+
 def run_findings(run: TrainRun, t: Thresholds) -> list[Finding]:
     if is_over(run, t) or not run.workers:
         return []
@@ -91,15 +104,17 @@ def run_findings(run: TrainRun, t: Thresholds) -> list[Finding]:
     if waiting and (missing or never_seen):
         since = min(w.last_enter_at or 0.0 for w in waiting)
         waited = max(w.last_report_age_s or 0.0 for w in waiting)
-        if waited > t.stall_after_s:
+        limit, _ = stall_threshold(run, t)
+        if waited > limit:
             behind = {w.rank: top - w.reports_entered for w in missing}
-            parts = [f"rank {r} is {k} report{'s' if k > 1 else ''} behind"
+            places = {w.rank: f", in {w.activity.where}" for w in missing if w.activity}
+            parts = [f"rank {r} is {k} report{'s' if k > 1 else ''} behind{places.get(r, '')}"
                      for r, k in sorted(behind.items())]  # fmt: skip
             parts += [f"rank {r} never reported" for r in never_seen]
             stalled_ranks = set(behind) | set(never_seen)
             findings.append(
                 Finding(
-                    kind="barrier_stall",
+                    kind=_barrier_kind(missing, never_seen),
                     severity=Severity.ERROR,
                     subject=subject,
                     message=(
@@ -115,6 +130,12 @@ def run_findings(run: TrainRun, t: Thresholds) -> list[Finding]:
                         "behind_by": {str(r): k for r, k in behind.items()},
                         "waiting_since": since,
                         "waited_s": waited,
+                        "threshold_s": limit,
+                        "missing_activity": {
+                            str(w.rank): {"kind": w.activity.kind, "where": w.activity.where}
+                            for w in missing
+                            if w.activity
+                        },
                     },
                 )
             )

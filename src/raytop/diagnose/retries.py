@@ -125,6 +125,7 @@ def progress_backwards_findings(run: TrainRun) -> list[Finding]:
                     "metric": key,
                     "restored": restored,
                     "first_report": first,
+                    "checkpoint": attempt.restored_from,
                 },
             )
         ]

@@ -258,7 +258,7 @@ THEME_NAMES = ThemeName()
 
 # The group's options and the value a command gets when neither position sets one.
 GROUP_OPTIONS = {
-    "address": None, "refresh_s": 0.25, "stall_after": 60.0, "read_only": False,
+    "address": None, "refresh_s": 0.25, "stall_after": None, "read_only": False,
     "theme": None, "ascii_only": False, "storage": (),
 }  # fmt: skip
 # Only the TUI uses these: merged like the others, then kept in ``ctx.meta[TUI_META]``
@@ -300,8 +300,9 @@ experiment_option = click.option(
 )  # fmt: skip
 stall_option = click.option(
     "--stall-after", type=FiniteFloat(0), metavar="SECONDS",
-    help="A rank waiting in report this long for another is a stall.  "
-    f"[default: {GROUP_OPTIONS['stall_after']:g}]",
+    help="No progress this long is a stall (a rank waiting in report for another, or no "
+    "report at all).  [default: learned per run: 3× its median report interval, at "
+    "least 10 s; 60 s until it has reported twice]",
 )  # fmt: skip
 read_only_option = click.option(
     "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",

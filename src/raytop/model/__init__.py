@@ -6,6 +6,7 @@ Everything the sources collect becomes these objects; the TUI, ``status --json``
 
 from raytop.model.snapshot import (
     TERMINAL_TRIAL_STATUSES,
+    Activity,
     Attempt,
     Bundle,
     CheckpointRecord,
@@ -26,6 +27,7 @@ from raytop.model.snapshot import (
 )
 
 __all__ = [
+    "Activity",
     "TERMINAL_TRIAL_STATUSES",
     "Attempt",
     "Bundle",

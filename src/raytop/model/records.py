@@ -44,6 +44,20 @@ class BarrierWait(NamedTuple):
     end: float | None  # None: still waiting
 
 
+class Activity(TypedDict):
+    """Where a rank's train loop is (``probe.activity``): ``kind`` one of collective,
+    backward, data_loader, io, report, user; ``where`` the call and the user's line;
+    ``since`` when it got there (unix s); ``waiting`` the fraction of the last ``samples``
+    one-second samples it spent waiting (collective, backward, report)."""
+
+    kind: str
+    where: str
+    since: float
+    sampled_at: float
+    samples: int
+    waiting: float
+
+
 class RankReport(TypedDict):
     """What a ReportProbe sends the Ledger on every flush: the whole cumulative state of
     its rank, so a recreated ledger is whole again after one flush. The identity fields
@@ -85,6 +99,11 @@ class RankReport(TypedDict):
     report_times: NotRequired[list[list[float | None]]]
     # The logical resources Ray assigned the worker (``{"CPU": 1.0}``); older probes omit it.
     declared: NotRequired[dict[str, float]]
+    # The folder name of the checkpoint its worker group started from; older probes omit it.
+    restored_from: NotRequired[str | None]
+    # Where its train loop is, sampled once a second (``Activity``); absent before the
+    # first sample and from older probes.
+    activity: NotRequired[Activity]
 
 
 class RankRecord(TypedDict):
@@ -119,6 +138,11 @@ class RankRecord(TypedDict):
     report_times: list[tuple[float, float | None]]
     # Its logical resources (resource → amount); empty when not sent or in a bad shape.
     declared: dict[str, float]
+    # The checkpoint folder it started from; None when fresh, not sent, or not a plain name.
+    restored_from: str | None
+    # Where its train loop is; None before the first sample, from older probes, or sent in
+    # a bad shape.
+    activity: Activity | None
 
 
 class LedgerPage(TypedDict):

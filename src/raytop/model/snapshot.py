@@ -45,6 +45,21 @@ class HostStats:
 
 
 @dataclass(frozen=True)
+class Activity:
+    """Where a rank's train loop is, sampled once a second by its probe: ``kind``
+    (collective, backward, data_loader, io, report, user), ``where`` (the call and the
+    user's line), ``since`` (unix s, when it got there), ``waiting`` (the fraction of the
+    last ``samples`` samples spent waiting: in a collective, backward or a report)."""
+
+    kind: str
+    where: str
+    since: float
+    sampled_at: float
+    samples: int = 0
+    waiting: float = 0.0
+
+
+@dataclass(frozen=True)
 class Node:
     node_id: str
     address: str
@@ -161,6 +176,10 @@ class Worker:
     report_exits: tuple[float | None, ...] = ()
     # The logical resources Ray assigned it ({"CPU": 1.0}): declared, not an OS limit.
     declared_resources: dict[str, float] = field(default_factory=dict)
+    # The checkpoint folder its worker group started from (``ray.train.get_checkpoint()``);
+    # None: it started fresh, or its probe did not say.
+    restored_from: str | None = None
+    activity: Activity | None = None  # None: not sampled yet, or an older probe
     # Derived by the pipeline with the collector's thresholds (never by a face): one word of
     # training, waiting, behind, silent, dead, done; and reports behind the most advanced rank.
     state: str = ""
@@ -241,9 +260,12 @@ class Attempt:
     error: str | None = None  # one line, at most 300 characters
     failure_class: str | None = None
     # Scalar metrics of its first completed report (rank 0's), and of the checkpoint it
-    # restored from (the last checkpointed report of earlier attempts); None: none.
+    # restored from (the last checkpointed report of earlier attempts in its controller,
+    # or, after a new controller resumed the run, that checkpoint's metrics on storage);
+    # None: none known.
     first_report: dict[str, float] | None = None
     restored: dict[str, float] | None = None
+    restored_from: str | None = None  # the folder name of that checkpoint, when its ranks said
 
 
 @dataclass(frozen=True)
@@ -468,8 +490,10 @@ class Snapshot:
 
 def _run_from_json(data: dict[str, Any]) -> TrainRun:
     workers = tuple(
-        Worker(**{**w, "gpu_ids": tuple(w.get("gpu_ids", ()))}) for w in data.get("workers", ())
-    )
+        Worker(**{**w, "gpu_ids": tuple(w.get("gpu_ids", ())),
+                  "activity": Activity(**w["activity"]) if w.get("activity") else None})
+        for w in data.get("workers", ())
+    )  # fmt: skip
     checkpoints = tuple(
         CheckpointRecord(**{
             **c,

@@ -22,6 +22,7 @@ from raytop.model.records import (
     MAX_METRIC_KEY_CHARS,
     MAX_REPORT_HISTORY,
     MAX_REPORT_METRICS,
+    Activity,
     AttemptRecord,
     BarrierWait,
     CheckpointUpload,
@@ -107,6 +108,8 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         syncs=[_barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
         report_times=_report_times(raw.get("report_times")),
         declared=_declared(raw.get("declared")),
+        restored_from=_folder_name(raw.get("restored_from")),
+        activity=_activity(raw.get("activity")),
     )  # fmt: skip
 
 
@@ -154,6 +157,42 @@ def _declared(value: Any) -> dict[str, float]:
             return {}
         declared[name] = float(amount)
     return declared
+
+
+MAX_FOLDER_NAME = 255  # a file name's limit on every common file system
+
+
+def _folder_name(value: Any) -> str | None:
+    """A checkpoint folder's name: optional, so anything but a plain name (a path, a
+    separator, empty, over 255 characters, not a string) drops the field, never the rank."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_FOLDER_NAME:
+        return None
+    if "/" in value or "\\" in value or value in (".", "..") or not value.isprintable():
+        return None
+    return value
+
+
+ACTIVITY_KINDS = frozenset({"collective", "backward", "data_loader", "io", "report", "user"})
+MAX_WHERE = 200
+
+
+def _activity(value: Any) -> Activity | None:
+    """Where the rank's train loop is: optional, so a value of the wrong shape (an
+    unknown kind, a time that is not finite, a fraction outside 0..1) drops the field,
+    never the rank; ``where`` is cut to ``MAX_WHERE`` characters."""
+    if not isinstance(value, dict) or value.get("kind") not in ACTIVITY_KINDS:
+        return None
+    where, samples, waiting = value.get("where"), value.get("samples"), value.get("waiting")
+    times = [value.get("since"), value.get("sampled_at")]
+    if not isinstance(where, str) or not all(_finite(t) for t in times):
+        return None
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 0 <= samples <= 10_000:
+        return None
+    if not _finite(waiting) or not 0.0 <= waiting <= 1.0:
+        return None
+    return Activity(kind=value["kind"], where=where[:MAX_WHERE], since=float(times[0]),
+                    sampled_at=float(times[1]), samples=samples,
+                    waiting=float(waiting))  # fmt: skip
 
 
 def _barrier_wait(sync: Any, where: str) -> BarrierWait:

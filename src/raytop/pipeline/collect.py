@@ -22,7 +22,7 @@ from raytop.model import (
     Trial,
 )
 from raytop.model.thresholds import Thresholds
-from raytop.pipeline.derive import with_rank_states
+from raytop.pipeline.derive import with_rank_states, with_restored_checkpoint
 from raytop.pipeline.history import History
 from raytop.pipeline.uninstrumented import uninstrumented_runs
 from raytop.process_identity import running_experiments
@@ -172,7 +172,7 @@ class SnapshotCollector:
         uploads = self._ledger.uploads(run.run_id, run.attempt_id)
         syncs = self._ledger.syncs(run.run_id, run.attempt_id)
         checkpoints = pipeline(uploads, snapshot, on_storage, time.time(), syncs)
-        return dataclasses.replace(run, checkpoints=checkpoints)
+        return with_restored_checkpoint(dataclasses.replace(run, checkpoints=checkpoints), snapshot)
 
     def _actors(self, cluster: Cluster) -> dict[str, dict[str, Any]]:
         if self._reader is None or not cluster.connected:
@@ -315,7 +315,10 @@ def attach_runs(
     experiments: list[Experiment], runs: tuple[TrainRun, ...]
 ) -> tuple[list[Experiment], tuple[TrainRun, ...]]:
     """Give each experiment the Train runs of its trials (named ``<experiment>-<trial id>``
-    by the raytop trainable); return the runs of no watched experiment separately."""
+    by the raytop trainable); return the runs of no watched experiment separately. A run
+    resumed by a new controller keeps its name under a new run id: the newest (the last
+    of its name in ``runs``, which the ledger reader orders oldest first) is the trial's,
+    and the earlier ones are not "other runs"."""
     by_name = {r.run_name: r for r in runs}
     attached: set[str] = set()
     result = []
@@ -325,6 +328,6 @@ def attach_runs(
             run = by_name.get(train_run_name(exp.name, trial.trial_id))
             if run is not None:
                 mine.append(dataclasses.replace(run, trial_id=trial.trial_id))
-                attached.add(run.run_id)
+                attached.add(run.run_name)
         result.append(dataclasses.replace(exp, runs=tuple(mine)))
-    return result, tuple(r for r in runs if r.run_id not in attached)
+    return result, tuple(r for r in runs if r.run_name not in attached)

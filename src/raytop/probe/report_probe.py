@@ -28,6 +28,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from raytop.model.records import MAX_REPORT_HISTORY, BarrierWait, CheckpointUpload, RankReport
+from raytop.probe.activity import ActivitySampler
 from raytop.probe.ledger import get_or_create_ledger
 from raytop.wire.cluster_kv import kv_get_in_cluster
 from raytop.wire.kv_keys import STACKS_COMMAND_KEY
@@ -36,6 +37,7 @@ from raytop.wire.train_hooks import (
     report_call_details,
     train_worker_callback_bases,
     train_worker_identity,
+    training_thread_id,
     upload_call_details,
 )
 
@@ -69,6 +71,7 @@ class _RankState:
         # This rank's waits in the report barrier (Train's checkpoint-name sync, done on
         # every report), the last few.
         self.syncs: deque[BarrierWait] = deque(maxlen=MAX_CHECKPOINTS)
+        self._sampler: ActivitySampler | None = None  # once the train loop's thread is known
         self._stack: tuple[str, str] | None = None  # (request id, stack text)
         self._answered: str | None = None
         self._ledger: Any = None
@@ -173,6 +176,7 @@ class _RankState:
                 if now - last_command_check >= HEARTBEAT_S:
                     last_command_check = now
                     self._answer_commands()
+                    self._sample_activity()
                 uploads = tuple((c["dir_name"], c["end"], c["error"]) for c in self.checkpoints)
                 key = (
                     self.entered,
@@ -188,6 +192,17 @@ class _RankState:
                 self.dropped += 1
             if woken:
                 return
+
+    def _sample_activity(self) -> None:
+        """Once a second: where the train loop is (``probe.activity``)."""
+        if self.done:
+            return
+        thread = self.train_thread or training_thread_id()
+        if thread is None:
+            return
+        if self._sampler is None or self._sampler.thread_id != thread:
+            self._sampler = ActivitySampler(thread)
+        self._sampler.sample(time.time())
 
     def _message(self, process: Any) -> RankReport:
         ident = self.identity
@@ -222,9 +237,13 @@ class _RankState:
             # Copies (``list(deque)`` is one step under the GIL): exit stamps the originals.
             report_times=[list(entry) for entry in list(self.history)],
             declared=ident.declared,
+            restored_from=ident.restored_from,
         )
         if self._stack is not None:
             message["stack_request"], message["stack"] = self._stack
+        activity = self._sampler.record() if self._sampler is not None else None
+        if activity is not None:
+            message["activity"] = activity
         return message
 
     def _send(self, message: RankReport) -> None:

@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from raytop.model import (
+    Activity,
     Attempt,
     LedgerStatus,
     RetryBudget,
@@ -34,6 +35,9 @@ from raytop.model.records import (
     RankRecord,
     RunAttempts,
     StackRequest,
+)
+from raytop.model.records import (
+    Activity as ActivityRecord,
 )
 from raytop.wire.gcs import GcsKv
 from raytop.wire.kv_keys import (
@@ -78,7 +82,13 @@ def worker_from_record(record: RankRecord, now: float) -> Worker:
         report_times=tuple(entered for entered, _ in record["report_times"]),
         report_exits=tuple(exited for _, exited in record["report_times"]),
         declared_resources=record["declared"],
+        restored_from=record["restored_from"],
+        activity=_activity(record["activity"]),
     )
+
+
+def _activity(record: ActivityRecord | None) -> Activity | None:
+    return Activity(**record) if record is not None else None
 
 
 def attempts_from_record(
@@ -225,9 +235,11 @@ class LedgerReader:
         for page in self._pages.values():
             by_run.setdefault(page["run_id"], []).append(page)
         runs = []
+        began: dict[str, float] = {}  # run id → when it was first seen
         for attempts in by_run.values():
             attempts.sort(key=lambda p: p["first_seen_at"])
             page = attempts[-1]
+            began[page["run_id"]] = attempts[0]["first_seen_at"]
             workers = sorted(
                 (worker_from_record(r, now) for r in page["ranks"].values()), key=lambda w: w.rank
             )
@@ -254,6 +266,7 @@ class LedgerReader:
             # flushed): its attempts alone.
             history, budget = attempts_from_record(record, now)
             last = history[-1] if history else None
+            began[run_id] = history[0].started_at if history else 0.0
             runs.append(
                 TrainRun(
                     run_id=run_id, run_name=record["run_name"],
@@ -262,7 +275,9 @@ class LedgerReader:
                     attempts=history, retry_budget=budget,
                 )
             )  # fmt: skip
-        return tuple(sorted(runs, key=lambda r: r.run_name))
+        # By name, and the runs of one name (each controller that ran it: a resumed run has
+        # the same name, a new run id) oldest first: ``attach_runs`` keeps the newest.
+        return tuple(sorted(runs, key=lambda r: (r.run_name, began[r.run_id])))
 
     def _ranks(self, run_id: str, attempt_id: str) -> dict[str, RankRecord]:
         page = self._pages.get(page_key(run_id, attempt_id))

@@ -49,6 +49,15 @@ class WorkerIdentity:
     # The logical resources Ray assigned this worker (``{"CPU": 1.0}``): what it declared,
     # which Ray does not enforce on the OS (RAY_NOTES 0): the faces show both.
     declared: dict[str, float]
+    # The folder name of the checkpoint Train gave this worker group to start from
+    # (``ray.train.get_checkpoint()``), None when it started fresh: matched against the
+    # run's checkpoint snapshot, it tells what a restart restored, even across controllers.
+    restored_from: str | None
+
+
+def _folder_name(path: Any) -> str | None:
+    name = str(path).rstrip("/").rsplit("/", 1)[-1] if path else ""
+    return name or None
 
 
 def train_worker_identity() -> WorkerIdentity:
@@ -58,6 +67,7 @@ def train_worker_identity() -> WorkerIdentity:
 
     ctx = get_train_context()
     runtime = ray.get_runtime_context()
+    checkpoint = ray.train.get_checkpoint()
     return WorkerIdentity(
         run_id=ctx.train_run_context.run_id,
         run_name=ctx.get_experiment_name(),
@@ -71,7 +81,20 @@ def train_worker_identity() -> WorkerIdentity:
         placement_group_id=runtime.get_placement_group_id(),
         run_path=str(ctx.storage_context.experiment_fs_path),
         declared={str(k): float(v) for k, v in runtime.get_assigned_resources().items()},
+        restored_from=_folder_name(getattr(checkpoint, "path", None)) if checkpoint else None,
     )
+
+
+def training_thread_id() -> int | None:
+    """The thread Train V2 runs the user's train function in (its ``ThreadRunner`` names
+    it ``TrainingThread(<fn>)``, thread_runner.py, verified on 2.58), before it first
+    calls ``report``; None when there is none (yet)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("TrainingThread("):
+            return thread.ident
+    return None
 
 
 def _caller_locals(function: str, key: str, max_depth: int) -> dict[str, Any] | None:

@@ -1,0 +1,181 @@
+"""Hang triage over hand-made runs (pure, no Ray): the learned threshold, each class with
+the ranks it names, the straggler, and no verdict without evidence."""
+
+from __future__ import annotations
+
+from raytop.diagnose.check import (
+    BARRIER_STALL,
+    CHECKPOINT_UPLOAD_STUCK,
+    COLLECTIVE_HANG,
+    COMPUTE_HANG,
+    CONTROLLER_STUCK,
+    DATA_LOADER_HANG,
+    HEALTHY,
+    exit_code,
+)
+from raytop.diagnose.hang import hang_findings, stall_threshold
+from raytop.diagnose.ledger import run_findings
+from raytop.model import Activity, CheckpointRecord, TrainRun, Worker
+from raytop.model.thresholds import Thresholds
+
+NOW = 10_000.0
+T = Thresholds()  # learned
+
+
+def rank(r: int, reports: int, *, last: float, inside: bool = False, interval: float = 2.0,
+         kind: str | None = None, where: str = "", since: float | None = None,
+         samples: int = 0, waiting: float = 0.0) -> Worker:  # fmt: skip
+    """Rank ``r``: ``reports`` reports every ``interval`` s, the last entered at ``last``
+    (and left at once unless ``inside``), sampled in ``kind`` at ``where`` since ``since``."""
+    entries = tuple(last - interval * i for i in range(min(reports, 32)))[::-1]
+    exits = tuple(e + 0.01 for e in entries[:-1]) + ((None,) if inside else (last + 0.01,))
+    activity = None
+    if kind is not None:
+        activity = Activity(kind, where or kind, since if since is not None else last, NOW,
+                            samples, waiting)  # fmt: skip
+    return Worker(
+        rank=r, reports_entered=reports, reports_exited=reports - (1 if inside else 0),
+        last_enter_at=last, last_exit_at=None if inside else last + 0.01,
+        last_report_age_s=NOW - last, heartbeat_age_s=0.5, report_times=entries,
+        report_exits=exits, activity=activity,
+    )  # fmt: skip
+
+
+def run(*workers: Worker, checkpoints=()) -> TrainRun:
+    return TrainRun("r1", "exp-t1", "a1", len(workers), workers=workers,
+                    checkpoints=tuple(checkpoints))  # fmt: skip
+
+
+def kinds(findings) -> list[str]:
+    return [f.kind for f in findings]
+
+
+def test_the_threshold_is_learned_from_the_run_and_fixed_when_given():
+    fast = run(rank(0, 10, last=NOW, interval=2.0), rank(1, 10, last=NOW, interval=2.0))
+    assert stall_threshold(fast, T)[0] == 10.0  # 3 × 2 s is under the 10 s floor
+    slow = run(rank(0, 10, last=NOW, interval=600.0), rank(1, 10, last=NOW, interval=600.0))
+    assert stall_threshold(slow, T)[0] == 1800.0  # a 10-minute epoch is never a 60 s stall
+    assert stall_threshold(slow, Thresholds.given(60.0))[0] == 60.0  # --stall-after fixes it
+    young = run(rank(0, 1, last=NOW), rank(1, 1, last=NOW))
+    assert stall_threshold(young, T)[0] == T.stall_after_s  # too early to learn
+
+
+def test_a_rank_that_sleeps_before_its_all_reduce_is_named_holding_the_collective():
+    sleeper = rank(
+        1,
+        20,
+        last=NOW - 14,
+        kind="user",
+        where="train_loop (loop.py:30) time.sleep(600)",
+        since=NOW - 13,
+    )
+    peers = [rank(r, 20, last=NOW - 14, kind="collective", since=NOW - 12,
+                  where="torch.distributed.all_reduce from train_loop (loop.py:31)")
+             for r in (0, 2, 3)]  # fmt: skip
+    (hang,) = hang_findings(run(peers[0], sleeper, *peers[1:]), T, NOW)
+    assert hang.kind == "collective_hang" and exit_code([hang]) == COLLECTIVE_HANG
+    assert hang.evidence["holding_ranks"] == [1] and hang.evidence["waiting_ranks"] == [0, 2, 3]
+    assert "rank 1 has been in train_loop (loop.py:30) time.sleep(600) for 13s" in hang.message
+    assert "ranks 0, 2, 3 have been in torch.distributed.all_reduce" in hang.message
+    assert hang.message.endswith("rank 1 has not joined it")
+    # DDP: the waiting ranks are in backward, where DDP all-reduces the gradients
+    ddp = [rank(r, 20, last=NOW - 14, kind="backward", since=NOW - 12) for r in (0, 2)]
+    (hang,) = hang_findings(run(ddp[0], sleeper, ddp[1]), T, NOW)
+    assert hang.kind == "collective_hang" and hang.evidence["holding_ranks"] == [1]
+
+
+def test_no_verdict_before_the_threshold_or_without_a_sample():
+    early = [rank(r, 20, last=NOW - 8, kind="collective") for r in (0, 1)]
+    assert hang_findings(run(*early), T, NOW) == []  # 8 s < the 10 s learned threshold
+    unsampled = [rank(r, 20, last=NOW - 30) for r in (0, 1)]
+    assert hang_findings(run(*unsampled), T, NOW) == []  # where? unknown: no claim
+
+
+def test_a_rank_blocked_in_its_data_loader_is_named():
+    loader = rank(1, 20, last=NOW - 15, kind="data_loader",
+                  where="DataLoader.__next__ from train_loop (loop.py:20)")  # fmt: skip
+    waiting = rank(0, 20, last=NOW - 15, kind="collective")
+    (hang,) = hang_findings(run(waiting, loader), T, NOW)
+    assert hang.kind == "data_loader_hang" and exit_code([hang]) == DATA_LOADER_HANG
+    assert hang.evidence["holding_ranks"] == [1] and "rank 1 is stuck in the data loader" in (
+        hang.message
+    )
+    # With no collective in the step, the others wait in the report barrier instead: the
+    # barrier shows it, the data loader is named as the cause.
+    behind = rank(1, 19, last=NOW - 17, kind="data_loader", where="DataLoader.__next__")
+    ahead = rank(0, 20, last=NOW - 15, inside=True, kind="report")
+    (stall,) = run_findings(run(ahead, behind), T)
+    assert stall.kind == "data_loader_hang" and "rank 1 is 1 report behind, in DataLoader" in (
+        stall.message
+    )
+    user = rank(1, 19, last=NOW - 17, kind="user", where="step (loop.py:9)")
+    (stall,) = run_findings(run(ahead, user), T)
+    assert stall.kind == "barrier_stall" and exit_code([stall]) == BARRIER_STALL
+
+
+def test_every_rank_inside_the_same_report_is_a_stuck_controller():
+    inside = [rank(r, 12, last=NOW - 20 + r, inside=True, kind="report") for r in (0, 1, 2)]
+    (stuck,) = hang_findings(run(*inside), T, NOW)
+    assert stuck.kind == "controller_stuck" and exit_code([stuck]) == CONTROLLER_STUCK
+    assert "every rank (3) arrived at report 12 and none has returned for 18s" in stuck.message
+    # not while an upload is in flight: that is the upload's class
+    uploading = CheckpointRecord(
+        "checkpoint_x",
+        "uploading",
+        bytes=1000,
+        uploading_since=NOW - 5,
+        rank_uploads={0: (NOW - 5, None)},
+    )
+    assert kinds(hang_findings(run(*inside, checkpoints=[uploading]), T, NOW)) == []
+
+
+def test_an_upload_far_past_its_usual_pace_is_stuck_and_a_big_one_is_not():
+    done = [CheckpointRecord(f"c{i}", "committed", bytes=1_000_000, upload_s=0.1,
+                             throughput_bps=10e6) for i in range(3)]  # fmt: skip
+    ranks = [rank(r, 12, last=NOW - 20, inside=r == 0) for r in (0, 1)]
+    stuck = CheckpointRecord(
+        "c3",
+        "uploading",
+        bytes=1_000_000,
+        uploading_since=NOW - 25,
+        mode="SYNC",
+        rank_uploads={0: (NOW - 25, None)},
+    )
+    (finding,) = hang_findings(run(*ranks, checkpoints=[*done, stuck]), T, NOW)
+    assert finding.kind == "checkpoint_upload_stuck"
+    assert exit_code([finding]) == CHECKPOINT_UPLOAD_STUCK
+    assert "on rank 0" in finding.message and "usual 10.00 MB/s would take 0.1s" in (
+        finding.message
+    )
+    huge = CheckpointRecord(
+        "c3",
+        "uploading",
+        bytes=10_000_000_000,
+        uploading_since=NOW - 25,
+        rank_uploads={0: (NOW - 25, None)},
+    )  # 1000 s at 10 MB/s
+    assert hang_findings(run(*ranks, checkpoints=[*done, huge]), T, NOW) == []
+
+
+def test_every_rank_in_its_own_code_with_no_report_is_a_compute_hang():
+    loop = [rank(r, 20, last=NOW - 30, kind="user", where="step (loop.py:9)") for r in (0, 1)]
+    (hang,) = hang_findings(run(*loop), T, NOW)
+    assert hang.kind == "compute_hang" and exit_code([hang]) == COMPUTE_HANG
+
+
+def test_a_rank_three_times_slower_is_a_straggler_not_a_hang():
+    slow = rank(2, 30, last=NOW - 1, kind="user", samples=40, waiting=0.02)
+    peers = [rank(r, 30, last=NOW - 1, kind="collective", samples=40, waiting=0.66)
+             for r in (0, 1, 3)]  # fmt: skip
+    (found,) = hang_findings(run(peers[0], peers[1], slow, peers[2]), T, NOW)
+    assert found.kind == "straggler" and found.severity == "warning"
+    assert exit_code([found]) == HEALTHY
+    assert found.evidence["rank"] == 2 and found.evidence["score"] > 2.5
+    # jitter is not a straggler
+    even = [rank(r, 30, last=NOW - 1, kind="user", samples=40, waiting=w)
+            for r, w in enumerate((0.1, 0.2, 0.15, 0.05))]  # fmt: skip
+    assert hang_findings(run(*even), T, NOW) == []
+    # too few samples: no score
+    young = [rank(r, 3, last=NOW - 1, kind="user", samples=5, waiting=w)
+             for r, w in enumerate((0.0, 0.9))]  # fmt: skip
+    assert hang_findings(run(*young), T, NOW) == []

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from raytop.model import untrusted
+from raytop.faces.text import status_text
+from raytop.model import Snapshot, untrusted
 from raytop.model.snapshot import HOST_FROM_OS, HOST_FROM_RAY
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.sources import remote_hosts
@@ -146,8 +147,6 @@ def test_the_node_elsewhere_gets_the_dashboards_figures_and_the_local_one_psutil
     assert dashboard.paths == [NODE_SUMMARY_PATH]
     assert kv.gets_from == [("dashboard", "dashboard")]
     # What status --json says reads back the same.
-    from raytop.model import Snapshot
-
     back = Snapshot.from_json(json.loads(json.dumps(snapshot.to_json())))
     assert back.cluster.nodes[1].host == there.host
 
@@ -188,6 +187,7 @@ def test_a_cluster_without_a_dashboard_says_so_quietly():
         "no host figures for 1 node(s) elsewhere: Ray's dashboard is not in this cluster "
         "(no address in its KV store)"
     )
+    assert f"  note: {snapshot.cluster.host_note}" in status_text(snapshot).splitlines()
 
 
 def test_a_bad_answer_is_one_warning_naming_the_endpoint(dashboard):

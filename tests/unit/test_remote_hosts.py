@@ -21,7 +21,6 @@ from raytop.faces.text import status_text
 from raytop.model import Snapshot, untrusted
 from raytop.model.snapshot import HOST_FROM_OS, HOST_FROM_RAY
 from raytop.pipeline.collect import SnapshotCollector
-from raytop.sources import remote_hosts
 from raytop.sources.remote_hosts import CACHE_S, MAX_BACKOFF_S, RemoteHosts
 from raytop.wire.dashboard import NODE_SUMMARY_PATH, DashboardClient, DashboardUnreachable
 from tests.fakes import FakeKv
@@ -305,10 +304,12 @@ def test_a_dashboard_that_stays_down_is_asked_less_and_less_often():
     assert max(gaps) == MAX_BACKOFF_S and min(gaps) >= CACHE_S
     assert hosts.note == "Ray's dashboard at http://head:8265 did not answer (timed out)"
     # Back: figures at the next ask, and the period is CACHE_S again.
-    client.answers = [RECORDED]
+    client.answers, client.asked = [RECORDED], 0
     clock.now += MAX_BACKOFF_S
-    assert FAR_ID in hosts.stats() and hosts.note is None
-    assert remote_hosts.RemoteHosts._period(hosts) == CACHE_S
+    assert FAR_ID in hosts.stats() and hosts.note is None and client.asked == 1
+    clock.now += CACHE_S
+    hosts.stats()
+    assert client.asked == 2
 
 
 def test_figures_gone_when_the_dashboard_stops_answering():

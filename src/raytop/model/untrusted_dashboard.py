@@ -46,8 +46,8 @@ from raytop.model.untrusted import (
     text,
 )
 
-# The answer is about 13 KB a node (most of it the raylet's and the agent's command
-# lines): 8 MiB is some 600 nodes. Above it the answer is refused unread, with a warning.
+# The answer is about 14 KB a node (most of it the raylet's and the agent's command
+# lines): 8 MiB is some 580 nodes. Above it the answer is refused unread, with a warning.
 MAX_DASHBOARD_BYTES = 8 * MiB
 MAX_NODES = 10_000
 MAX_ADDRESS_CHARS = 256

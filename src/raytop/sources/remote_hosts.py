@@ -48,7 +48,6 @@ class RemoteHosts:
         self._stats: dict[str, HostStats] = {}
         self._next_at: float | None = None
         self._failures = 0  # asks in a row the dashboard did not answer
-        self.fetches = 0
         self.warning: str | None = None  # the last answer was bad: its last good copy is kept
         self.note: str | None = None  # the dashboard did not answer: no figures
 
@@ -64,7 +63,6 @@ class RemoteHosts:
         return min(MAX_BACKOFF_S, CACHE_S * 2 ** (self._failures - 1))
 
     def _fetch(self) -> None:
-        self.fetches += 1
         try:
             raw = self._client.node_summary()
             data = untrusted.parse(raw, untrusted_dashboard.MAX_DASHBOARD_BYTES)

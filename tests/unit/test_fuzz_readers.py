@@ -1,8 +1,9 @@
 """Property: every reader of a file or a KV value survives any input. Random bytes, random
 JSON shapes and valid documents with one part replaced by a random value go to the
 experiment reader (Tune's state, the probe's table, driver.json, job.json), the checkpoint
-snapshot reader, the ledger reader, the trial registrations and experiments.json: no
-exception escapes, and whatever could not be used is a warning."""
+snapshot reader, the ledger reader, the trial registrations, experiments.json and Ray's
+dashboard's answer on its nodes' hosts: no exception escapes, and whatever could not be
+used is a warning."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from raytop.sources import storage
 from raytop.sources.checkpoints import SNAPSHOT_FILE, CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
+from raytop.sources.remote_hosts import RemoteHosts
 from raytop.sources.tune_dir import ExperimentReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX, TRIAL_PREFIX
 from tests.fakes import FakeKv
@@ -107,6 +109,11 @@ RUN_RECORD = {"run_id": "r", "run_name": "exp-t1", "sent_at": 9.0,
                                      "ended_at": None, "error": None, "error_class": None,
                                      "failure_class": None,
                                      "restored": {"epoch": 0.0}}]}  # fmt: skip
+NODE_SUMMARY = {"result": True, "msg": "Node summary fetched.", "data": {"summary": [
+    {"raylet": {"nodeId": "c7401", "state": "ALIVE"}, "cpu": 12.5, "cpus": [2, 2],
+     "mem": [25276203008, 21309267968, 15.7, 3966935040], "ip": "10.0.0.5", "hostname": "w1",
+     "loadAvg": [[1.5, 1.0, 0.5], [0.75, 0.5, 0.25]]},
+    {"raylet": {"nodeId": "d8502", "state": "ALIVE"}, "tpus": []}]}}  # fmt: skip
 REGISTRATION = {"experiment": "exp", "trial_id": "t1", "actor_id": "a1", "pg_id": "pg1"}
 REGISTRY = [{"name": "exp", "path": "/x", "raytop_dir": "/x/.raytop"}]
 
@@ -200,6 +207,36 @@ def test_the_ledger_reader_survives_any_run_record(record, again):
     if status.warnings:
         # a bad record keeps the last good copy
         assert [(a.index, a.status, a.error) for a in run.attempts] == before
+
+
+@FUZZ
+@given(first=mutated(NODE_SUMMARY), then=mutated(NODE_SUMMARY))
+def test_the_dashboards_host_figures_survive_any_answer(first, then):
+    class Answers:
+        endpoint = "http://head:8265/nodes?view=summary"
+        answer = first
+
+        def node_summary(self):
+            return self.answer
+
+    clock = [0.0]
+    client = Answers()
+    hosts = RemoteHosts(client, lambda: clock[0])
+    stats = hosts.stats()
+    if first == json.dumps(NODE_SUMMARY).encode():
+        assert set(stats) == {"c7401"} and hosts.warning is None
+    if hosts.warning is not None:
+        assert stats == {}  # nothing good yet: no figures rather than a guess
+    for figures in stats.values():  # whatever is taken is in range
+        assert 0.0 <= figures.cpu_percent <= 100.0 and figures.cpus >= 0
+        assert 0 <= figures.memory_used <= figures.memory_total
+        assert figures.load_1m is None or figures.load_1m >= 0
+    if hosts.warning is not None:
+        assert "\n" not in hosts.warning and hosts.warning.startswith(Answers.endpoint)
+    client.answer, clock[0] = then, 10.0  # the next ask, over the last good copy
+    again = hosts.stats()
+    if hosts.warning is not None:
+        assert again == stats  # a bad answer keeps the last good figures
 
 
 @FUZZ

@@ -32,6 +32,8 @@ def status_text(snapshot: Snapshot) -> str:
         )
         where = f"{c.address}{' (embedded)' if c.embedded else ''}"
         lines = [f"cluster {where}: {c.alive_nodes} node(s), {usage}, Ray {c.ray_version}"]
+        if c.host_note:
+            lines.append(f"  note: {c.host_note}")
     elif c.history_only:
         lines = [c.error or "no cluster"]
     else:

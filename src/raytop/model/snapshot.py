@@ -32,16 +32,24 @@ class ExperimentStatus(StrEnum):
     UNKNOWN = "UNKNOWN"  # nothing readable on disk yet
 
 
+HOST_FROM_OS = "os"  # psutil in raytop's own process: a node on raytop's host, fresh
+HOST_FROM_RAY = "ray"  # Ray's dashboard: what the node's agent last reported (every ~5 s)
+HOST_SOURCES = (HOST_FROM_OS, HOST_FROM_RAY)
+
+
 @dataclass(frozen=True)
 class HostStats:
     """What the OS says of a node's host (not Ray's logical resources): CPU % of all its
-    cores, memory in use, the 1-minute load average."""
+    cores, memory in use, the 1-minute load average. ``source`` says who measured it:
+    raytop itself (``"os"``) or the node's Ray agent, through the dashboard (``"ray"``:
+    seconds old, and in a pod the container's figures)."""
 
     cpu_percent: float
     cpus: int
     memory_used: int
     memory_total: int
     load_1m: float | None = None
+    source: str = HOST_FROM_OS  # one of HOST_SOURCES
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,8 @@ class Node:
     resources_total: dict[str, float] = field(default_factory=dict)
     resources_available: dict[str, float] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
-    # The host's own figures, for a node on the host raytop runs on; None: not known.
+    # The host's own figures: psutil's for a node on the host raytop runs on, Ray's
+    # dashboard's for a node elsewhere (``HostStats.source``); None: not known.
     host: HostStats | None = None
 
     def used(self, resource: str) -> float:
@@ -90,6 +99,10 @@ class Cluster:
     # No cluster on purpose (``--storage``): the experiments are history read from storage,
     # and ``error`` says so ("no cluster: history from storage"); not a fault to report.
     history_only: bool = False
+    # Why nodes elsewhere have no host figures, in one line (Ray's dashboard did not
+    # answer, or the cluster has none); None when they have them or all nodes are local.
+    # A note, not a fault: no finding, no warning.
+    host_note: str | None = None
 
     def total(self, resource: str) -> float:
         return sum(n.resources_total.get(resource, 0.0) for n in self.nodes if n.alive)

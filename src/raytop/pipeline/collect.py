@@ -14,6 +14,7 @@ from raytop.home import read_registry
 from raytop.model import (
     Cluster,
     Experiment,
+    HostStats,
     LedgerStatus,
     Node,
     PlacementGroup,
@@ -32,8 +33,10 @@ from raytop.sources.history import LOCAL_RELIST_S, ExperimentFolders, same_place
 from raytop.sources.host import HostProbe
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
+from raytop.sources.remote_hosts import NodeSummarySource, RemoteHosts
 from raytop.sources.storage import Storages
 from raytop.sources.tune_dir import ExperimentReader
+from raytop.wire.dashboard import DashboardClient
 from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
 
 STACK_POLL_S = 0.25
@@ -66,9 +69,12 @@ class SnapshotCollector:
         watch: bool = False,
         gcs: tuple[Any, Any] | None = None,
         storage_roots: list[str] | None = None,
+        dashboard: NodeSummarySource | None = None,
     ) -> None:
         """``gcs``: (reader, kv) standing in for ``wire.gcs.GcsReader`` / ``GcsKv`` of
-        ``address`` (tests of the pipeline's join with recorded shapes, no cluster).
+        ``address`` (tests of the pipeline's join with recorded shapes, no cluster);
+        ``dashboard`` for ``wire.dashboard.DashboardClient`` (with ``gcs``, none unless
+        given: the nodes elsewhere then have no host figures).
         ``storage_roots`` (``--storage``): every Tune experiment folder under each is
         shown too, completed with its history from storage (``pipeline.history``); with
         no cluster the snapshot says "no cluster: history from storage", not a fault."""
@@ -81,6 +87,8 @@ class SnapshotCollector:
         else:
             self._reader = GcsReader(address) if address else None
             kv = GcsKv(address) if address else None
+            if dashboard is None and kv is not None:
+                dashboard = DashboardClient(kv)
         self._ledger = LedgerReader(kv) if kv else None
         self._placement = PlacementReader(self._reader, kv) if kv else None
         # One watch (local) or poll (remote) per storage root, shared by every reader;
@@ -89,6 +97,9 @@ class SnapshotCollector:
         self._snapshots = CheckpointSnapshots(self._storages)
         self._lock = threading.Lock()
         self._host = HostProbe()
+        # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
+        self._remote = RemoteHosts(dashboard) if dashboard is not None else None
+        self._host_warnings: list[str] = []  # a bad dashboard answer, this collection
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
         self._warnings: list[str] = []  # raytop's own records, read once here
@@ -113,15 +124,33 @@ class SnapshotCollector:
                 self._experiments.append(ExperimentReader(path, None, self._storages))
             self._from_storage.setdefault(seen[key], path)
 
-    def _with_host(self, nodes: tuple[Node, ...]) -> tuple[Node, ...]:
-        """The nodes on this host get its OS figures (``sources.host``); others none."""
-        local = [i for i, n in enumerate(nodes) if n.alive and self._host.is_local(n.address)]
-        stats = self._host.stats() if local else None
-        if stats is None:
-            return nodes
-        return tuple(
-            dataclasses.replace(n, host=stats) if i in local else n for i, n in enumerate(nodes)
+    def _with_host(self, nodes: tuple[Node, ...]) -> tuple[tuple[Node, ...], str | None]:
+        """The nodes on this host get its OS figures (``sources.host``: fresh); the other
+        alive nodes Ray's, from its dashboard (``sources.remote_hosts``), asked only when
+        there are such nodes. Also the one-line note on why those have none, if so."""
+        alive = [n for n in nodes if n.alive]
+        local = {n.node_id for n in alive if self._host.is_local(n.address)}
+        elsewhere = [n for n in alive if n.node_id not in local]
+        here = self._host.stats() if local else None
+        there: dict[str, HostStats] = {}
+        note = None
+        if elsewhere and self._remote is not None:
+            there = self._remote.stats()
+            self._host_warnings = [self._remote.warning] if self._remote.warning else []
+            if self._remote.note:
+                note = f"no host figures for {len(elsewhere)} node(s) elsewhere: "
+                note += self._remote.note
+        figures = {n.node_id: there[n.node_id] for n in elsewhere if n.node_id in there}
+        if here is not None:
+            figures.update(dict.fromkeys(local, here))
+        if not figures:
+            return nodes, note
+        # Only alive nodes are in ``figures``: a dead one keeps host None.
+        placed = tuple(
+            dataclasses.replace(n, host=figures[n.node_id]) if n.node_id in figures else n
+            for n in nodes
         )
+        return placed, note
 
     def _cluster(self) -> Cluster:
         cluster = self._gcs_cluster()
@@ -140,16 +169,18 @@ class SnapshotCollector:
                 error=self._unreachable_reason or "no Ray cluster found (none named, none running)",
             )
         try:
-            nodes = self._with_host(nodes_from_gcs(self._reader.nodes()))
+            nodes = nodes_from_gcs(self._reader.nodes())
         except ClusterUnreachable as exc:
             return Cluster(address=self.address, connected=False, error=str(exc),
                            embedded=self.embedded)  # fmt: skip
+        nodes, host_note = self._with_host(nodes)
         return Cluster(
             address=self.address,
             connected=True,
             embedded=self.embedded,
             ray_version=ray_version(),
             nodes=nodes,
+            host_note=host_note,
         )
 
     def _runs(self, cluster: Cluster) -> tuple[tuple[TrainRun, ...], LedgerStatus | None]:
@@ -204,6 +235,7 @@ class SnapshotCollector:
             return self._collect()
 
     def _collect(self) -> Snapshot:
+        self._host_warnings = []
         cluster = self._cluster()
         self._discover()
         experiments = [reader.read() for reader in self._experiments]
@@ -231,7 +263,7 @@ class SnapshotCollector:
             runs=() if self._only_named else (*unmatched, *self._uninstrumented(runs, actors)),
             ledger=ledger,
             placement_groups=groups,
-            warnings=tuple(self._warnings + self._history_warnings),
+            warnings=tuple(self._warnings + self._history_warnings + self._host_warnings),
         )
         return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
 

@@ -3,8 +3,8 @@
 Ray's resources are bookkeeping, not OS limits (RAY_NOTES 0, i): a node "4/4 CPU" may be
 idle or pegged. On a head pod raytop shares its host with the head node (and on a laptop
 with every node of a loopback cluster), so psutil answers for the nodes whose address is
-one of this host's. Other nodes' figures would need Ray's dashboard; they are left unknown,
-never guessed.
+one of this host's. Other nodes get Ray's own figures from its dashboard
+(``sources.remote_hosts``), or none: never a guess.
 """
 
 from __future__ import annotations

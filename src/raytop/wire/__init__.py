@@ -8,6 +8,8 @@ check. Modules, by what they hold:
 - ``version``: the Ray line the private calls were verified on, and the check.
 - ``gcs``: the GCS and its internal KV from outside the cluster (no ``ray.init``).
 - ``cluster_kv``: the same KV store from inside a Ray process.
+- ``dashboard``: Ray's dashboard head over HTTP (its address from the KV store): the host
+  figures of nodes raytop cannot measure itself.
 - ``train_hooks``: Train V2's worker callback classes and what the probe reads in them.
 - ``kv_keys``: the KV namespace and every key raytop writes or reads there.
 """

@@ -219,9 +219,11 @@ class GcsKv(_OutsideClient):
             self._client = raylet.GcsClient(address=self.address)
         return self._client
 
-    def _call(self, fn: str, *args: Any) -> Any:
+    def _call(
+        self, fn: str, *args: Any, namespace: str = KV_NAMESPACE, timeout_s: float = KV_TIMEOUT_S
+    ) -> Any:
         try:
-            return getattr(self._gcs(), fn)(*args, namespace=KV_NAMESPACE, timeout=KV_TIMEOUT_S)
+            return getattr(self._gcs(), fn)(*args, namespace=namespace, timeout=timeout_s)
         except ClusterUnreachable:
             self._client = None
             raise
@@ -233,6 +235,12 @@ class GcsKv(_OutsideClient):
 
     def get(self, key: str) -> bytes | None:
         return self._call("internal_kv_get", key.encode())
+
+    def get_from(self, namespace: str, key: str, timeout_s: float = KV_TIMEOUT_S) -> bytes | None:
+        """A key of one of Ray's own namespaces (e.g. where its dashboard listens,
+        ``wire.dashboard``), not raytop's."""
+        return self._call("internal_kv_get", key.encode(), namespace=namespace,
+                          timeout_s=timeout_s)  # fmt: skip
 
     def multi_get(self, keys: list[str]) -> dict[str, bytes]:
         if not keys:

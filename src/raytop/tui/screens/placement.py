@@ -128,7 +128,10 @@ class PlacementScreen(SnapshotScreen):
         self.query_one(ClusterBar).show(state.cluster, state.problem)
         self._show_age()
         groups = self._groups()
-        self.query_one(NodeTable).show_nodes(snapshot.cluster.nodes if snapshot else ())
+        nodes = self.query_one(NodeTable)
+        nodes.show_nodes(snapshot.cluster.nodes if snapshot else ())
+        # Why nodes elsewhere show no host figures (a quiet note: hover, or status --json).
+        nodes.tooltip = snapshot.cluster.host_note if snapshot else None
         self.query_one(GpuSlots).show(snapshot)
         self.query_one("#placement-summary", Static).update(describe_groups(groups))
         self.query_one(PlacementTable).show_groups(groups)

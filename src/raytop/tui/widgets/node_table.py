@@ -67,7 +67,9 @@ def custom_resources(node: Node) -> str:
 
 def host_figures(node: Node) -> str:
     """``35% 12.1G/24G``: the OS's CPU % and memory of the node's host, beside Ray's
-    logical columns (they are not OS limits); ``-`` where raytop cannot see the host."""
+    logical columns (they are not OS limits): measured by raytop on its own host, else
+    as the node's Ray agent reported them to the dashboard; ``-`` where neither can be
+    had (no dashboard answers, or the node's agent has not reported yet)."""
     host = node.host
     if host is None or not node.alive:
         return "-"

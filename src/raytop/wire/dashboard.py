@@ -1,0 +1,141 @@
+"""Ray's dashboard head, over HTTP: the one place raytop asks it anything.
+
+raytop measures the host it runs on itself; for the nodes elsewhere it asks the dashboard
+head, which every node's Ray agent tells its host's CPU, memory and load every ~5 s
+(RAY_NOTES i: the dashboard is optional, so this is enrichment, never a dependency).
+
+Where it listens is a value of the GCS KV store: namespace ``dashboard``, key
+``dashboard`` (``ray._private.ray_constants.KV_NAMESPACE_DASHBOARD`` / ``DASHBOARD_ADDRESS``,
+written by ``dashboard/head.py`` once it serves), read through the collector's own KV
+client. Ray writes it even when the head serves no HTTP (``include_dashboard=False``
+starts a dashboard process without a server): then nothing listens there, and the answer
+is "did not answer". The address is read again after every failure: a restarted head may
+listen elsewhere.
+
+Each request has one deadline for the whole exchange (connect, send, every read), not a
+timeout per socket call, and reads at most a size cap: a slow or hostile server costs the
+collector's thread at most ``FETCH_DEADLINE_S``. The body is returned unparsed; its
+validation is ``model.untrusted_dashboard``'s.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from typing import Any
+
+from raytop.model import untrusted, untrusted_dashboard
+from raytop.wire.gcs import ClusterUnreachable, GcsKv
+from raytop.wire.version import check_ray_version
+
+NODE_SUMMARY_PATH = "/nodes?view=summary"
+FETCH_DEADLINE_S = 1.0
+READ_CHUNK = 64 * 1024
+KV_ADDRESS_LABEL = "Ray's dashboard address (KV namespace dashboard, key dashboard)"
+
+
+class DashboardUnreachable(RuntimeError):
+    """No dashboard answered: none in the cluster, not reachable from here (bound to the
+    head's loopback, a port-forward missing), or an error status. Not a fault of the
+    cluster: the nodes elsewhere just have no host figures. The message completes
+    "Ray's dashboard …": "at http://10.0.0.5:8265 did not answer (Connection refused)"."""
+
+
+class DashboardClient:
+    """``node_summary()`` from the dashboard head whose address the cluster's KV store
+    holds. Raises ``DashboardUnreachable``, or ``untrusted.Invalid`` when the address is
+    not ``host:port`` or the answer is over its size cap."""
+
+    def __init__(self, kv: GcsKv, deadline_s: float = FETCH_DEADLINE_S) -> None:
+        check_ray_version()
+        self._kv = kv
+        self._deadline_s = deadline_s
+        self._address: tuple[str, str, int] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """What the warnings name: the URL asked, or the KV value while none is known."""
+        if self._address is None:
+            return KV_ADDRESS_LABEL
+        return _base_url(*self._address) + NODE_SUMMARY_PATH
+
+    def _where(self) -> tuple[str, str, int]:
+        if self._address is None:
+            from ray._private import ray_constants
+
+            namespace = ray_constants.KV_NAMESPACE_DASHBOARD
+            if isinstance(namespace, bytes):
+                namespace = namespace.decode()
+            try:
+                raw = self._kv.get_from(
+                    namespace, ray_constants.DASHBOARD_ADDRESS, timeout_s=self._deadline_s
+                )
+            except ClusterUnreachable as exc:
+                raise DashboardUnreachable(f"address could not be read ({exc})") from None
+            if raw is None:
+                raise DashboardUnreachable("is not in this cluster (no address in its KV store)")
+            try:
+                self._address = untrusted_dashboard.dashboard_address(raw)
+            except UnicodeDecodeError:
+                raise untrusted.Invalid("not text (binary bytes?)") from None
+        return self._address
+
+    def node_summary(self) -> bytes:
+        """The body of ``GET /nodes?view=summary`` (at most
+        ``untrusted_dashboard.MAX_DASHBOARD_BYTES``)."""
+        scheme, host, port = self._where()
+        try:
+            return fetch(scheme, host, port, NODE_SUMMARY_PATH, self._deadline_s,
+                         untrusted_dashboard.MAX_DASHBOARD_BYTES)  # fmt: skip
+        except DashboardUnreachable as exc:
+            self._address = None  # read it again next time
+            raise DashboardUnreachable(f"at {_base_url(scheme, host, port)} {exc}") from None
+
+
+def _base_url(scheme: str, host: str, port: int) -> str:
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def _left(deadline: float, deadline_s: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise DashboardUnreachable(f"did not answer in full within {deadline_s:g} s")
+    return left
+
+
+def fetch(scheme: str, host: str, port: int, path: str, deadline_s: float,
+          max_bytes: int) -> bytes:  # fmt: skip
+    """The body of a 200 answer to ``GET path``, all of it within ``deadline_s``;
+    ``DashboardUnreachable`` for anything else, ``untrusted.Refused`` above ``max_bytes``."""
+    deadline = time.monotonic() + deadline_s
+    kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+    conn: Any = kind(host, port, timeout=deadline_s)
+    try:
+        conn.connect()
+        sock = conn.sock  # the response reads from it after the connection lets it go
+        sock.settimeout(_left(deadline, deadline_s))
+        conn.request("GET", path, headers={"Accept": "application/json",
+                                           "Accept-Encoding": "identity",
+                                           "Connection": "close"})  # fmt: skip
+        sock.settimeout(_left(deadline, deadline_s))
+        response = conn.getresponse()
+        if response.status != 200:
+            raise DashboardUnreachable(f"answered HTTP {response.status} {response.reason}")
+        length = response.getheader("Content-Length")
+        if length and length.isascii() and length.isdigit():
+            untrusted.check_size(int(length), max_bytes)
+        body = bytearray()
+        while True:
+            sock.settimeout(_left(deadline, deadline_s))
+            chunk = response.read1(READ_CHUNK)
+            if not chunk:
+                return bytes(body)
+            body += chunk
+            untrusted.check_size(len(body), max_bytes)
+    except (OSError, http.client.HTTPException) as exc:
+        if time.monotonic() >= deadline:  # a socket call ran out the deadline
+            raise DashboardUnreachable(f"did not answer in full within {deadline_s:g} s") from None
+        why = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
+        raise DashboardUnreachable(f"did not answer ({why})") from None
+    finally:
+        conn.close()

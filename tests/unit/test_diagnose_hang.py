@@ -3,6 +3,8 @@ the ranks it names, the straggler, and no verdict without evidence."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from raytop.diagnose.check import (
     BARRIER_STALL,
     CHECKPOINT_UPLOAD_STUCK,
@@ -15,7 +17,7 @@ from raytop.diagnose.check import (
 )
 from raytop.diagnose.hang import hang_findings, stall_threshold
 from raytop.diagnose.ledger import run_findings
-from raytop.model import Activity, CheckpointRecord, TrainRun, Worker
+from raytop.model import Activity, Attempt, CheckpointRecord, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
 
 NOW = 10_000.0
@@ -117,7 +119,7 @@ def test_every_rank_inside_the_same_report_is_a_stuck_controller():
     inside = [rank(r, 12, last=NOW - 20 + r, inside=True, kind="report") for r in (0, 1, 2)]
     (stuck,) = hang_findings(run(*inside), T, NOW)
     assert stuck.kind == "controller_stuck" and exit_code([stuck]) == CONTROLLER_STUCK
-    assert "every rank (3) arrived at report 12 and none has returned for 18s" in stuck.message
+    assert "every rank (3) arrived at report 12 and none has returned, for 18s" in stuck.message
     # not while an upload is in flight: that is the upload's class
     uploading = CheckpointRecord(
         "checkpoint_x",
@@ -179,3 +181,47 @@ def test_a_rank_three_times_slower_is_a_straggler_not_a_hang():
     young = [rank(r, 3, last=NOW - 1, kind="user", samples=5, waiting=w)
              for r, w in enumerate((0.0, 0.9))]  # fmt: skip
     assert hang_findings(run(*young), T, NOW) == []
+
+
+def test_ranks_ahead_of_a_controller_that_stopped_taking_reports_are_a_stuck_controller():
+    """The ranks go on into Train's queue for a report or two after the controller stops:
+    the clock starts when every rank had sent the first report it never took."""
+    ranks = [rank(r, 7, last=NOW - 9, inside=True) for r in (0, 1)]  # report 5 at NOW - 13
+
+    def with_taken(taken):
+        attempt = Attempt(1, "running", 0.0, attempt_id="a1", reports_taken=taken)
+        return dataclasses.replace(run(*ranks), attempts=(attempt,))
+
+    (stuck,) = hang_findings(with_taken(4), T, NOW)
+    assert stuck.kind == "controller_stuck" and stuck.evidence["reports_taken"] == 4
+    assert "the controller has taken 4 report(s); every rank has made 7, for 13s" in (stuck.message)
+    assert hang_findings(with_taken(6), T, NOW) == []  # report 7 only 9 s ago
+
+
+def test_a_run_that_failed_because_the_controller_could_not_load_a_metric_is_named():
+    from ray.exceptions import RaySystemError
+    from ray.train.v2._internal.exceptions import WorkerHealthCheckFailedError
+    from ray.train.v2.api.exceptions import WorkerGroupError
+
+    from raytop.diagnose.retries import undeliverable_findings
+    from raytop.wire.train_hooks import failure_details
+
+    unloadable = WorkerHealthCheckFailedError(
+        "A worker health check failed.", RaySystemError(RuntimeError("cannot load"))
+    )
+    assert failure_details(WorkerGroupError("x", {1: unloadable})).undeliverable
+    died = WorkerHealthCheckFailedError("A worker health check failed.", RuntimeError("gone"))
+    assert not failure_details(WorkerGroupError("x", {1: died})).undeliverable
+    failed = Attempt(
+        1,
+        "errored",
+        0.0,
+        attempt_id="a1",
+        reports_taken=4,
+        undeliverable=True,
+        error_class="WorkerHealthCheckFailedError",
+        error="RuntimeError: no",
+    )
+    (finding,) = undeliverable_findings(dataclasses.replace(run(), attempts=(failed,)))
+    assert finding.kind == "report_undeliverable" and exit_code([finding]) == CONTROLLER_STUCK
+    assert "could not load what the ranks sent it after taking 4 report(s)" in finding.message

@@ -31,7 +31,8 @@ def attempt(index: int, status: str = "errored", **extra) -> dict:
     record = {"index": index, "attempt_id": f"a{index}", "status": status,
               "started_at": 10.0 * index, "ended_at": None if status == "running" else
               10.0 * index + 5, "error_class": None, "error": None, "failure_class": None,
-              "first_report": None, "restored": None}  # fmt: skip
+              "first_report": None, "restored": None, "reports_taken": None,
+              "undeliverable": False}  # fmt: skip
     if status == "errored":
         record.update(error_class="RuntimeError", error="boom", failure_class="worker")
     return {**record, **extra}
@@ -136,7 +137,7 @@ def test_the_recorder_opens_and_closes_attempts_on_controller_states(monkeypatch
     assert rec.state("SCHEDULING", None, 2.0) and rec.started("g1")
     assert not rec.state("RUNNING", None, 3.0)
     assert rec.report([{"epoch": 0, "name": "x", "ok": True}], checkpoint=True)
-    assert not rec.report([{"epoch": 1}], checkpoint=True)  # only the first is kept
+    assert rec.report([{"epoch": 1}], checkpoint=True)  # counted; only the first is kept
     assert rec.state("RESTARTING", RuntimeError("boom 1"), 4.0)
     assert rec.state("SCHEDULING", None, 5.0) and rec.started("g2")
     rec.report([{"epoch": 0}], checkpoint=False)
@@ -145,7 +146,7 @@ def test_the_recorder_opens_and_closes_attempts_on_controller_states(monkeypatch
     assert first == {"index": 1, "attempt_id": "g1", "status": "errored", "started_at": 2.0,
                      "ended_at": 4.0, "error_class": "RuntimeError", "error": "boom 1",
                      "failure_class": "worker", "first_report": {"epoch": 0.0},
-                     "restored": None}  # fmt: skip
+                     "restored": None, "reports_taken": 2, "undeliverable": False}  # fmt: skip
     assert (second["status"], second["restored"], second["first_report"]) == (
         "finished",
         {"epoch": 1.0},

@@ -36,6 +36,7 @@ CODE_OF_KIND = {
     "checkpoint_missing": TEARDOWN_UNSAFE,
     "retry_loop": RETRY_LOOP,
     "controller_stuck": CONTROLLER_STUCK,
+    "report_undeliverable": CONTROLLER_STUCK,
     "checkpoint_upload_stuck": CHECKPOINT_UPLOAD_STUCK,
     "collective_hang": COLLECTIVE_HANG,
     "data_loader_hang": DATA_LOADER_HANG,
@@ -78,7 +79,8 @@ EXIT_CODES_HELP = """Exit codes:
       uncommitted or missing)
   15  a Train run failed 3 or more times in a row with the same error and Train will
       retry it again (retries left, or max_failures=-1: forever)
-  16  every rank is inside the same report and none returns: the controller is stuck
+  16  the ranks reported and the controller does not take it: it is stuck, or a run
+      failed because the controller could not load a reported metric
   17  a checkpoint upload is stuck (far past its bytes at the run's usual throughput)
   18  no report, and ranks wait in a collective that other ranks have not joined
   19  no report, and the ranks holding the run up are in the data loader

@@ -100,28 +100,55 @@ def _evidence(run: TrainRun, now: float, **extra) -> dict:
     }  # fmt: skip
 
 
+def _entered(w: Worker, report: int) -> float | None:
+    """When rank ``w`` entered its report number ``report`` (1-based), from its last 32;
+    before those, the oldest known (it entered it no later)."""
+    back = w.reports_entered - report
+    if back < 0 or not w.report_times:
+        return None
+    return w.report_times[max(0, len(w.report_times) - 1 - back)]
+
+
+def _reports_taken(run: TrainRun) -> int | None:
+    current = [a for a in run.attempts if a.attempt_id == run.attempt_id]
+    return current[-1].reports_taken if current else None
+
+
 def controller_stuck(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
-    """Every rank of the attempt inside the same report, past the threshold, with no
-    upload in flight (that is ``checkpoint_upload_stuck``)."""
+    """The ranks made reports the controller does not take, past the threshold. With the
+    RunProbe's count, from the moment every rank had sent the first report the controller
+    never took (the ranks go on for a report or two, into Train's queue, before they
+    block); without it, every rank inside the same report. Not while an upload is in
+    flight (that is ``checkpoint_upload_stuck``)."""
     workers = run.workers
-    if len(workers) < max(run.world_size, 1) or not all(w.in_report for w in workers):
+    if len(workers) < max(run.world_size, 1) or any(w.done for w in workers):
         return []
-    if len({w.reports_entered for w in workers}) != 1:
-        return []  # a rank behind: the barrier stall's
     if any(c.state == "uploading" for c in run.checkpoints):
         return []
-    arrived = max(w.last_enter_at or 0.0 for w in workers)
-    limit, why = stall_threshold(run, t)
-    waited = now - arrived
-    if not arrived or waited <= limit:
+    taken = _reports_taken(run)
+    lowest = min(w.reports_entered for w in workers)
+    if taken is not None and lowest > taken:
+        first_untaken = taken + 1
+        times = [_entered(w, first_untaken) for w in workers]
+        if any(x is None for x in times):
+            return []
+        sent = max(times)  # every rank had sent it by then
+        told = f"the controller has taken {taken} report(s); every rank has made {lowest}"
+    elif all(w.in_report for w in workers) and len({w.reports_entered for w in workers}) == 1:
+        sent = max(w.last_enter_at or 0.0 for w in workers)
+        told = f"every rank ({len(workers)}) arrived at report {lowest} and none has returned"
+    else:
         return []
-    report = workers[0].reports_entered
+    limit, why = stall_threshold(run, t)
+    waited = now - sent
+    if not sent or waited <= limit:
+        return []
     return [Finding(
         "controller_stuck", Severity.ERROR, f"run {run.run_name} attempt {run.attempt_index}",
-        f"every rank ({len(workers)}) arrived at report {report} and none has returned for "
-        f"{waited:.0f}s (past {why}): the Train controller is not taking the report "
-        "(a metric it cannot handle, or the controller is stuck)",
-        _evidence(run, now, report_index=report, waited_s=waited, threshold_s=limit),
+        f"{told}, for {waited:.0f}s (past {why}): the Train controller is not taking the "
+        "ranks' reports (a metric whose loading does not end, or the controller is stuck)",
+        _evidence(run, now, reports_taken=taken, reports_made=lowest, waited_s=waited,
+                  threshold_s=limit),
     )]  # fmt: skip
 
 

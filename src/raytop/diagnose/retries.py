@@ -6,6 +6,8 @@
 - ``progress_backwards`` (warning): an attempt's first report has a lower epoch / step /
   iteration than the checkpoint it restored from: the train loop ignored its checkpoint
   (ray-project/ray#46814) and redoes (or overwrites) finished work.
+- ``report_undeliverable`` (error): an attempt failed because the controller could not
+  load what the ranks sent (a metric it cannot deserialize): they had all reported.
 - ``budget_exhausted`` (warning): a run still running has used every retry of a class:
   the next failure of that class ends it.
 
@@ -132,6 +134,31 @@ def progress_backwards_findings(run: TrainRun) -> list[Finding]:
     return []
 
 
+def undeliverable_findings(run: TrainRun) -> list[Finding]:
+    """The newest attempt that failed because the controller could not load what a rank
+    sent it (Train's health check got Ray's deserialization error): every rank had
+    reported, the report never arrived."""
+    for attempt in reversed(run.attempts):
+        if not attempt.undeliverable:
+            continue
+        taken = attempt.reports_taken
+        after = f" after taking {taken} report(s)" if taken is not None else ""
+        return [Finding(
+            kind="report_undeliverable",
+            severity=Severity.ERROR,
+            subject=f"run {run.run_name}",
+            message=(
+                f"attempt {attempt.index} of run {run.run_name} failed: the Train controller "
+                f"could not load what the ranks sent it{after} ({attempt.error_class}: "
+                f"{attempt.error}): a reported metric (or the train function's return "
+                "value) that does not deserialize on the controller; report plain numbers"
+            ),
+            evidence={"run_id": run.run_id, "attempt": attempt.index,
+                      "reports_taken": taken, "error": attempt.error},
+        )]  # fmt: skip
+    return []
+
+
 def budget_exhausted_findings(run: TrainRun) -> list[Finding]:
     if not run.attempts or run.attempts[-1].status != "running":
         return []
@@ -163,7 +190,7 @@ def budget_exhausted_findings(run: TrainRun) -> list[Finding]:
 def attempt_findings(run: TrainRun, ended: bool) -> list[Finding]:
     """Every finding about a run's attempts; ``ended``: its trial is over (a budget can
     no longer run out then)."""
-    findings = progress_backwards_findings(run)
+    findings = progress_backwards_findings(run) + undeliverable_findings(run)
     if not ended:
         findings += retry_loop_findings(run) + budget_exhausted_findings(run)
     return findings

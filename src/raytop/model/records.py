@@ -213,6 +213,13 @@ class AttemptRecord(TypedDict):
     # restored from (the last checkpointed report of earlier attempts); None: none yet.
     first_report: dict[str, float] | None
     restored: dict[str, float] | None
+    # Reports the controller has taken in this attempt (its ``after_report``): ranks far
+    # ahead of it while it takes none are waiting on a stuck controller. Older probes omit
+    # it (the validator sets None).
+    reports_taken: NotRequired[int | None]
+    # The attempt failed because the controller could not load what a rank sent (a
+    # metric it cannot deserialize); older probes omit it (False).
+    undeliverable: NotRequired[bool]
 
 
 class RunAttempts(TypedDict):

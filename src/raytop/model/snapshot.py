@@ -279,6 +279,9 @@ class Attempt:
     first_report: dict[str, float] | None = None
     restored: dict[str, float] | None = None
     restored_from: str | None = None  # the folder name of that checkpoint, when its ranks said
+    reports_taken: int | None = None  # reports its controller took; None: not known
+    # It failed because the controller could not load what a rank sent (a metric).
+    undeliverable: bool = False
 
 
 @dataclass(frozen=True)

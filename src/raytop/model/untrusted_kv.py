@@ -293,6 +293,8 @@ def _attempt(record: Any, where: str) -> AttemptRecord:
         failure_class=failure_class,
         first_report=_metrics(raw, "first_report", where),
         restored=_metrics(raw, "restored", where),
+        reports_taken=integer(raw, "reports_taken", where, optional=True),
+        undeliverable=flag(raw, "undeliverable", where) if "undeliverable" in raw else False,
     )
 
 
@@ -301,7 +303,7 @@ def run_attempts(data: Any) -> RunAttempts:
     raw = obj(data)
     run_id, run_name = (text(raw, key) for key in ("run_id", "run_name"))
     config = obj(raw.get("failure_config") or {}, "failure_config")
-    attempts = seq(raw.get("attempts") or [], "attempts", MAX_ATTEMPTS)
+    attempts = seq(raw.get("attempts", []), "attempts", MAX_ATTEMPTS)
     return RunAttempts(
         run_id=run_id,
         run_name=run_name,

@@ -103,6 +103,7 @@ class RunRecorder:
                 ended_at=None, error_class=None, error=None, failure_class=None,
                 first_report=None,
                 restored=dict(self.last_checkpoint) if self.last_checkpoint else None,
+                reports_taken=0, undeliverable=False,
             ))  # fmt: skip
             return True
         status = _ENDS.get(name)
@@ -116,6 +117,7 @@ class RunRecorder:
             attempt["error_class"] = details.error_class[:MAX_METRIC_KEY_CHARS]
             attempt["error"] = error_snippet(details.message)
             attempt["failure_class"] = details.failure_class
+            attempt["undeliverable"] = details.undeliverable
         return True
 
     def started(self, attempt_id: str | None) -> bool:
@@ -126,13 +128,17 @@ class RunRecorder:
         return True
 
     def report(self, metrics: list[dict[str, Any]], checkpoint: bool) -> bool:
+        """One report taken by the controller: always a change (its count), so that a
+        controller that stops taking reports is seen stopping at the right one."""
         first = scalar_metrics(metrics[0]) if metrics else {}
         if checkpoint:
             self.last_checkpoint = first
         attempt = self.open
-        if attempt is None or attempt["first_report"] is not None:
+        if attempt is None:
             return False
-        attempt["first_report"] = first
+        attempt["reports_taken"] = (attempt.get("reports_taken") or 0) + 1
+        if attempt["first_report"] is None:
+            attempt["first_report"] = first
         return True
 
     def message(self) -> RunAttempts:

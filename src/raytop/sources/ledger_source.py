@@ -104,6 +104,7 @@ def attempts_from_record(
                            - a["started_at"]),
             error_class=a["error_class"], error=a["error"], failure_class=a["failure_class"],
             first_report=a["first_report"], restored=a["restored"],
+            reports_taken=a.get("reports_taken"), undeliverable=a.get("undeliverable", False),
         )
         for a in record["attempts"]
     )  # fmt: skip

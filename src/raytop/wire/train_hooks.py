@@ -229,12 +229,18 @@ class FailureDetails:
     failure_class: str | None  # worker, controller, preemption (model.records.FAILURE_CLASSES)
     error_class: str  # the underlying exception's class
     message: str  # its message, whole (the probe cuts it)
+    # The controller could not load what a rank sent it (a reported metric, the train
+    # function's result): Train's health check got Ray's deserialization error
+    # (``RaySystemError``, serialization.py) instead of the worker's status.
+    undeliverable: bool = False
 
 
 def failure_details(error: BaseException) -> FailureDetails:
     """Which retry budget Train's default failure policy charges ``error`` to
     (failure_handling/default.py:93-140) and its underlying exception: the lowest failing
     rank's for a ``WorkerGroupError``, the controller's for a ``ControllerError``."""
+    from ray.exceptions import RaySystemError
+    from ray.train.v2._internal.exceptions import WorkerHealthCheckFailedError
     from ray.train.v2._internal.execution.failure_handling.default import (
         RETRYABLE_CONTROLLER_ERRORS,
         _is_preemption_failure,
@@ -256,7 +262,10 @@ def failure_details(error: BaseException) -> FailureDetails:
         failure_class = "controller"
     else:
         failure_class = None
-    return FailureDetails(failure_class, type(inner).__name__, str(inner))
+    undeliverable = isinstance(inner, WorkerHealthCheckFailedError) and isinstance(
+        getattr(inner, "health_check_failure", None), RaySystemError
+    )
+    return FailureDetails(failure_class, type(inner).__name__, str(inner), undeliverable)
 
 
 def worker_group_attempt_id(worker_group: Any) -> str | None:

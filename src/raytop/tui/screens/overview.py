@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Static
 from raytop.model import Experiment, TrainRun, Trial
 from raytop.model.dashboard import PhaseClock, groups_of, run_phase
 from raytop.model.format import one_line
+from raytop.model.hangs import HANG_KINDS
 from raytop.model.paths import split_path
 from raytop.model.ports import Collector
 from raytop.tui.background import run_in_background
@@ -45,7 +46,6 @@ from raytop.tui.widgets.findings_list import FindingsList, shown_lines
 from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.run_dashboard import RunDashboard
 from raytop.tui.widgets.stall_banner import (
-    STALL,
     StallLine,
     describe_stall_line,
     missing_ranks,
@@ -424,7 +424,7 @@ class OverviewScreen(SnapshotScreen):
         now = self._state.latest.taken_at if self._state.latest else self._clock()
         subject = f"{experiment.name}/{trial.trial_id}"
         since = self._phase_clock.seen(subject, phase.name, now, glyphs_of(self).at_least)
-        found = run_findings(self._state.body, run, (STALL,)) if run else []
+        found = run_findings(self._state.body, run, HANG_KINDS) if run else []
         dashboard.show(
             trial, run, groups, phase, since, lines=self._dashboard_lines(experiment),
             stalled=missing_ranks(found[0] if found else None), metric=experiment.metric,

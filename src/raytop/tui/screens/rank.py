@@ -18,6 +18,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from raytop.model import TrainRun, Worker
+from raytop.model.hangs import HANG_KINDS
 from raytop.model.ports import Collector
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.run_data import describe_ledger, find_run, run_findings
@@ -33,7 +34,7 @@ from raytop.tui.widgets.rank_summary import (
     state_words,
 )
 from raytop.tui.widgets.report_history import IntervalChart, ReportTable
-from raytop.tui.widgets.stall_banner import STALL, missing_ranks
+from raytop.tui.widgets.stall_banner import missing_ranks
 from raytop.tui.widgets.worker_table import STATES
 
 WIDE_COLUMNS = 140  # from this width the stack stands beside the reports
@@ -155,7 +156,7 @@ class RankScreen(StacksRequestScreen):
         if self._run is None or self._gone:
             return False
         stall = next(
-            (f for f in run_findings(self._state.body, self._run) if f.kind == STALL), None
+            (f for f in run_findings(self._state.body, self._run) if f.kind in HANG_KINDS), None
         )
         return self.rank in missing_ranks(stall)
 

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Static
 
 from raytop.model import Attempt, Finding, RetryBudget, TrainRun
 from raytop.model.format import fmt_duration
+from raytop.model.hangs import HANG_KINDS
 from raytop.model.ports import Collector
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.rank import RankScreen
@@ -29,7 +30,7 @@ from raytop.tui.screens.stacks_request import StacksRequestScreen, stacks_bindin
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
 from raytop.tui.widgets.key_footer import KeyFooter
-from raytop.tui.widgets.stall_banner import STALL, RunFindings, StallBanner, missing_ranks
+from raytop.tui.widgets.stall_banner import RunFindings, StallBanner, missing_ranks
 from raytop.tui.widgets.worker_table import WorkerTable
 
 NO_PROBE_NOTE = (
@@ -178,7 +179,7 @@ class RunScreen(StacksRequestScreen):
         if self._run is None:
             return None
         found = run_findings(self._state.body, self._run)
-        return found[0] if found and found[0].kind == STALL else None
+        return found[0] if found and found[0].kind in HANG_KINDS else None
 
     def _redraw(self) -> None:
         body = self._state.body
@@ -202,7 +203,7 @@ class RunScreen(StacksRequestScreen):
         panel.display = attempts is not None
         panel.update(attempts or "")
         findings = run_findings(body, self._run) if not self._gone else []
-        stall = findings[0] if findings and findings[0].kind == STALL else None
+        stall = findings[0] if findings and findings[0].kind in HANG_KINDS else None
         self.query_one(StallBanner).show(stall)
         self.query_one("#run-findings", RunFindings).show([f for f in findings if f is not stall])
         self.query_one(WorkerTable).show_run(self._run, missing_ranks(stall))
@@ -240,7 +241,7 @@ class RunScreen(StacksRequestScreen):
             self.notify("the run is gone: no stacks to show", severity="warning")
             return
         stall = (
-            next((f for f in run_findings(message.snapshot, run) if f.kind == STALL), None)
+            next((f for f in run_findings(message.snapshot, run) if f.kind in HANG_KINDS), None)
             or self._stall()
         )
         self.app.push_screen(StacksScreen(run, missing=missing_ranks(stall)))

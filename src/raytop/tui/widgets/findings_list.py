@@ -8,13 +8,14 @@ from textual.content import Content
 from textual.widgets import Static
 
 from raytop.model import Finding, Severity
+from raytop.model.hangs import HANG_KINDS
 from raytop.tui.format import fit_words
 from raytop.tui.glyphs import glyphs_of
 
 _MAX_SHOWN = 4
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 # Within a severity, a hung run outranks everything else: it burns the whole allocation.
-_URGENT_KINDS = ("barrier_stall", "report_mispaired", "rank_dead")
+_URGENT_KINDS = (*HANG_KINDS, "report_mispaired", "rank_dead")
 _STYLE = {
     Severity.ERROR: "bold $text-error",
     Severity.WARNING: "bold $text-warning",

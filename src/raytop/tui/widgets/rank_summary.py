@@ -15,8 +15,9 @@ from textual.content import Content
 
 from raytop.model import Finding, TrainRun, Worker
 from raytop.model.format import fmt_duration
+from raytop.model.hangs import HANG_KINDS
 from raytop.tui.format import fmt_bytes, fmt_declared, fmt_rate, fmt_seconds
-from raytop.tui.widgets.stall_banner import STALL, missing_ranks
+from raytop.tui.widgets.stall_banner import missing_ranks
 
 SEP = " · "
 
@@ -98,9 +99,9 @@ def rank_finding(findings: Sequence[Finding], rank: int) -> tuple[Content, str] 
     severity (for the line's colour): a barrier stall says whether this rank is the one
     the others wait for (missing) or one of those waiting."""
     for f in findings:
-        if f.kind == STALL:
+        if f.kind in HANG_KINDS:
             if rank in missing_ranks(f):
-                label = "MISSING RANK: "
+                label = "MISSING RANK: " if f.kind == "barrier_stall" else "HOLDING IT UP: "
             elif rank in f.evidence.get("waiting_ranks", ()):
                 label = "WAITING: "
             else:

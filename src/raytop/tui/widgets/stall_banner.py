@@ -1,7 +1,9 @@
-"""Barrier stalls, impossible to miss: a line on the overview, a banner on the Run screen.
+"""Stalls, impossible to miss: a line on the overview, a banner on the Run screen.
 
 A ``barrier_stall`` finding (``raytop.diagnose.ledger``) means some ranks wait inside
-``ray.train.report`` for ranks that never arrive: the run hangs until someone looks.
+``ray.train.report`` for ranks that never arrive; the other hang classes
+(``model.hangs``: a stuck controller, upload, collective, data loader, I/O) are shown the
+same way: the run hangs until someone looks.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from textual.widgets import Digits, Static
 
 from raytop.model import Finding, Severity
 from raytop.model.format import fmt_duration
+from raytop.model.hangs import HANG_KINDS, HANG_LABELS, hang_ranks
 
-STALL = "barrier_stall"
-RUN_KINDS = (STALL, "report_mispaired", "rank_dead", "rank_silent", "retry_loop",
-             "progress_backwards", "budget_exhausted")  # fmt: skip
+RUN_KINDS = (*HANG_KINDS, "report_mispaired", "rank_dead", "rank_silent", "retry_loop",
+             "progress_backwards", "budget_exhausted", "straggler")  # fmt: skip
 _MAX_DIGITS_CHARS = 11  # big digits are 3 columns each: at most ~33 columns of ranks
 _STYLE = {
     Severity.ERROR: "bold $text-error",
@@ -28,13 +30,11 @@ _STYLE = {
 
 
 def stalls(findings: Iterable[Finding]) -> list[Finding]:
-    return [f for f in findings if f.kind == STALL]
+    return [f for f in findings if f.kind in HANG_KINDS]
 
 
 def missing_ranks(finding: Finding | None) -> list[int]:
-    if finding is None:
-        return []
-    return [int(r) for r in finding.evidence.get("missing_ranks", ())]
+    return hang_ranks(finding)
 
 
 def describe_stall_line(findings: Sequence[Finding]) -> Content:
@@ -45,13 +45,15 @@ def describe_stall_line(findings: Sequence[Finding]) -> Content:
         where = f"{f.subject} (trial {trial})" if trial else f.subject
         hint = " — ⏎ or w on the trial for its ranks" if trial else ""
         lines.append(
-            Content.assemble(Content.styled(f"BARRIER STALL {where}: ", "bold"), f.message, hint)
+            Content.assemble(
+                Content.styled(f"{HANG_LABELS[f.kind]} {where}: ", "bold"), f.message, hint
+            )
         )
     return Content("\n").join(lines)
 
 
 class StallLine(Static):
-    """Overview: every barrier stall of the snapshot; hidden when there is none."""
+    """Overview: every stall of the snapshot; hidden when there is none."""
 
     def show(self, findings: Sequence[Finding]) -> None:
         found = stalls(findings)
@@ -71,7 +73,7 @@ def _ranks_for_digits(ranks: Sequence[int]) -> tuple[str, int]:
 
 def describe_stall(finding: Finding) -> Content:
     evidence = finding.evidence
-    head = ["BARRIER STALL"]
+    head = [HANG_LABELS.get(finding.kind, "STALL")]
     if "report_index" in evidence:
         head.append(f"report {evidence['report_index']}")
     if evidence.get("waited_s") is not None:
@@ -86,7 +88,7 @@ def describe_stall(finding: Finding) -> Content:
 
 
 class StallBanner(Horizontal):
-    """Run screen: the stall of this run, with its missing ranks in big digits."""
+    """Run screen: the stall of this run, with the ranks it waits for in big digits."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="stall-missing"):
@@ -101,6 +103,8 @@ class StallBanner(Horizontal):
         ranks = missing_ranks(finding)
         digits, left_out = _ranks_for_digits(ranks)
         label = "MISSING RANK" if len(ranks) == 1 else f"MISSING RANKS ({len(ranks)})"
+        if finding.kind != "barrier_stall":
+            label = "HOLDING IT UP" if ranks else "ALL RANKS WAIT"
         if left_out:
             label += f" +{left_out} more"
         self.query_one("#stall-label", Static).update(Content(label))

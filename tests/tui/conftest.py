@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from raytop.diagnose.checkpoints import checkpoint_findings
+from raytop.diagnose.hang import hang_findings
 from raytop.diagnose.ledger import run_findings
 from raytop.diagnose.retries import attempt_findings
 from raytop.model import (
+    Activity,
     Attempt,
     Bundle,
     CheckpointRecord,
@@ -261,6 +263,37 @@ def stalled(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
     the real ledger rules (so the ``barrier_stall`` evidence is what the product makes)."""
     experiment = replace(sweep.experiments[0], runs=(stall_run,))
     findings = (*run_findings(stall_run, Thresholds()), *sweep.findings)
+    return replace(sweep, experiments=(experiment,), findings=findings)
+
+
+@pytest.fixture
+def collective_hung(sweep: Snapshot) -> Snapshot:
+    """``sweep`` whose first trial's Train run (3 ranks) hangs below the report level:
+    ranks 0 and 2 wait in all_reduce, rank 1 sleeps in its own step. Diagnosed by the real
+    rules (``diagnose.hang``, learned threshold)."""
+    t = sweep.taken_at
+    entered = (74.0, 66.0, 58.0, 50.0, 42.0)  # reports every 8 s, the last 42 s ago
+
+    def rank(r: int, kind: str, where: str) -> Worker:
+        return _rank(
+            r, t, entered=5, exited=5, entered_ago=42.0, exited_ago=41.8, beat_ago=0.5,
+            pid=51234 + r, cpu_percent=0.0 if kind == "collective" else 1.0,
+            rss_bytes=1_900_000_000, report_times=tuple(t - a for a in entered),
+            report_exits=tuple(t - a + 0.2 for a in entered),
+            activity=Activity(kind, where, t - 40.0, t - 0.5, samples=60, waiting=0.2),
+        )  # fmt: skip
+
+    reduce = "torch.distributed.all_reduce from train_step (loop.py:41) dist.all_reduce(grad)"
+    sleep = "train_step (loop.py:38) time.sleep(600)"
+    run = TrainRun(
+        run_id=RUN_ID, run_name="TorchTrainer_7d2a1_00000", attempt_id="attempt-9c41e",
+        world_size=3, attempt_index=1, trial_id="7d2a1_00000",
+        workers=(rank(0, "collective", reduce), rank(1, "user", sleep),
+                 rank(2, "collective", reduce)),
+    )  # fmt: skip
+    run = with_rank_states(run, Thresholds())
+    experiment = replace(sweep.experiments[0], runs=(run,))
+    findings = (*hang_findings(run, Thresholds(), t), *sweep.findings)
     return replace(sweep, experiments=(experiment,), findings=findings)
 
 

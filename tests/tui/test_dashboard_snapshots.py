@@ -87,3 +87,10 @@ def test_other_runs(snap_compare, make_app, placement, size) -> None:
     assert snap_compare(
         app, terminal_size=size, run_before=feed(SnapshotReady(placement), keys=("n",))
     )
+
+
+def test_run_collective_hang_80x24(snap_compare, make_app, collective_hung) -> None:
+    """Below the report level: rank 1 holds the all_reduce of ranks 0 and 2."""
+    app = make_app()
+    run_before = feed(SnapshotReady(collective_hung), keys=("enter",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

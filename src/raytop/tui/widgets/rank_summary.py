@@ -73,7 +73,8 @@ def describe_health(worker: Worker, now: float) -> Content:
 
 def describe_reports(worker: Worker, now: float) -> Content:
     """Two lines: the counts and where the rank is now (inside report, or out of it for
-    how long); then its last entry, usual interval and rate."""
+    how long); then its last entry, usual interval and rate; and a third once its probe
+    sampled where its train loop is (``Worker.activity``)."""
     counts = f"reports entered {worker.reports_entered}{SEP}exited {worker.reports_exited}"
     if worker.done:
         where = Content.styled("done: its train loop returned", "$text-muted")
@@ -91,7 +92,15 @@ def describe_reports(worker: Worker, now: float) -> Content:
         f"last entered {last} ago{SEP}usual interval {usual}{SEP}"
         f"rate {fmt_rate(worker.reports_per_min())}"
     )
-    return Content.assemble(counts, SEP, where, "\n", second)
+    lines: list[Content | str] = [counts, SEP, where, "\n", second]
+    if worker.activity is not None and not worker.done:
+        activity = worker.activity
+        style = "bold $text-warning" if activity.kind in ("collective", "backward") else ""
+        lines += ["\n", Content.styled(
+            f"now in {activity.where} for {fmt_duration(now - activity.since)}"
+            f"{SEP}waiting {activity.waiting:.0%} of the last {activity.samples}s", style,
+        )]  # fmt: skip
+    return Content.assemble(*lines)
 
 
 def rank_finding(findings: Sequence[Finding], rank: int) -> tuple[Content, str] | None:

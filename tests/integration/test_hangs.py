@@ -1,0 +1,212 @@
+"""Hang triage on a real cluster (gloo on CPU), each fault a 3-rank TorchTrainer run of
+``hang_loop.py``: it is classified by ``raytop check`` (its exit code) naming the ranks,
+within 3 × the run's report interval + 10 s of the hang starting; a straggler is a
+straggler, not a hang. A healthy run with jittered steps runs beside them all, polled by
+``check`` the whole time, and must never raise an alarm (the module's last test waits
+until it has run at least ``HEALTHY_S``)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from raytop.diagnose import check
+from tests.conftest import kill_driver, launch_run, run_output, run_raytop
+
+pytestmark = pytest.mark.ray
+
+LOOP = Path(__file__).with_name("hang_loop.py")
+HEALTHY_S = 300.0
+STEP_S = 0.5
+
+SPEC = """
+[experiment]
+name = "{name}"
+storage_path = "results"
+
+[trainable]
+kind = "torch"
+entrypoint = "hang_loop:train_loop"
+
+[param_space]
+mode = "{mode}"
+bad_rank = 1
+hang_step = 8
+steps = {steps}
+step_s = {step_s}
+jitter = {jitter}
+slow_factor = 3.0
+checkpoint_every = {checkpoint_every}
+checkpoint_bytes = 20000
+marker_dir = "{marker_dir}"
+
+[tune]
+metric = "step"
+mode = "max"
+
+[scaling]
+num_workers = 3
+resources_per_worker = {{ CPU = {cpu} }}
+"""
+
+
+def write_spec(folder: Path, name: str, mode: str, *, steps=400, step_s=STEP_S, jitter=0.2,
+               checkpoint_every=0, cpu=0.5) -> tuple[Path, Path]:  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = folder / f"{name}.toml"
+    spec.write_text(SPEC.format(name=name, mode=mode, steps=steps, step_s=step_s,
+                                jitter=jitter, checkpoint_every=checkpoint_every, cpu=cpu,
+                                marker_dir=folder))  # fmt: skip
+    shutil.copy(LOOP, folder / LOOP.name)
+    return spec, folder / "results" / name
+
+
+def checked(address: str, experiment: Path) -> tuple[int, str]:
+    result = run_raytop("check", "--address", address, "--experiment", str(experiment),
+                        timeout=60)  # fmt: skip
+    return result.returncode, result.stdout + result.stderr
+
+
+def stop(spec: Path, experiment: Path, driver) -> None:
+    run_raytop("stop", str(experiment), "--yes", timeout=120)
+    try:
+        driver.wait(timeout=60)
+    except Exception:
+        kill_driver(experiment)
+        driver.wait(timeout=30)
+
+
+class Poller(threading.Thread):
+    """``raytop check`` on the healthy run again and again, as a liveness probe would."""
+
+    def __init__(self, address: str, experiment: Path) -> None:
+        super().__init__(daemon=True)
+        self.address, self.experiment = address, experiment
+        self.results: list[tuple[float, int, str]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(2.0):
+            if self.experiment.is_dir():
+                code, text = checked(self.address, self.experiment)
+                self.results.append((time.time(), code, text))
+
+
+@pytest.fixture(scope="module")
+def healthy(ray_cluster, tmp_path_factory):
+    """The healthy run, started first and polled until the module's last test."""
+    spec, experiment = write_spec(tmp_path_factory.mktemp("healthy"), "healthy", "healthy",
+                                  steps=100_000, step_s=1.0, jitter=0.5, checkpoint_every=10,
+                                  cpu=0.25)  # fmt: skip
+    driver = launch_run(spec, ray_cluster.address)
+    poller = Poller(ray_cluster.address, experiment)
+    poller.start()
+    started = time.monotonic()
+    try:
+        yield spec, experiment, poller, started
+    finally:
+        poller.halt.set()
+        poller.join(timeout=90)
+        stop(spec, experiment, driver)
+
+
+def hang_started(folder: Path) -> float | None:
+    marker = folder / "hang_started"
+    try:
+        return float(marker.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def classified(address, spec, experiment, code: int, deadline_s: float = 120):
+    """Poll ``check`` until it exits ``code``: (seconds from the hang's start, output)."""
+    folder = spec.parent
+    end = time.monotonic() + deadline_s
+    seen = []
+    while time.monotonic() < end:
+        got, text = checked(address, experiment)
+        seen.append((got, text.splitlines()[:1]))
+        if got == code:
+            began = hang_started(folder)
+            assert began is not None, "classified before the hang started: " + text
+            return time.time() - began, text
+        time.sleep(0.5)
+    raise AssertionError(f"never exit {code}: {seen[-5:]}\n{run_output(spec, experiment)}")
+
+
+# The bound of the issue: 3 × the run's report interval (steps of STEP_S ± 20 %, plus the
+# all_reduce) + 10 s. ``check`` runs take ~1 s each here: the time it took is included.
+BOUND_S = 3 * STEP_S * 1.2 + 10 + 2
+
+
+@pytest.mark.parametrize("mode, code, kind, ranks", [
+    ("sleep_before_all_reduce", check.COLLECTIVE_HANG, "collective_hang", "rank 1"),
+    ("data_loader", check.DATA_LOADER_HANG, "data_loader_hang", "rank 1"),
+    ("stuck_metric", check.CONTROLLER_STUCK, "controller_stuck", "every rank has made"),
+    ("slow_upload", check.CHECKPOINT_UPLOAD_STUCK, "checkpoint_upload_stuck", "on rank 0"),
+])  # fmt: skip
+def test_each_hang_is_classified_naming_its_ranks_in_time(
+    healthy, ray_cluster, tmp_path, mode, code, kind, ranks
+):
+    spec, experiment = write_spec(tmp_path, mode.replace("_", "-"), mode, checkpoint_every=3)
+    driver = launch_run(spec, ray_cluster.address)
+    try:
+        took, text = classified(ray_cluster.address, spec, experiment, code)
+        print(f"\n{mode}: classified {took:.1f}s after the hang began")
+        assert took <= BOUND_S, (took, text)
+        assert text.startswith(kind) and ranks in text, text
+    finally:
+        stop(spec, experiment, driver)
+
+
+def test_a_metric_the_controller_cannot_load_is_named_when_the_run_fails(
+    healthy, ray_cluster, tmp_path
+):
+    spec, experiment = write_spec(tmp_path, "bad-metric", "bad_metric")
+    driver = launch_run(spec, ray_cluster.address)
+    try:
+        took, text = classified(ray_cluster.address, spec, experiment, check.CONTROLLER_STUCK)
+        assert took <= BOUND_S, (took, text)
+        assert "could not load what the ranks sent it" in text, text
+    finally:
+        stop(spec, experiment, driver)
+
+
+def test_a_rank_three_times_slower_is_a_straggler_not_a_hang(healthy, ray_cluster, tmp_path):
+    spec, experiment = write_spec(tmp_path, "straggler", "straggler", jitter=0.1)
+    driver = launch_run(spec, ray_cluster.address)
+    try:
+        deadline = time.monotonic() + 150
+        seen = []
+        while time.monotonic() < deadline:
+            code, text = checked(ray_cluster.address, experiment)
+            seen.append(code)
+            assert code == check.HEALTHY, text  # slow, never hung
+            if "straggler" in text:
+                break
+            time.sleep(1.0)
+        else:
+            raise AssertionError(f"no straggler named: {seen}\n{run_output(spec, experiment)}")
+        assert "rank 1 is a straggler" in text and "not a hang" in text, text
+    finally:
+        stop(spec, experiment, driver)
+
+
+def test_zz_the_healthy_run_raised_no_alarm_in_five_minutes(healthy):
+    spec, experiment, poller, started = healthy
+    remaining = HEALTHY_S - (time.monotonic() - started)
+    if remaining > 0:
+        time.sleep(remaining)
+    poller.halt.set()
+    poller.join(timeout=90)
+    results = poller.results
+    assert len(results) > 50, len(results)
+    alarms = [r for r in results if r[1] != check.HEALTHY or "straggler" in r[2]]
+    assert not alarms, alarms[:3]
+    span = results[-1][0] - results[0][0]
+    print(f"\nhealthy: {len(results)} checks over {span:.0f}s, no alarm")
+    assert span >= HEALTHY_S - 30

@@ -1,0 +1,94 @@
+"""What the probe's stack sampling costs the training it watches (issue 12; PERFORMANCE.md).
+
+The sampler (``probe.activity``) runs on the probe's own thread once a second: one
+``sys._current_frames()`` read and a walk of at most 64 frames, under the GIL, which the
+training thread then waits for. Measured here as the training thread sees it: a
+CPU-bound loop (torch matmuls and Python work, releasing and taking the GIL as real
+steps do) runs for ``--seconds`` with no sampler, then with the sampler at its real
+rate (1 Hz) and at 100 Hz (a stress, 100× the real rate), alternated over ``--rounds`` in
+the same process: steps per second, and the ratio plain / sampled (≤ 1.01 is the goal).
+The loop's stack is 20 frames deep inside a fake ``torch/distributed`` call site, so each
+sample classifies it fully.
+
+    .venv/bin/python benchmarks/sampling_bench.py [--seconds 5] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+
+import torch
+
+from raytop.probe.activity import ActivitySampler
+
+
+def step(a: torch.Tensor, depth: int) -> float:
+    """One training step, ``depth`` frames down (a realistic stack to walk)."""
+    if depth:
+        return step(a, depth - 1)
+    b = a @ a
+    return float(sum(i * 0.5 for i in range(200))) + float(b[0, 0])
+
+
+def run(seconds: float, hz: float, sample: bool) -> tuple[float, int]:
+    """Steps per second of the loop over ``seconds``, with the bench's thread waking at
+    ``hz`` and sampling the loop each time (``sample``) or not: the same wake-ups either
+    way, so the ratio is the sampling alone."""
+    a = torch.randn(96, 96)
+    done = threading.Event()
+    steps = [0]
+
+    def loop() -> None:
+        while not done.is_set():
+            step(a, 20)
+            steps[0] += 1
+
+    worker = threading.Thread(target=loop)
+    worker.start()
+    sampler = ActivitySampler(worker.ident)
+    samples = 0
+    start = time.perf_counter()
+    end = start + seconds
+    while time.perf_counter() < end:
+        if sample:
+            sampler.sample(time.time())
+            samples += 1
+        time.sleep(1.0 / hz)
+    done.set()
+    worker.join()
+    return steps[0] / (time.perf_counter() - start), samples
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    variants = {"1 Hz": 1.0, "100 Hz": 100.0}
+    rates: dict[tuple[str, bool], list[float]] = {}
+    counts: dict[str, int] = dict.fromkeys(variants, 0)
+    for _ in range(args.rounds):  # alternated: drift hits every variant alike
+        for name, hz in variants.items():
+            for sample in (False, True):
+                rate, samples = run(args.seconds, hz, sample)
+                rates.setdefault((name, sample), []).append(rate)
+                counts[name] += samples
+    result = {}
+    for name in variants:
+        plain = statistics.median(rates[(name, False)])
+        sampled = statistics.median(rates[(name, True)])
+        result[name] = {"plain_steps_per_s": plain, "sampled_steps_per_s": sampled,
+                        "ratio": plain / sampled, "samples": counts[name]}  # fmt: skip
+        print(
+            f"sampling at {name:>6}: plain {plain:8.1f} steps/s, sampled {sampled:8.1f} "
+            f"steps/s, plain/sampled {plain / sampled:.4f} ({counts[name]} samples)"
+        )
+    return result
+
+
+if __name__ == "__main__":
+    main()

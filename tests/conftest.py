@@ -18,16 +18,24 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 CLUSTER_FIXTURES = frozenset({"ray_cluster", "two_cpu_cluster"})
+# Tests on a cluster of their own, with its own Ray temp dir: a group of their own, which
+# xdist may run beside the shared cluster's (the hang tests mostly sleep: a 5-minute
+# healthy run beside the hung ones, timed against the wall clock, not the CPU).
+OWN_CLUSTER_GROUPS = {"hang_cluster": "ray-hangs"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test that
-    starts or uses a Ray cluster runs on one worker, one after the other as without xdist:
-    one shared cluster, no two Ray workloads at once on a 2-core machine. The pure tests
-    (unit, Textual, the bad-input battery) fill the other worker meanwhile."""
+    starts or uses the shared Ray cluster runs on one worker, one after the other as
+    without xdist: one shared cluster, no two heavy Ray workloads at once on a 2-core
+    machine. The pure tests (unit, Textual, the bad-input battery) and the tests on a
+    cluster of their own (``OWN_CLUSTER_GROUPS``) fill the other worker meanwhile."""
     for item in items:
-        if item.get_closest_marker("ray") or CLUSTER_FIXTURES & set(item.fixturenames):
+        own = [group for name, group in OWN_CLUSTER_GROUPS.items() if name in item.fixturenames]
+        if own:
+            item.add_marker(pytest.mark.xdist_group(own[0]))
+        elif item.get_closest_marker("ray") or CLUSTER_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.xdist_group("ray"))
 
 
@@ -73,11 +81,12 @@ def no_leaked_placement_groups(request: pytest.FixtureRequest):
     ``placement_leaked`` finding in their snapshots (CI saw innocent tests fail for it):
     the test that left it fails here instead, by name."""
     yield
-    if "ray_cluster" not in request.fixturenames:
+    names = [n for n in ("ray_cluster", *OWN_CLUSTER_GROUPS) if n in request.fixturenames]
+    if not names:
         return
     from raytop.wire.gcs import GcsReader
 
-    reader = GcsReader(request.getfixturevalue("ray_cluster").address)
+    reader = GcsReader(request.getfixturevalue(names[0]).address)
     deadline = time.monotonic() + LEAK_GRACE_S
     while True:
         try:

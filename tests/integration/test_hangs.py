@@ -7,6 +7,7 @@ until it has run at least ``HEALTHY_S``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -97,13 +98,37 @@ class Poller(threading.Thread):
 
 
 @pytest.fixture(scope="module")
-def healthy(ray_cluster, tmp_path_factory):
+def hang_cluster(tmp_path_factory):
+    """A 4-CPU cluster of this module's own, with its own raytop home and Ray temp dir (a
+    short path: Ray's socket names must fit), so that it may run beside the shared one:
+    Train's placement-group cleaner asks the Ray temp dir for "the" cluster."""
+    from raytop.launch.cluster import start_embedded, stop_embedded
+    from raytop.launch.spec import ClusterSection
+
+    saved = {k: os.environ.get(k) for k in ("RAYTOP_HOME", "RAY_TMPDIR")}
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.environ["RAYTOP_HOME"] = str(tmp_path_factory.mktemp("hang_home"))
+    os.environ["RAY_TMPDIR"] = f"/tmp/raytop-hangs-{worker}"
+    try:
+        target = start_embedded(ClusterSection(num_cpus=4))
+        yield target
+        stop_embedded()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def healthy(hang_cluster, tmp_path_factory):
     """The healthy run, started first and polled until the module's last test."""
     spec, experiment = write_spec(tmp_path_factory.mktemp("healthy"), "healthy", "healthy",
                                   steps=100_000, step_s=1.0, jitter=0.5, checkpoint_every=10,
                                   cpu=0.25)  # fmt: skip
-    driver = launch_run(spec, ray_cluster.address)
-    poller = Poller(ray_cluster.address, experiment)
+    driver = launch_run(spec, hang_cluster.address)
+    poller = Poller(hang_cluster.address, experiment)
     poller.start()
     started = time.monotonic()
     try:
@@ -150,12 +175,12 @@ BOUND_S = 3 * STEP_S * 1.2 + 10 + 2
     ("slow_upload", check.CHECKPOINT_UPLOAD_STUCK, "checkpoint_upload_stuck", "on rank 0"),
 ])  # fmt: skip
 def test_each_hang_is_classified_naming_its_ranks_in_time(
-    healthy, ray_cluster, tmp_path, mode, code, kind, ranks
+    healthy, hang_cluster, tmp_path, mode, code, kind, ranks
 ):
     spec, experiment = write_spec(tmp_path, mode.replace("_", "-"), mode, checkpoint_every=3)
-    driver = launch_run(spec, ray_cluster.address)
+    driver = launch_run(spec, hang_cluster.address)
     try:
-        took, text = classified(ray_cluster.address, spec, experiment, code)
+        took, text = classified(hang_cluster.address, spec, experiment, code)
         print(f"\n{mode}: classified {took:.1f}s after the hang began")
         assert took <= BOUND_S, (took, text)
         assert text.startswith(kind) and ranks in text, text
@@ -164,26 +189,29 @@ def test_each_hang_is_classified_naming_its_ranks_in_time(
 
 
 def test_a_metric_the_controller_cannot_load_is_named_when_the_run_fails(
-    healthy, ray_cluster, tmp_path
+    healthy, hang_cluster, tmp_path
 ):
     spec, experiment = write_spec(tmp_path, "bad-metric", "bad_metric")
-    driver = launch_run(spec, ray_cluster.address)
+    driver = launch_run(spec, hang_cluster.address)
     try:
-        took, text = classified(ray_cluster.address, spec, experiment, check.CONTROLLER_STUCK)
+        took, text = classified(hang_cluster.address, spec, experiment, check.CONTROLLER_STUCK)
         assert took <= BOUND_S, (took, text)
         assert "could not load what the ranks sent it" in text, text
     finally:
         stop(spec, experiment, driver)
 
 
-def test_a_rank_three_times_slower_is_a_straggler_not_a_hang(healthy, ray_cluster, tmp_path):
+def test_a_rank_three_times_slower_is_a_straggler_not_a_hang(healthy, hang_cluster, tmp_path):
     spec, experiment = write_spec(tmp_path, "straggler", "straggler", jitter=0.1)
-    driver = launch_run(spec, ray_cluster.address)
+    driver = launch_run(spec, hang_cluster.address)
     try:
         deadline = time.monotonic() + 150
         seen = []
         while time.monotonic() < deadline:
-            code, text = checked(ray_cluster.address, experiment)
+            if not experiment.is_dir():
+                time.sleep(0.5)
+                continue
+            code, text = checked(hang_cluster.address, experiment)
             seen.append(code)
             assert code == check.HEALTHY, text  # slow, never hung
             if "straggler" in text:

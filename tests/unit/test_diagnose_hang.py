@@ -54,7 +54,7 @@ def kinds(findings) -> list[str]:
 
 def test_the_threshold_is_learned_from_the_run_and_fixed_when_given():
     fast = run(rank(0, 10, last=NOW, interval=2.0), rank(1, 10, last=NOW, interval=2.0))
-    assert stall_threshold(fast, T)[0] == 10.0  # 3 × 2 s is under the 10 s floor
+    assert stall_threshold(fast, T)[0] == 8.0  # 3 × 2 s is under the 8 s floor
     slow = run(rank(0, 10, last=NOW, interval=600.0), rank(1, 10, last=NOW, interval=600.0))
     assert stall_threshold(slow, T)[0] == 1800.0  # a 10-minute epoch is never a 60 s stall
     assert stall_threshold(slow, Thresholds.given(60.0))[0] == 60.0  # --stall-after fixes it
@@ -87,8 +87,8 @@ def test_a_rank_that_sleeps_before_its_all_reduce_is_named_holding_the_collectiv
 
 
 def test_no_verdict_before_the_threshold_or_without_a_sample():
-    early = [rank(r, 20, last=NOW - 8, kind="collective") for r in (0, 1)]
-    assert hang_findings(run(*early), T, NOW) == []  # 8 s < the 10 s learned threshold
+    early = [rank(r, 20, last=NOW - 7, kind="collective") for r in (0, 1)]
+    assert hang_findings(run(*early), T, NOW) == []  # 7 s < the 8 s learned threshold
     unsampled = [rank(r, 20, last=NOW - 30) for r in (0, 1)]
     assert hang_findings(run(*unsampled), T, NOW) == []  # where? unknown: no claim
 
@@ -186,7 +186,7 @@ def test_a_rank_three_times_slower_is_a_straggler_not_a_hang():
 def test_ranks_ahead_of_a_controller_that_stopped_taking_reports_are_a_stuck_controller():
     """The ranks go on into Train's queue for a report or two after the controller stops:
     the clock starts when every rank had sent the first report it never took."""
-    ranks = [rank(r, 7, last=NOW - 9, inside=True) for r in (0, 1)]  # report 5 at NOW - 13
+    ranks = [rank(r, 7, last=NOW - 7, inside=True) for r in (0, 1)]  # report 5 at NOW - 11
 
     def with_taken(taken):
         attempt = Attempt(1, "running", 0.0, attempt_id="a1", reports_taken=taken)
@@ -194,8 +194,8 @@ def test_ranks_ahead_of_a_controller_that_stopped_taking_reports_are_a_stuck_con
 
     (stuck,) = hang_findings(with_taken(4), T, NOW)
     assert stuck.kind == "controller_stuck" and stuck.evidence["reports_taken"] == 4
-    assert "the controller has taken 4 report(s); every rank has made 7, for 13s" in (stuck.message)
-    assert hang_findings(with_taken(6), T, NOW) == []  # report 7 only 9 s ago
+    assert "the controller has taken 4 report(s); every rank has made 7, for 11s" in (stuck.message)
+    assert hang_findings(with_taken(6), T, NOW) == []  # report 7 only 7 s ago
 
 
 def test_a_run_that_failed_because_the_controller_could_not_load_a_metric_is_named():

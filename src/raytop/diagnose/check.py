@@ -89,7 +89,7 @@ EXIT_CODES_HELP = """Exit codes:
   22  no report, and every rank is in the train loop's own code
   2   bad usage
 The stall threshold is learned per run: max(3x its median report interval, 1.5x its
-longest recent one, 10 s); 60 s before a run has reported twice; --stall-after fixes it.
+longest recent one, 8 s); 60 s before a run has reported twice; --stall-after fixes it.
 A straggler (one rank working far longer per step than its peers) is printed, exit 0.
 With several findings, the most severe code wins: 20, 16, 17, 18, 19, 21, 22, 10, 12,
 14, 11, 15, then 13."""

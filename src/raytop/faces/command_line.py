@@ -302,7 +302,7 @@ stall_option = click.option(
     "--stall-after", type=FiniteFloat(0), metavar="SECONDS",
     help="No progress this long is a stall (a rank waiting in report for another, or no "
     "report at all).  [default: learned per run: 3× its median report interval, at "
-    "least 10 s; 60 s until it has reported twice]",
+    "least 8 s; 60 s until it has reported twice]",
 )  # fmt: skip
 read_only_option = click.option(
     "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",

@@ -16,7 +16,7 @@ class Thresholds:
     stall_after_s: float = 60.0
     learn_stall: bool = True
     stall_factor: float = 3.0
-    stall_floor_s: float = 10.0
+    stall_floor_s: float = 8.0
     dead_after_s: float = 15.0  # no heartbeat this long (the probe beats every ~1 s)
     silent_factor: float = 10.0  # no report for this many times its usual interval…
     silent_min_s: float = 60.0  # …and at least this long

@@ -73,11 +73,14 @@ def checked(address: str, experiment: Path) -> tuple[int, str]:
 
 
 def stop(spec: Path, experiment: Path, driver) -> None:
-    run_raytop("stop", str(experiment), "--yes", timeout=120)
+    """End a run at once: its driver killed, its trials and Train workers die with it (a
+    graceful stop of a hung run waits for Tune's timeouts; these runs are done with)."""
+    if (experiment / ".raytop" / "driver.json").exists():
+        kill_driver(experiment)
     try:
         driver.wait(timeout=60)
     except Exception:
-        kill_driver(experiment)
+        driver.kill()
         driver.wait(timeout=30)
 
 

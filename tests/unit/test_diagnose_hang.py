@@ -225,3 +225,12 @@ def test_a_run_that_failed_because_the_controller_could_not_load_a_metric_is_nam
     (finding,) = undeliverable_findings(dataclasses.replace(run(), attempts=(failed,)))
     assert finding.kind == "report_undeliverable" and exit_code([finding]) == CONTROLLER_STUCK
     assert "could not load what the ranks sent it after taking 4 report(s)" in finding.message
+
+
+def test_a_long_first_epoch_is_no_hang_before_the_run_has_a_rhythm():
+    """One report, then a 5-minute epoch: no interval is known yet, so no claim (a fixed
+    --stall-after still applies)."""
+    first = [rank(r, 1, last=NOW - 120, kind="user", where="epoch (loop.py:9)") for r in (0, 1)]
+    assert hang_findings(run(*first), T, NOW) == []
+    (fixed,) = hang_findings(run(*first), Thresholds.given(60.0), NOW)
+    assert fixed.kind == "compute_hang"

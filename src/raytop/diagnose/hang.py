@@ -189,10 +189,14 @@ def _ranks_of(ranks: list[int]) -> str:
 
 def below_report_hang(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
     """No report entered or left past the threshold while no rank is inside one: where the
-    ranks are says which hang it is, and who holds it up."""
+    ranks are says which hang it is, and who holds it up. Only once the threshold is
+    learned (or fixed by ``--stall-after``): before a run has two report intervals, a long
+    first epoch is no evidence of a hang."""
     if any(w.in_report for w in run.workers) or not run.workers:
         return []
     if any(w.done for w in run.workers):
+        return []
+    if t.learn_stall and len(report_intervals(run)) < 2:
         return []
     progress = last_progress(run)
     limit, why = stall_threshold(run, t)

@@ -144,7 +144,7 @@ def test_address_reaches_resume(where, monkeypatch, position) -> None:
     handed = Handed(monkeypatch)
     result = invoke(placed(position, "resume", where, ["--address", UNREACHABLE]))
     assert result.exit_code == 0, result.output
-    assert handed.launch == [{"address": UNREACHABLE, "refresh_s": 0.25, "stall": 60.0}]
+    assert handed.launch == [{"address": UNREACHABLE, "refresh_s": 0.25, "stall": None}]
 
 
 @pytest.mark.parametrize("position", POSITIONS)

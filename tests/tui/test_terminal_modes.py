@@ -182,11 +182,16 @@ class Timed:
 
 @pytest.mark.parametrize("refresh_s", [0.2, 0.4])
 async def test_the_tui_polls_at_the_refresh_given(make_app, sweep, refresh_s) -> None:
-    """--refresh is the poller's period (a slow link asks for a long one)."""
+    """--refresh is the poller's period (a slow link asks for a long one): it sleeps that
+    long between collections, and never polls sooner. (How much later a loaded machine
+    wakes it is not asserted: timings are measured in benchmarks/, not in tests.)"""
     collector = Timed(sweep)
     app = make_app(collector=collector, refresh_s=refresh_s, autostart=True)
+    asked: list[float] = []
+    sleep = app._sleep
+    app._sleep = lambda seconds: (asked.append(seconds), sleep(seconds))[1]
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: len(collector.at) >= 4, tries=400)
     gaps = [b - a for a, b in zip(collector.at, collector.at[1:], strict=False)]
     assert min(gaps) >= refresh_s * 0.9, gaps
-    assert max(gaps[:3]) < refresh_s + 1.0, gaps
+    assert set(asked[:3]) == {refresh_s}, asked

@@ -3,7 +3,7 @@
 from raytop.diagnose import diagnose
 from raytop.diagnose.check import exit_code
 from raytop.diagnose.ledger import behind_by, run_findings, worker_state
-from raytop.model import Cluster, LedgerStatus, Snapshot, TrainRun, Worker
+from raytop.model import Cluster, LedgerStatus, Node, Snapshot, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
 
 T = Thresholds(stall_after_s=60)
@@ -100,3 +100,18 @@ def test_the_most_severe_check_code_wins():
     lost = diagnose(Snapshot(0.0, Cluster("h:1", False, error="gone")), T)
     assert exit_code(list(lost) + dead + stalled) == 20
     assert exit_code([]) == 0
+
+
+def test_a_rank_on_a_dead_node_is_lost_not_a_stall_or_a_hang():
+    """The survivors wait in the barrier for a rank whose node died: the finding names
+    the dead node, not a barrier stall (the rank's last heartbeat is still fresh)."""
+    page = run(worker(0, 5, 4, age=75, node_id="aa"), worker(1, 4, 4, age=80, node_id="bb"))
+    nodes = (Node("aa", "h:1", True, True), Node("bb", "h:2", False, False))
+    snap = Snapshot(0.0, Cluster("h:1", True, nodes=nodes), runs=(page,), ledger=LedgerStatus(True))
+    (lost,) = diagnose(snap, T)
+    assert lost.kind == "rank_dead" and lost.evidence["rank"] == 1
+    assert "node bb" in lost.message and "dead" in lost.message
+    assert exit_code([lost]) == 11
+    alive = Snapshot(0.0, Cluster("h:1", True, nodes=(nodes[0], Node("bb", "h:2", True, False))),
+                     runs=(page,), ledger=LedgerStatus(True))  # fmt: skip
+    assert kinds(diagnose(alive, T)) == ["barrier_stall"]

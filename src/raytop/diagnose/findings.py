@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.hang import hang_findings
-from raytop.diagnose.ledger import is_over, run_findings
+from raytop.diagnose.ledger import is_over, lost_ranks, run_findings
 from raytop.diagnose.placement import placement_findings
 from raytop.diagnose.retries import attempt_findings
 from raytop.model import (
@@ -144,8 +144,10 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
     for run in runs:
         findings += attempt_findings(run, run.trial_id in ended)
     if snapshot.ledger is not None and snapshot.ledger.available:
+        dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
         for run in runs:
             if run.trial_id not in ended and not is_over(run, thresholds):
-                findings += run_findings(run, thresholds)
-                findings += hang_findings(run, thresholds, snapshot.taken_at)
+                findings += run_findings(run, thresholds, dead_nodes)
+                if not lost_ranks(run, dead_nodes):  # a lost rank explains every wait
+                    findings += hang_findings(run, thresholds, snapshot.taken_at)
     return tuple(findings)

@@ -88,12 +88,52 @@ def _barrier_kind(missing: list[Worker], never_seen: list[int]) -> str:
     return "barrier_stall"
 
 
-def run_findings(run: TrainRun, t: Thresholds) -> list[Finding]:
+def lost_ranks(run: TrainRun, dead_nodes: frozenset[str]) -> list[Worker]:
+    """The attempt's unfinished ranks on a node the cluster reports dead."""
+    return [w for w in run.workers if not w.done and w.node_id in dead_nodes]
+
+
+def _lost_findings(run: TrainRun, lost: list[Worker], evidence_base: dict) -> list[Finding]:
+    """A rank whose node died is not stalled and not hung: it is gone, whatever its last
+    heartbeat says (its probe died with the node seconds ago). Its peers wait for it until
+    Train notices and, per the run's FailureConfig, starts a new attempt or fails the run;
+    naming the barrier or a collective here would send the user after the wrong rank."""
+    subject = f"run {run.run_name} attempt {run.attempt_index}"
+    return [
+        Finding(
+            kind="rank_dead",
+            severity=Severity.ERROR,
+            subject=f"{subject} rank {w.rank}",
+            message=(
+                f"rank {w.rank} (pid {w.pid}) was on node {(w.node_id or '')[:12]}, which the "
+                "cluster reports dead; Train retries the worker group if its FailureConfig allows"
+            ),
+            evidence={
+                **evidence_base,
+                "rank": w.rank,
+                "pid": w.pid,
+                "node_id": w.node_id,
+                "node_dead": True,
+            },  # fmt: skip
+        )
+        for w in lost
+    ]
+
+
+def run_findings(
+    run: TrainRun, t: Thresholds, dead_nodes: frozenset[str] = frozenset()
+) -> list[Finding]:
+    """Barrier stalls, mis-paired reports, dead and silent ranks of one attempt.
+    ``dead_nodes`` are the nodes the cluster reports dead: a rank on one is lost, and the
+    attempt's waits are the consequence, not a stall."""
     if is_over(run, t) or not run.workers:
         return []
     subject = f"run {run.run_name} attempt {run.attempt_index}"
     evidence_base = {"run_id": run.run_id, "run_name": run.run_name,
                      "attempt_id": run.attempt_id, "trial_id": run.trial_id}  # fmt: skip
+    lost = lost_ranks(run, dead_nodes)
+    if lost:
+        return _lost_findings(run, lost, evidence_base)
     findings: list[Finding] = []
     top = max(w.reports_entered for w in run.workers)
     waiting = [w for w in run.workers if w.in_report and w.reports_entered == top]

@@ -52,6 +52,31 @@ def status_text(snapshot: Snapshot) -> str:
     return "\n".join(lines)
 
 
+def stacks_text(snapshot: Snapshot) -> str:
+    """The stacks a stacks request brought (``status --stacks``): per run, each rank's
+    Python stack, then its native one when asked (``--native``); ranks that did not
+    answer say so. Then where the capture was saved."""
+    lines: list[str] = []
+    for run in snapshot.all_runs():
+        asked = [w for w in run.workers if not w.done or w.stack or w.native_stack]
+        if not run.instrumented or not asked:
+            continue
+        lines.append(f"stacks of run {run.run_name} (attempt {run.attempt_index}):")
+        for w in sorted(asked, key=lambda w: w.rank):
+            pid = "?" if w.pid is None else w.pid
+            lines.append(f"  rank {w.rank} · pid {pid} · {w.state or '?'}")
+            stack = w.stack or "(no answer: process gone or busy in C code)"
+            lines += ["    " + line for line in stack.rstrip("\n").splitlines()]
+            if w.native_stack is not None:
+                lines.append("    -- native stack (py-spy) --")
+                lines += ["    " + line for line in w.native_stack.rstrip("\n").splitlines()]
+    if not lines:
+        lines.append("no rank to ask: no live Train run with the raytop probe")
+    if snapshot.stacks_capture is not None:
+        lines.append(snapshot.stacks_capture.note)
+    return "\n".join(lines)
+
+
 def status_once(collector: Collector, why: str) -> None:
     """A bare ``raytop`` with no terminal for the TUI (``why``): the status on stdout, as
     ``raytop status`` prints it, then how to get the TUI on stderr."""

@@ -79,6 +79,11 @@ class RankReport(TypedDict):
     # Once raytop asked (``StackRequest``): the request answered, and the stack text.
     stack_request: NotRequired[str]
     stack: NotRequired[str]
+    # Once raytop asked for native stacks too (``StackRequest.native``): the request the
+    # py-spy dump answers, and its text (or one line saying why there is none). Probes
+    # older than native stacks never send them.
+    native_stack_request: NotRequired[str]
+    native_stack: NotRequired[str]
     # Its last reports (at most ``MAX_REPORT_HISTORY``), oldest first, each the list
     # ``[entered_at, exited_at]`` (exited_at None: still inside that report). Probes older
     # than the report history do not send it.
@@ -109,6 +114,10 @@ class RankRecord(TypedDict):
     node_id: str | None
     stack: str | None
     stack_request: str | None
+    # py-spy's native stack and the request it answers; None when not sent (older probe)
+    # or not a string (the field is dropped, never the rank).
+    native_stack: str | None
+    native_stack_request: str | None
     run_path: str | None
     done: bool
     gpu_ids: list[str]
@@ -148,11 +157,13 @@ class LedgerIndex(TypedDict):
 
 class StackRequest(TypedDict):
     """``cmd/stacks``: raytop asks every rank (of ``run_id``; None: of every run) for its
-    stack; each rank answers once per ``request_id``."""
+    stack; each rank answers once per ``request_id``. ``native``: also its native stack
+    (py-spy); probes older than native stacks ignore the key and send the Python one."""
 
     request_id: str
     run_id: str | None
     requested_at: float
+    native: NotRequired[bool]
 
 
 # -- the RunProbe (controller side): a run's failure config and attempts --------------------

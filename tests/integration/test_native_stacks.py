@@ -1,7 +1,9 @@
 """Native stacks on a real cluster: ``status --stacks --native --json`` makes every rank of
 a running torch trial run py-spy on itself, and each answers a native stack whose train
 loop thread shows the loop's own frame over the C frames under it; the answers are saved
-as a capture under the experiment's ``.raytop/captures`` by raytop's process.
+as a capture under the experiment's ``.raytop/captures`` by raytop's process. The same CPU
+run answers ``status --flight-recorder`` with each rank's reason for having no Flight
+Recorder pipe (gloo), and no dump folder appears.
 
 (py-spy missing from the workers is one line, tested without a cluster:
 tests/unit/test_native_stack.py.)"""
@@ -13,6 +15,7 @@ import time
 
 import pytest
 
+from raytop.probe.flight_recorder import NOT_ENABLED
 from tests.conftest import kill_driver, launch_run, run_output, run_raytop, status_json, wait_for
 
 pytestmark = pytest.mark.ray
@@ -65,6 +68,20 @@ def test_every_rank_answers_its_native_stack_and_the_capture_is_saved(ray_cluste
             text = (experiment / ".raytop" / "captures" / folder.rsplit("/", 1)[1]
                     / entry["file"]).read_text()  # fmt: skip
             assert "== native stack (py-spy) ==" in text and "stall_loop.py" in text
+
+        # The same CPU run has no Flight Recorder (gloo): each rank says so, nothing dumps.
+        result = run_raytop("status", "--json", "--flight-recorder", "--address",
+                            ray_cluster.address, "--experiment", str(experiment),
+                            timeout=120)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)["flight_recorder"]
+        assert report["note"] == (
+            "flight recorder: 2 of 2 ranks answered; 0 dump(s) requested through the ranks' pipes"
+        )
+        (answered,) = report["runs"]
+        assert answered["folder"] is None and answered["groups"] == []
+        assert [a["answer"] for a in answered["answers"]] == [NOT_ENABLED, NOT_ENABLED]
+        assert not (experiment / ".raytop" / "flight_recorder").exists()
     finally:
         kill_driver(experiment)
         watcher.wait(timeout=60)

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from raytop.model import ExperimentStatus, Severity, Snapshot
+from raytop.model.collectives import FlightRecorderReport
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 from raytop.model.ports import Collector
 from raytop.model.resume import ResumePreview
@@ -74,6 +75,29 @@ def stacks_text(snapshot: Snapshot) -> str:
         lines.append("no rank to ask: no live Train run with the raytop probe")
     if snapshot.stacks_capture is not None:
         lines.append(snapshot.stacks_capture.note)
+    return "\n".join(lines)
+
+
+def flight_recorder_text(report: FlightRecorderReport) -> str:
+    """``status --flight-recorder``: what was done, then per run its ranks' answers, the
+    dumps found and, per process group, who is missing from which collective."""
+    lines = [report.note]
+    for run in report.runs:
+        name = run.run_name or f"trial {run.trial_id}"
+        lines.append(f"run {name}" + (f" (dumps in {run.folder})" if run.folder else ""))
+        lines += [f"  rank {a.rank}: {a.answer}" for a in run.answers]
+        if run.folder is not None and not run.dumped_ranks and not run.warnings:
+            lines.append("  no dump there yet")
+        elif run.dumped_ranks:
+            fresh = ""
+            if report.requested_at is not None:
+                fresh = f"; new since the request: {len(run.fresh_ranks)}"
+            lines.append(f"  dumps from ranks {', '.join(map(str, run.dumped_ranks))}{fresh}")
+        lines += [f"  {group.message}" for group in run.groups]
+        lines += [f"  warning: {w}" for w in run.warnings]
+    if not report.runs:
+        lines.append("no run answered and no dump found (raytop enables the Flight Recorder "
+                     "for the torch runs on GPUs it launches)")  # fmt: skip
     return "\n".join(lines)
 
 

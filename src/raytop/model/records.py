@@ -84,6 +84,10 @@ class RankReport(TypedDict):
     # older than native stacks never send them.
     native_stack_request: NotRequired[str]
     native_stack: NotRequired[str]
+    # Once raytop asked for a Flight Recorder dump (``FlightRecorderRequest``): the request
+    # answered, and one line of what the probe did (wrote to the dump pipe, or why not).
+    flight_recorder_request: NotRequired[str]
+    flight_recorder: NotRequired[str]
     # Its last reports (at most ``MAX_REPORT_HISTORY``), oldest first, each the list
     # ``[entered_at, exited_at]`` (exited_at None: still inside that report). Probes older
     # than the report history do not send it.
@@ -118,6 +122,8 @@ class RankRecord(TypedDict):
     # or not a string (the field is dropped, never the rank).
     native_stack: str | None
     native_stack_request: str | None
+    flight_recorder: str | None  # the probe's answer to a Flight Recorder request
+    flight_recorder_request: str | None
     run_path: str | None
     done: bool
     gpu_ids: list[str]
@@ -164,6 +170,16 @@ class StackRequest(TypedDict):
     run_id: str | None
     requested_at: float
     native: NotRequired[bool]
+
+
+class FlightRecorderRequest(TypedDict):
+    """``cmd/flight_recorder``: raytop asks every rank (of ``run_id``; None: of every run)
+    to make PyTorch's Flight Recorder dump, through the dump pipe raytop set at launch;
+    each rank answers once per ``request_id``."""
+
+    request_id: str
+    run_id: str | None
+    requested_at: float
 
 
 # -- the RunProbe (controller side): a run's failure config and attempts --------------------

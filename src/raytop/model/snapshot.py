@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from raytop.model.collectives import FlightRecorderReport
+
 SCHEMA_VERSION = 1
 
 TERMINAL_TRIAL_STATUSES = frozenset({"TERMINATED", "ERROR"})
@@ -160,6 +162,10 @@ class Worker:
     # and the request it answers.
     native_stack: str | None = None
     native_stack_request: str | None = None
+    # Its probe's answer to a Flight Recorder request (``status --flight-recorder``): one
+    # line (dump requested through its pipe, or why not), and the request it answers.
+    flight_recorder: str | None = None
+    flight_recorder_request: str | None = None
     # Its last reports (at most 32, oldest first): when it entered each, and when it
     # returned from it (None: still inside), the same length. Empty: the probe sent none.
     report_times: tuple[float, ...] = ()
@@ -436,6 +442,8 @@ class Snapshot:
     warnings: tuple[str, ...] = ()  # raytop's own records (experiments.json), naming the file
     # Set only on the answer to a stacks request: where its capture was saved.
     stacks_capture: StacksCapture | None = None
+    # Set only on the answer to ``status --flight-recorder``: the Flight Recorder dumps.
+    flight_recorder: FlightRecorderReport | None = None
 
     def all_runs(self) -> tuple[TrainRun, ...]:
         return tuple(r for e in self.experiments for r in e.runs) + self.runs
@@ -483,6 +491,11 @@ class Snapshot:
             stacks_capture=(
                 StacksCapture(tuple(capture["saved_to"]), capture["note"])
                 if (capture := data.get("stacks_capture"))
+                else None
+            ),
+            flight_recorder=(
+                FlightRecorderReport.from_json(report)
+                if (report := data.get("flight_recorder"))
                 else None
             ),
         )

@@ -105,6 +105,8 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         stack_request=stack_request,
         native_stack=_optional_text(raw.get("native_stack"), MAX_NATIVE_STACK_CHARS),
         native_stack_request=_optional_text(raw.get("native_stack_request"), MAX_REQUEST_ID),
+        flight_recorder=_optional_text(raw.get("flight_recorder"), MAX_ANSWER_CHARS),
+        flight_recorder_request=_optional_text(raw.get("flight_recorder_request"), MAX_REQUEST_ID),
         run_path=run_path, done=done,
         gpu_ids=[str(gpu) for gpu in gpu_ids], checkpoints=checkpoints,
         syncs=[_barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
@@ -115,6 +117,7 @@ def _rank_record(record: Any, where: str) -> RankRecord:
 
 MAX_NATIVE_STACK_CHARS = 64_000  # the probe sends at most 20,000 (probe.native_stack)
 MAX_REQUEST_ID = 64
+MAX_ANSWER_CHARS = 1_000  # a probe's one-line answer
 
 
 def _optional_text(value: Any, cap: int) -> str | None:

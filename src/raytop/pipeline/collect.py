@@ -25,6 +25,7 @@ from raytop.model import (
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.derive import with_rank_states
+from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
 from raytop.pipeline.uninstrumented import uninstrumented_runs
 from raytop.process_identity import running_experiments
@@ -263,6 +264,19 @@ class SnapshotCollector:
             snapshot, targets, request=request, native=native, read_only=read_only
         )
         return dataclasses.replace(snapshot, stacks_capture=capture)
+
+    def request_flight_recorder(
+        self, run_id: str | None = None, timeout_s: float = 20.0, read_only: bool = False
+    ) -> Snapshot:
+        """Ask the ranks of the runs raytop launched on GPUs to make PyTorch's Flight
+        Recorder dump (not under ``read_only``), wait up to ``timeout_s`` for the dumps,
+        and return the snapshot with ``flight_recorder`` saying who is missing from which
+        collective (``pipeline.flight_recorder``)."""
+        snapshot, report = request_dumps(
+            self._ledger, self.collect, lambda: [r.raytop_dir for r in self._experiments],
+            run_id=run_id, timeout_s=timeout_s, read_only=read_only,
+        )  # fmt: skip
+        return dataclasses.replace(snapshot, flight_recorder=report)
 
     def _ask_stacks(
         self, run_id: str | None, timeout_s: float, native: bool

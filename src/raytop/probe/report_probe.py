@@ -30,10 +30,11 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from raytop.model.records import MAX_REPORT_HISTORY, BarrierWait, CheckpointUpload, RankReport
+from raytop.probe.flight_recorder import trigger_dump
 from raytop.probe.ledger import get_or_create_ledger
 from raytop.probe.native_stack import native_stack
 from raytop.wire.cluster_kv import kv_get_in_cluster
-from raytop.wire.kv_keys import STACKS_COMMAND_KEY
+from raytop.wire.kv_keys import FLIGHT_RECORDER_COMMAND_KEY, STACKS_COMMAND_KEY
 from raytop.wire.train_hooks import (
     WorkerIdentity,
     report_call_details,
@@ -76,6 +77,8 @@ class _RankState:
         self._stack: tuple[str, str] | None = None  # (request id, stack text)
         self._native: tuple[str, str] | None = None  # (request id, native stack text)
         self._native_thread: threading.Thread | None = None
+        self._flight_recorder: tuple[str, str] | None = None  # (request id, what it did)
+        self._fr_answered: str | None = None
         self._answered: str | None = None
         self._ledger: Any = None
         self._last_ref: Any = None
@@ -189,6 +192,7 @@ class _RankState:
                     self.done,
                     self._stack and self._stack[0],
                     self._native and self._native[0],
+                    self._flight_recorder and self._flight_recorder[0],
                     uploads,
                 )
                 if key != last_key or now - last_sent >= HEARTBEAT_S or woken:
@@ -237,6 +241,8 @@ class _RankState:
             message["stack_request"], message["stack"] = self._stack
         if self._native is not None:
             message["native_stack_request"], message["native_stack"] = self._native
+        if self._flight_recorder is not None:
+            message["flight_recorder_request"], message["flight_recorder"] = self._flight_recorder
         return message
 
     def _send(self, message: RankReport) -> None:
@@ -255,6 +261,26 @@ class _RankState:
         self._last_ref = self._ledger.update.remote(message)
 
     def _answer_commands(self) -> None:
+        self._answer_stacks()
+        self._answer_flight_recorder()
+
+    def _answer_flight_recorder(self) -> None:
+        """A Flight Recorder request: one non-blocking write to this rank's dump pipe
+        (``probe.flight_recorder``), once per request."""
+        raw = kv_get_in_cluster(FLIGHT_RECORDER_COMMAND_KEY)
+        if not raw:
+            return
+        command = json.loads(raw)
+        if not isinstance(command, dict):
+            return
+        request = command.get("request_id")
+        wanted = command.get("run_id")
+        if request == self._fr_answered or (wanted and wanted != self.identity.run_id):
+            return
+        self._fr_answered = request
+        self._flight_recorder = (str(request), trigger_dump(self.identity.world_rank))
+
+    def _answer_stacks(self) -> None:
         raw = kv_get_in_cluster(STACKS_COMMAND_KEY)
         if not raw:
             return

@@ -30,6 +30,7 @@ from raytop.model.records import (
     FAILURE_CLASSES,
     BarrierWait,
     CheckpointUpload,
+    FlightRecorderRequest,
     LedgerPage,
     RankRecord,
     RunAttempts,
@@ -37,6 +38,7 @@ from raytop.model.records import (
 )
 from raytop.wire.gcs import GcsKv
 from raytop.wire.kv_keys import (
+    FLIGHT_RECORDER_COMMAND_KEY,
     INDEX_KEY,
     PAGE_PREFIX,
     RUN_PREFIX,
@@ -77,6 +79,8 @@ def worker_from_record(record: RankRecord, now: float) -> Worker:
         stack_request=record["stack_request"],
         native_stack=record["native_stack"],
         native_stack_request=record["native_stack_request"],
+        flight_recorder=record["flight_recorder"],
+        flight_recorder_request=record["flight_recorder_request"],
         report_times=tuple(entered for entered, _ in record["report_times"]),
         report_exits=tuple(exited for _, exited in record["report_times"]),
         declared_resources=record["declared"],
@@ -290,3 +294,13 @@ class LedgerReader:
             command["native"] = True
         self._kv.put(STACKS_COMMAND_KEY, json.dumps(command).encode())
         return request_id
+
+    def request_flight_recorder(self, run_id: str | None = None) -> tuple[str, float]:
+        """Ask every rank (of ``run_id``, or of every run) to make PyTorch's Flight
+        Recorder dump through its pipe; the answers arrive in the pages within a couple of
+        probe heartbeats. Returns the request id and when it was made."""
+        request_id = uuid.uuid4().hex[:12]
+        now = time.time()
+        command = FlightRecorderRequest(request_id=request_id, run_id=run_id, requested_at=now)
+        self._kv.put(FLIGHT_RECORDER_COMMAND_KEY, json.dumps(command).encode())
+        return request_id, now

@@ -110,7 +110,8 @@ def test_a_cpu_run_answers_why_it_has_no_flight_recorder(tmp_path):
     def collect() -> Snapshot:
         request = json.loads(kv.data[FLIGHT_RECORDER_COMMAND_KEY])["request_id"]
         run = gpu_run(None, request)
-        run = replace(run, workers=tuple(replace(w, flight_recorder=NOT_ENABLED)
+        # Rank 1's loop has returned; its probe answers all the same, and counts.
+        run = replace(run, workers=tuple(replace(w, flight_recorder=NOT_ENABLED, done=w.rank == 1)
                                          for w in run.workers))  # fmt: skip
         return snapshot(run)
 
@@ -119,5 +120,7 @@ def test_a_cpu_run_answers_why_it_has_no_flight_recorder(tmp_path):
     assert time.monotonic() - started < 3  # no dump to wait for
     (run,) = report.runs
     assert run.folder is None and [a.answer for a in run.answers] == [NOT_ENABLED] * 2
-    assert report.note.endswith("0 dump(s) requested through the ranks' pipes")
+    assert report.note == (
+        "flight recorder: 2 of 2 ranks answered; 0 dump(s) requested through the ranks' pipes"
+    )
     assert f"  rank 0: {NOT_ENABLED}" in flight_recorder_text(report).splitlines()

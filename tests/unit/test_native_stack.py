@@ -133,6 +133,10 @@ def test_the_dump_is_capped_on_a_thread_boundary_train_thread_first():
     assert text.splitlines()[2] == 'Thread 30 (idle): "t30"'
     assert len(text) <= 2_000 and text.endswith("(2 more threads not shown: over 2000 characters)")
     assert ns.order_threads(dump, None, 100_000).splitlines()[2] == 'Thread 10 (idle): "t10"'
+    probe = 'Thread 5 (idle): "raytop-probe"\n    Event.wait (threading.py:629)\n'
+    ordered = ns.order_threads("Process 1: python\n" + probe + dump.split("\n", 2)[2], 20, 10**6)
+    threads = [line for line in ordered.splitlines() if line.startswith("Thread ")]
+    assert [t.split()[1] for t in threads] == ["20", "10", "30", "5"]  # raytop's own last
 
 
 def test_the_probe_answers_a_native_request_in_its_next_message(monkeypatch):

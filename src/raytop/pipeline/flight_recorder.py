@@ -59,7 +59,13 @@ def request_dumps(
     while True:
         snapshot = collect()
         raytop_dirs = experiment_dirs()
-        workers = [w for r in _wanted(snapshot.all_runs(), run_id) for w in r.workers if not w.done]
+        # Live ranks must answer; a finished rank whose probe still answered counts too.
+        workers = [
+            w
+            for r in _wanted(snapshot.all_runs(), run_id)
+            for w in r.workers
+            if not w.done or w.flight_recorder_request == request
+        ]
         answers = [w for w in workers if w.flight_recorder_request == request]
         waiting_dumps = [
             (run, w)

@@ -162,7 +162,8 @@ def _failure(code: int | None, text: str, scope: int | None) -> str:
 
 def order_threads(dump: str, train_native_id: int | None, max_chars: int) -> str:
     """py-spy's dump with the train loop thread's block first (the one that matters), the
-    other threads after it, cut at ``max_chars`` on a thread boundary with a note."""
+    other threads after it (raytop's own last), cut at ``max_chars`` on a thread boundary
+    with a note."""
     header: list[str] = []
     blocks: list[list[str]] = []
     for line in dump.rstrip("\n").splitlines():
@@ -172,9 +173,16 @@ def order_threads(dump: str, train_native_id: int | None, max_chars: int) -> str
             blocks[-1].append(line)
         else:
             header.append(line)
-    if train_native_id is not None:
-        tid = str(train_native_id)
-        blocks.sort(key=lambda b: _THREAD_LINE.match(b[0]).group(1) != tid)  # stable
+    tid = str(train_native_id)
+
+    def rank(block: list[str]) -> int:
+        """The train loop's thread first, raytop's own threads (the probe, this capture)
+        last: they are only waiting for py-spy."""
+        if _THREAD_LINE.match(block[0]).group(1) == tid:
+            return 0
+        return 2 if '"raytop-' in block[0] else 1
+
+    blocks.sort(key=rank)  # stable: py-spy's order otherwise
     text = "\n".join(header)
     room = max_chars - 80  # the note that says how many threads were left out
     for i, block in enumerate(blocks):

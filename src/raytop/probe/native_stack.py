@@ -8,7 +8,9 @@ frames with the Python ones, so the hang's real place shows.
 Run inside a Train worker, from the probe's thread, as a child process: with a timeout
 (``NATIVE_TIMEOUT_S``), its output capped (``MAX_NATIVE_CHARS``, the train loop's thread
 first), and never raising: every outcome is text, the stack or one line saying why there
-is none (py-spy not on the image, ptrace refused, too slow).
+is none (py-spy not on the image, ptrace refused, too slow). py-spy pauses the process
+while it reads it (``--native`` cannot be ``--nonblocking``): a fraction of a second, once
+per request that asked for it.
 
 Under Yama (``kernel.yama.ptrace_scope`` = 1) a process may be traced only by its
 ancestors, and py-spy is our child: it starts as ``sh`` waiting for one line, the probe

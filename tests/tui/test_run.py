@@ -481,6 +481,12 @@ async def test_n_on_the_stacks_screen_asks_again_for_native_stacks_and_redraws(
         assert not screen.query(".native-text")
         shown = {b.binding.action for b in screen.active_bindings.values() if b.binding.show}
         assert "native" in shown  # in the footer (tests/tui/test_keys.py checks it fits)
+        await pilot.press("question_mark")
+        assert "n  native: Ask every rank again, for its native stack too" in text_of(
+            app, "#help-keys"
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
         collector.stacks = answer
         await pilot.press("n")
         await wait_until(pilot, lambda: bool(screen.query(".native-text")))

@@ -56,7 +56,15 @@ from raytop.faces.command_line import (
 from raytop.faces.progress import stderr_progress
 from raytop.faces.terminal import NO_TUI_HINT, color_system_problem, tui_look, tui_unavailable
 from raytop.faces.terminal import native_stderr_to_log as _native_stderr_to_log
-from raytop.faces.text import follow, resume_preview_lines, say, status_once, status_text
+from raytop.faces.text import (
+    flight_recorder_text,
+    follow,
+    resume_preview_lines,
+    say,
+    stacks_text,
+    status_once,
+    status_text,
+)
 
 # Importable from here too: tests and the docs name them as the CLI's.
 __all__ = ["GROUP_OPTIONS", "READ_ONLY_REFUSES", "main", "status_text"]
@@ -282,27 +290,59 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
 @click.option(
     "--stacks", is_flag=True,
     help="Also ask every rank for its Python stack (a request written to the cluster's "
-    "KV store: refused under read-only).",
+    "KV store: refused under read-only), saved under the experiment's .raytop/captures.",
+)  # fmt: skip
+@click.option(
+    "--native", is_flag=True,
+    help="With --stacks: each rank's native stack too (py-spy on the workers, C/C++ frames).",
+)  # fmt: skip
+@click.option(
+    "--flight-recorder", "flight_recorder", is_flag=True,
+    help="Ask the ranks of NCCL runs raytop launched to dump PyTorch's Flight Recorder "
+    "(through the dump pipes raytop set; read-only: only the dumps already on storage), "
+    "and show who is missing from which collective.",
 )  # fmt: skip
 @experiment_option
 @group_options
 def status(
-    as_json: bool, stacks: bool, experiments: tuple[str, ...], address: str | None,
-    stall_after: float, storage: tuple[str, ...], **_group,
+    as_json: bool, stacks: bool, native: bool, flight_recorder: bool,
+    experiments: tuple[str, ...], address: str | None, stall_after: float,
+    storage: tuple[str, ...], read_only: bool, **_group,
 ) -> None:  # fmt: skip
     """Print the snapshot the TUI shows, once. With --storage: also the experiments under
     each storage path, from storage alone when there is no cluster (exit 0)."""
+    from raytop.model.ports import NATIVE_STACKS_TIMEOUT_S, STACKS_TIMEOUT_S
     from raytop.model.thresholds import Thresholds
 
+    if native and not stacks:
+        fail("--native: give it with --stacks (`raytop status --stacks --native`)")
+    if flight_recorder and stacks:
+        fail("--flight-recorder and --stacks: one at a time (each asks the ranks)")
     roots = storage_roots(storage)
     target, why_none = target_with_history(address, roots)
     collector = collector_for(target, experiment_paths(experiments), Thresholds.given(stall_after),
                               storage=roots, unreachable_reason=why_none)  # fmt: skip
-    snapshot = collector.request_stacks() if stacks else collector.collect()
+    note = None
+    if stacks:
+        timeout_s = NATIVE_STACKS_TIMEOUT_S if native else STACKS_TIMEOUT_S
+        snapshot = collector.request_stacks(timeout_s=timeout_s, native=native,
+                                            read_only=read_only)  # fmt: skip
+        note = snapshot.stacks_capture.note if snapshot.stacks_capture else None
+    elif flight_recorder:
+        snapshot = collector.request_flight_recorder(read_only=read_only)
+        note = snapshot.flight_recorder.note if snapshot.flight_recorder else None
+    else:
+        snapshot = collector.collect()
     if as_json:
+        if note:
+            info(note)  # stdout stays JSON
         click.echo(json.dumps(snapshot.to_json(), indent=2, default=str))
         return
     click.echo(status_text(snapshot))
+    if stacks:
+        click.echo(stacks_text(snapshot))
+    if flight_recorder and snapshot.flight_recorder is not None:
+        click.echo(flight_recorder_text(snapshot.flight_recorder))
 
 
 @main.command(epilog="\b\n" + EXIT_CODES_HELP)

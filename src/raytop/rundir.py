@@ -2,8 +2,10 @@
 
 ``driver.json`` (pid, host, spec, address, metric), ``exit.json`` (written when the
 driver ends), ``trials.json`` (the TrialProbe's live table), ``spec.toml`` (the spec as
-launched) and ``driver.log``. It sits inside the experiment folder for local storage, else
-under ``$RAYTOP_HOME/runs/<name>``.
+launched) and ``driver.log``; ``captures/<UTC time>/`` (each stacks request's answers,
+written by raytop's process: ``pipeline.captures``) and ``flight_recorder/<trial id>/``
+(PyTorch's Flight Recorder dumps of a torch trial on GPUs, written by the workers). It
+sits inside the experiment folder for local storage, else under ``$RAYTOP_HOME/runs/<name>``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ RAYTOP_DIR_NAME = ".raytop"
 TRAIN_RUNS_DIR = "train_runs"  # under the experiment folder: one Train run per torch trial
 STOP_REQUESTS = "stop_trials.json"  # in the raytop dir: trial ids the driver's stopper ends
 STOP_MARKER = "stop_requested.json"  # the user stopped the whole experiment (resumable)
+CAPTURES_DIR = "captures"  # in the raytop dir (or $RAYTOP_HOME): one folder per capture
+FLIGHT_RECORDER_DIR = "flight_recorder"  # in the raytop dir: <trial id>/rank_<N> dumps
 
 
 def train_run_name(experiment_name: str, trial_id: str) -> str:

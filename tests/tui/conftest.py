@@ -67,9 +67,11 @@ class StackCollector(FakeCollector):
         self.stacks = stacks
         self.stack_calls: list[tuple[str, float]] = []
         self.stack_threads: list[threading.Thread] = []
+        self.native_calls: list[bool] = []
 
-    def request_stacks(self, run_id: str, timeout_s: float = 5.0) -> Snapshot:
+    def request_stacks(self, run_id: str, timeout_s: float = 5.0, native: bool = False) -> Snapshot:
         self.stack_calls.append((run_id, timeout_s))
+        self.native_calls.append(native)
         self.stack_threads.append(threading.current_thread())
         if isinstance(self.stacks, Exception):
             raise self.stacks

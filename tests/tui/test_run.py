@@ -8,7 +8,15 @@ from dataclasses import replace
 import pytest
 
 from raytop.diagnose.ledger import run_findings
-from raytop.model import Finding, LedgerStatus, Severity, Snapshot, TrainRun, Worker
+from raytop.model import (
+    Finding,
+    LedgerStatus,
+    Severity,
+    Snapshot,
+    StacksCapture,
+    TrainRun,
+    Worker,
+)
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states
 from raytop.tui.screens.help import HelpScreen
@@ -443,6 +451,57 @@ async def test_a_failing_stack_request_notifies_an_error(make_app, stalled, with
         collector.stacks = with_stacks
         await pilot.press("s")
         await wait_until(pilot, lambda: isinstance(app.screen, StacksScreen))
+
+
+async def test_n_on_the_stacks_screen_asks_again_for_native_stacks_and_redraws(
+    make_app, stalled, with_stacks
+) -> None:
+    experiment = with_stacks.experiments[0]
+    (run,) = experiment.runs
+    native = {
+        0: 'Thread 51300 (idle): "train"\n    pthread_cond_wait (libc.so.6)',
+        1: "py-spy not installed on the workers (pip install py-spy on the image)",
+    }
+    workers = tuple(replace(w, native_stack=native[w.rank], native_stack_request="req-1")
+                    for w in run.workers)  # fmt: skip
+    answer = replace(
+        with_stacks,
+        experiments=(replace(experiment, runs=(replace(run, workers=workers),)),),
+        stacks_capture=StacksCapture(("/x/.raytop/captures/20260101T000000Z",),
+                                     "stacks saved to /x/.raytop/captures/20260101T000000Z"),
+    )  # fmt: skip
+    collector = StackCollector(stalled, stacks=with_stacks)
+    app = make_app(collector=collector)
+    async with app.run_test(size=(120, 36)) as pilot:
+        notes = record_notifications(app)
+        await open_run(app, pilot, stalled)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, StacksScreen))
+        screen = app.screen
+        assert not screen.query(".native-text")
+        shown = {b.binding.action for b in screen.active_bindings.values() if b.binding.show}
+        assert "native" in shown  # in the footer (tests/tui/test_keys.py checks it fits)
+        await pilot.press("question_mark")
+        assert "n  native: Ask every rank again, for its native stack too" in text_of(
+            app, "#help-keys"
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
+        collector.stacks = answer
+        await pilot.press("n")
+        await wait_until(pilot, lambda: bool(screen.query(".native-text")))
+        assert app.screen is screen  # redrawn in place, not a second screen on top
+        assert collector.native_calls == [False, True]
+        assert collector.stack_calls[1] == (RUN_ID, 12.0)
+        assert notes[-2][0].startswith("fetching native stacks (py-spy)")
+        assert notes[-1] == ("stacks saved to /x/.raytop/captures/20260101T000000Z", "information")
+        panel0 = screen.query_one("#stack-0")
+        text0 = str(panel0.query_one(".native-text").visual)
+        assert text0.startswith("native (py-spy)") and "pthread_cond_wait" in text0
+        text1 = str(screen.query_one("#stack-1").query_one(".native-text").visual)
+        assert "py-spy not installed on the workers" in text1
+        await pilot.press("escape")
+        assert isinstance(app.screen, RunScreen)
 
 
 # Read-only refuses ``s`` (it writes a request to the cluster's KV store):

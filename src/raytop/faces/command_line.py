@@ -307,7 +307,8 @@ stall_option = click.option(
 read_only_option = click.option(
     "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",
     help="Refuse anything that changes a run or writes a file: run, resume, stop, down, "
-    "status --stacks; in the TUI x, t, a, s (also RAYTOP_READ_ONLY=1).",
+    "status --stacks; in the TUI x, t, a, s (also RAYTOP_READ_ONLY=1). status "
+    "--flight-recorder then only reads the dumps already on storage.",
 )  # fmt: skip
 GROUP_OPTION_DECORATORS = (
     address_option, refresh_option, stall_option, read_only_option, theme_option, ascii_option,

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from raytop.model import ExperimentStatus, Severity, Snapshot
+from raytop.model.collectives import FlightRecorderReport
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 from raytop.model.ports import Collector
 from raytop.model.resume import ResumePreview
@@ -51,6 +52,54 @@ def status_text(snapshot: Snapshot) -> str:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
     lines += [f"warning: {w}" for w in snapshot.warnings]
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
+    return "\n".join(lines)
+
+
+def stacks_text(snapshot: Snapshot) -> str:
+    """The stacks a stacks request brought (``status --stacks``): per run, each rank's
+    Python stack, then its native one when asked (``--native``); ranks that did not
+    answer say so. Then where the capture was saved."""
+    lines: list[str] = []
+    for run in snapshot.all_runs():
+        asked = [w for w in run.workers if not w.done or w.stack or w.native_stack]
+        if not run.instrumented or not asked:
+            continue
+        lines.append(f"stacks of run {run.run_name} (attempt {run.attempt_index}):")
+        for w in sorted(asked, key=lambda w: w.rank):
+            pid = "?" if w.pid is None else w.pid
+            lines.append(f"  rank {w.rank} · pid {pid} · {w.state or '?'}")
+            stack = w.stack or "(no answer: process gone or busy in C code)"
+            lines += ["    " + line for line in stack.rstrip("\n").splitlines()]
+            if w.native_stack is not None:
+                lines.append("    -- native stack (py-spy) --")
+                lines += ["    " + line for line in w.native_stack.rstrip("\n").splitlines()]
+    if not lines:
+        lines.append("no rank to ask: no live Train run with the raytop probe")
+    if snapshot.stacks_capture is not None:
+        lines.append(snapshot.stacks_capture.note)
+    return "\n".join(lines)
+
+
+def flight_recorder_text(report: FlightRecorderReport) -> str:
+    """``status --flight-recorder``: what was done, then per run its ranks' answers, the
+    dumps found and, per process group, who is missing from which collective."""
+    lines = [report.note]
+    for run in report.runs:
+        name = run.run_name or f"trial {run.trial_id}"
+        lines.append(f"run {name}" + (f" (dumps in {run.folder})" if run.folder else ""))
+        lines += [f"  rank {a.rank}: {a.answer}" for a in run.answers]
+        if run.folder is not None and not run.dumped_ranks and not run.warnings:
+            lines.append("  no dump there yet")
+        elif run.dumped_ranks:
+            fresh = ""
+            if report.requested_at is not None:
+                fresh = f"; new since the request: {len(run.fresh_ranks)}"
+            lines.append(f"  dumps from ranks {', '.join(map(str, run.dumped_ranks))}{fresh}")
+        lines += [f"  {group.message}" for group in run.groups]
+        lines += [f"  warning: {w}" for w in run.warnings]
+    if not report.runs:
+        lines.append("no run answered and no dump found (raytop enables the Flight Recorder "
+                     "for the torch runs on GPUs it launches)")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -5,19 +5,25 @@ For ``kind = "torch"`` each Tune trial is the driver of its own Train run: it bu
 ``train_loop_config``, gives the run a unique name and storage under the experiment, and
 builds ``ray.train.RunConfig(callbacks=[TuneReportCallback(), ReportProbe(), RunProbe()])``
 inside the Tune session (the Tune callback's constructor needs the session). Train and Tune failure
-settings stay apart.
+settings stay apart. A trial on GPUs (NCCL) gives its workers PyTorch's Flight Recorder
+(``launch.flight_recorder``) through ``RunConfig.worker_runtime_env``, its dumps in the
+experiment's raytop dir under the trial's id.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from raytop.launch.flight_recorder import dump_prefix, worker_env
 from raytop.launch.spec import RunSpec
 from raytop.model.paths import join_path
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
+from raytop.wire.torch_flight_recorder import FLIGHT_RECORDER_VARS
 
 
 def load_entrypoint(spec: RunSpec) -> Callable[..., Any]:
@@ -42,6 +48,9 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
     failure = spec.failure
     num_to_keep = spec.checkpoint.num_to_keep
     train_storage = train_storage_path(spec)
+    # Built in the driver, whose environment is the user's (``raytop run``'s): what they
+    # set for the Flight Recorder there is kept, and passed on to the workers.
+    user_env = {name: os.environ[name] for name in FLIGHT_RECORDER_VARS if name in os.environ}
 
     def raytop_torch_trial(config: dict[str, Any]) -> None:
         import ray.train
@@ -55,6 +64,9 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
 
         ctx = tune.get_context()
         register_trial(ctx.get_experiment_name(), ctx.get_trial_id())
+        env = worker_env(spec, ctx.get_trial_id(), user_env=user_env, node_env=os.environ)
+        if env:
+            _make_dump_folder(spec, ctx.get_trial_id())
         run_config = ray.train.RunConfig(
             name=train_run_name(ctx.get_experiment_name(), ctx.get_trial_id()),
             storage_path=train_storage,
@@ -65,6 +77,7 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
                 max_preemption_failures=failure.max_preemption_failures,
             ),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=num_to_keep),
+            worker_runtime_env={"env_vars": env} if env else None,
         )
         num_workers = scaling.num_workers
         trainer = TorchTrainer(
@@ -82,6 +95,14 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
         trainer.fit()
 
     return raytop_torch_trial
+
+
+def _make_dump_folder(spec: RunSpec, trial_id: str) -> None:
+    """Torch does not create the dump file's folder (it logs an error and goes on): make it
+    here, on the trial's node (the experiment folder is shared when nodes are)."""
+    # No folder: torch says so in the worker's log if it ever dumps; training goes on.
+    with contextlib.suppress(OSError):
+        dump_prefix(spec, trial_id).parent.mkdir(parents=True, exist_ok=True)
 
 
 def make_function_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], Any]:

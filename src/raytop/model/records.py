@@ -93,6 +93,15 @@ class RankReport(TypedDict):
     # Once raytop asked (``StackRequest``): the request answered, and the stack text.
     stack_request: NotRequired[str]
     stack: NotRequired[str]
+    # Once raytop asked for native stacks too (``StackRequest.native``): the request the
+    # py-spy dump answers, and its text (or one line saying why there is none). Probes
+    # older than native stacks never send them.
+    native_stack_request: NotRequired[str]
+    native_stack: NotRequired[str]
+    # Once raytop asked for a Flight Recorder dump (``FlightRecorderRequest``): the request
+    # answered, and one line of what the probe did (wrote to the dump pipe, or why not).
+    flight_recorder_request: NotRequired[str]
+    flight_recorder: NotRequired[str]
     # Its last reports (at most ``MAX_REPORT_HISTORY``), oldest first, each the list
     # ``[entered_at, exited_at]`` (exited_at None: still inside that report). Probes older
     # than the report history do not send it.
@@ -128,6 +137,12 @@ class RankRecord(TypedDict):
     node_id: str | None
     stack: str | None
     stack_request: str | None
+    # py-spy's native stack and the request it answers; None when not sent (older probe)
+    # or not a string (the field is dropped, never the rank).
+    native_stack: str | None
+    native_stack_request: str | None
+    flight_recorder: str | None  # the probe's answer to a Flight Recorder request
+    flight_recorder_request: str | None
     run_path: str | None
     done: bool
     gpu_ids: list[str]
@@ -172,7 +187,19 @@ class LedgerIndex(TypedDict):
 
 class StackRequest(TypedDict):
     """``cmd/stacks``: raytop asks every rank (of ``run_id``; None: of every run) for its
-    stack; each rank answers once per ``request_id``."""
+    stack; each rank answers once per ``request_id``. ``native``: also its native stack
+    (py-spy); probes older than native stacks ignore the key and send the Python one."""
+
+    request_id: str
+    run_id: str | None
+    requested_at: float
+    native: NotRequired[bool]
+
+
+class FlightRecorderRequest(TypedDict):
+    """``cmd/flight_recorder``: raytop asks every rank (of ``run_id``; None: of every run)
+    to make PyTorch's Flight Recorder dump, through the dump pipe raytop set at launch;
+    each rank answers once per ``request_id``."""
 
     request_id: str
     run_id: str | None

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from raytop.model.collectives import FlightRecorderReport
+
 SCHEMA_VERSION = 1
 
 TERMINAL_TRIAL_STATUSES = frozenset({"TERMINATED", "ERROR"})
@@ -183,6 +185,15 @@ class Worker:
     dropped_events: int = 0  # probe flushes that could not reach the ledger
     stack: str | None = None  # the last Python stack it sent on request
     stack_request: str | None = None  # the request that stack answers
+    # Its native stack (py-spy, C/C++ frames merged with the Python ones) when raytop
+    # asked for one (``status --stacks --native``), or one line saying why there is none;
+    # and the request it answers.
+    native_stack: str | None = None
+    native_stack_request: str | None = None
+    # Its probe's answer to a Flight Recorder request (``status --flight-recorder``): one
+    # line (dump requested through its pipe, or why not), and the request it answers.
+    flight_recorder: str | None = None
+    flight_recorder_request: str | None = None
     # Its last reports (at most 32, oldest first): when it entered each, and when it
     # returned from it (None: still inside), the same length. Empty: the probe sent none.
     report_times: tuple[float, ...] = ()
@@ -448,6 +459,16 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class StacksCapture:
+    """Where a stacks request's answers were saved (``pipeline.captures``): one folder per
+    experiment whose ranks answered (``<raytop dir>/captures/<UTC time>``), and the one
+    line a face shows ("saved to …", or why nothing was saved)."""
+
+    saved_to: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Snapshot:
     taken_at: float
     cluster: Cluster
@@ -457,6 +478,10 @@ class Snapshot:
     ledger: LedgerStatus | None = None
     placement_groups: tuple[PlacementGroup, ...] = ()  # not REMOVED
     warnings: tuple[str, ...] = ()  # raytop's own records (experiments.json), naming the file
+    # Set only on the answer to a stacks request: where its capture was saved.
+    stacks_capture: StacksCapture | None = None
+    # Set only on the answer to ``status --flight-recorder``: the Flight Recorder dumps.
+    flight_recorder: FlightRecorderReport | None = None
 
     def all_runs(self) -> tuple[TrainRun, ...]:
         return tuple(r for e in self.experiments for r in e.runs) + self.runs
@@ -501,6 +526,16 @@ class Snapshot:
                 for pg in data.get("placement_groups", ())
             ),
             warnings=tuple(data.get("warnings", ())),
+            stacks_capture=(
+                StacksCapture(tuple(capture["saved_to"]), capture["note"])
+                if (capture := data.get("stacks_capture"))
+                else None
+            ),
+            flight_recorder=(
+                FlightRecorderReport.from_json(report)
+                if (report := data.get("flight_recorder"))
+                else None
+            ),
         )
 
 

@@ -103,7 +103,12 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         gpu_memory_bytes=gpu_memory_bytes, last_enter_at=last_enter_at,
         last_exit_at=last_exit_at, received_at=received_at, cpu_percent=cpu_percent,
         usual_interval_s=usual_interval_s, node_id=node_id, stack=stack,
-        stack_request=stack_request, run_path=run_path, done=done,
+        stack_request=stack_request,
+        native_stack=_optional_text(raw.get("native_stack"), MAX_NATIVE_STACK_CHARS),
+        native_stack_request=_optional_text(raw.get("native_stack_request"), MAX_REQUEST_ID),
+        flight_recorder=_optional_text(raw.get("flight_recorder"), MAX_ANSWER_CHARS),
+        flight_recorder_request=_optional_text(raw.get("flight_recorder_request"), MAX_REQUEST_ID),
+        run_path=run_path, done=done,
         gpu_ids=[str(gpu) for gpu in gpu_ids], checkpoints=checkpoints,
         syncs=[_barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
         report_times=_report_times(raw.get("report_times")),
@@ -111,6 +116,17 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         restored_from=_folder_name(raw.get("restored_from")),
         activity=_activity(raw.get("activity")),
     )  # fmt: skip
+
+
+MAX_NATIVE_STACK_CHARS = 64_000  # the probe sends at most 20,000 (probe.native_stack)
+MAX_REQUEST_ID = 64
+MAX_ANSWER_CHARS = 1_000  # a probe's one-line answer
+
+
+def _optional_text(value: Any, cap: int) -> str | None:
+    """An optional text field added after the first release: a string (cut at ``cap``), or
+    None when absent or of the wrong kind (the field is dropped, never the rank)."""
+    return value[:cap] if isinstance(value, str) else None
 
 
 def _finite(value: Any) -> bool:

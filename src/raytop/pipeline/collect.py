@@ -21,9 +21,12 @@ from raytop.model import (
     Snapshot,
     TrainRun,
     Trial,
+    Worker,
 )
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.derive import with_rank_states, with_restored_checkpoint
+from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
 from raytop.pipeline.uninstrumented import uninstrumented_runs
 from raytop.process_identity import running_experiments
@@ -272,13 +275,46 @@ class SnapshotCollector:
         with a watching collector, so its watcher threads do not outlive it."""
         self._storages.close()
 
-    def request_stacks(self, run_id: str | None = None, timeout_s: float = 5.0) -> Snapshot:
-        """Ask the ranks of ``run_id`` (or of every run) for their Python stacks and
-        return the first snapshot in which all live ranks answered, or the last one at
-        the timeout (ranks that did not answer have no stack)."""
+    def request_stacks(
+        self,
+        run_id: str | None = None,
+        timeout_s: float = 5.0,
+        native: bool = False,
+        read_only: bool = False,
+    ) -> Snapshot:
+        """Ask the ranks of ``run_id`` (or of every run) for their Python stacks (and,
+        ``native``, their native ones: py-spy in each worker) and return the first
+        snapshot in which all live ranks answered, or the last one at the timeout (ranks
+        that did not answer have no stack), with the answers saved as a capture
+        (``pipeline.captures``; ``Snapshot.stacks_capture`` says where, or that
+        ``read_only`` kept it from being written)."""
         if self._ledger is None:
             return self.collect()
-        request = self._ledger.request_stacks(run_id)
+        snapshot, request = self._ask_stacks(run_id, timeout_s, native)
+        targets = capture_targets(snapshot, [r.raytop_dir for r in self._experiments], run_id)
+        capture = save_capture(
+            snapshot, targets, request=request, native=native, read_only=read_only
+        )
+        return dataclasses.replace(snapshot, stacks_capture=capture)
+
+    def request_flight_recorder(
+        self, run_id: str | None = None, timeout_s: float = 20.0, read_only: bool = False
+    ) -> Snapshot:
+        """Ask the ranks of the runs raytop launched on GPUs to make PyTorch's Flight
+        Recorder dump (not under ``read_only``), wait up to ``timeout_s`` for the dumps,
+        and return the snapshot with ``flight_recorder`` saying who is missing from which
+        collective (``pipeline.flight_recorder``)."""
+        snapshot, report = request_dumps(
+            self._ledger, self.collect, lambda: [r.raytop_dir for r in self._experiments],
+            run_id=run_id, timeout_s=timeout_s, read_only=read_only,
+        )  # fmt: skip
+        return dataclasses.replace(snapshot, flight_recorder=report)
+
+    def _ask_stacks(
+        self, run_id: str | None, timeout_s: float, native: bool
+    ) -> tuple[Snapshot, str]:
+        assert self._ledger is not None
+        request = self._ledger.request_stacks(run_id, native=native)
         deadline = time.monotonic() + timeout_s
         while True:
             snapshot = self.collect()
@@ -289,8 +325,12 @@ class SnapshotCollector:
                 for w in r.workers
                 if not w.done
             ]
-            if all(w.stack_request == request for w in wanted) or time.monotonic() > deadline:
-                return _only_answers(snapshot, request)
+            answered = all(
+                w.stack_request == request and (not native or w.native_stack_request == request)
+                for w in wanted
+            )
+            if answered or time.monotonic() > deadline:
+                return _only_answers(snapshot, request), request
             time.sleep(STACK_POLL_S)
 
 
@@ -304,20 +344,23 @@ def _with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experim
 def _only_answers(snapshot: Snapshot, request: str) -> Snapshot:
     """Drop stacks left over from earlier requests: a stale stack would mislead."""
 
-    def clean(run: TrainRun) -> TrainRun:
-        workers = tuple(
-            w if w.stack_request == request else dataclasses.replace(w, stack=None)
-            for w in run.workers
-        )
-        return dataclasses.replace(run, workers=workers)
+    def clean(w: Worker) -> Worker:
+        if w.stack_request != request:
+            w = dataclasses.replace(w, stack=None)
+        if w.native_stack_request != request:
+            w = dataclasses.replace(w, native_stack=None)
+        return w
+
+    def clean_run(run: TrainRun) -> TrainRun:
+        return dataclasses.replace(run, workers=tuple(clean(w) for w in run.workers))
 
     return dataclasses.replace(
         snapshot,
         experiments=tuple(
-            dataclasses.replace(e, runs=tuple(clean(r) for r in e.runs))
+            dataclasses.replace(e, runs=tuple(clean_run(r) for r in e.runs))
             for e in snapshot.experiments
         ),
-        runs=tuple(clean(r) for r in snapshot.runs),
+        runs=tuple(clean_run(r) for r in snapshot.runs),
     )
 
 

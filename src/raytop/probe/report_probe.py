@@ -7,7 +7,9 @@ state to the Ledger every ``RAYTOP_PROBE_FLUSH_S`` (0.1 s) when it changed and a
 every second as a heartbeat (pid, CPU %, RSS, CUDA memory). It never raises into training
 and never blocks a report: a dead ledger or any error is counted in ``dropped`` and the
 ledger is recreated on the next flush. The same thread answers raytop's "send your
-stack" command, read from the GCS KV store.
+stack" command, read from the GCS KV store; when the command asks for native stacks too
+(``native``), a second thread runs py-spy on this process (``probe.native_stack``) and
+the answer goes out with the next flush.
 
 Launched runs get it automatically; any other Train run opts in with
 ``RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe`` (raytop installed on the image).
@@ -29,9 +31,11 @@ from typing import Any
 
 from raytop.model.records import MAX_REPORT_HISTORY, BarrierWait, CheckpointUpload, RankReport
 from raytop.probe.activity import ActivitySampler
+from raytop.probe.flight_recorder import trigger_dump
 from raytop.probe.ledger import get_or_create_ledger
+from raytop.probe.native_stack import native_stack
 from raytop.wire.cluster_kv import kv_get_in_cluster
-from raytop.wire.kv_keys import STACKS_COMMAND_KEY
+from raytop.wire.kv_keys import FLIGHT_RECORDER_COMMAND_KEY, STACKS_COMMAND_KEY
 from raytop.wire.train_hooks import (
     WorkerIdentity,
     report_call_details,
@@ -65,6 +69,7 @@ class _RankState:
         # [entered_at, exited_at] of its last reports; exit stamps the newest in place.
         self.history: deque[list[float | None]] = deque(maxlen=MAX_REPORT_HISTORY)
         self.train_thread: int | None = None
+        self.train_native_id: int | None = None  # its OS thread id (py-spy names that)
         self.done = False
         self.dropped = 0
         self.checkpoints: deque[CheckpointUpload] = deque(maxlen=MAX_CHECKPOINTS)
@@ -73,6 +78,10 @@ class _RankState:
         self.syncs: deque[BarrierWait] = deque(maxlen=MAX_CHECKPOINTS)
         self._sampler: ActivitySampler | None = None  # once the train loop's thread is known
         self._stack: tuple[str, str] | None = None  # (request id, stack text)
+        self._native: tuple[str, str] | None = None  # (request id, native stack text)
+        self._native_thread: threading.Thread | None = None
+        self._flight_recorder: tuple[str, str] | None = None  # (request id, what it did)
+        self._fr_answered: str | None = None
         self._answered: str | None = None
         self._ledger: Any = None
         self._last_ref: Any = None
@@ -84,7 +93,10 @@ class _RankState:
 
     def enter(self) -> None:
         now = time.time()
-        self.train_thread = threading.get_ident()
+        ident = threading.get_ident()
+        if ident != self.train_thread:
+            self.train_thread = ident
+            self.train_native_id = threading.get_native_id()
         self.entered += 1
         self.last_enter_at = now
         self.enter_times.append(now)
@@ -183,6 +195,8 @@ class _RankState:
                     self.exited,
                     self.done,
                     self._stack and self._stack[0],
+                    self._native and self._native[0],
+                    self._flight_recorder and self._flight_recorder[0],
                     uploads,
                 )
                 if key != last_key or now - last_sent >= HEARTBEAT_S or woken:
@@ -244,6 +258,10 @@ class _RankState:
         activity = self._sampler.record() if self._sampler is not None else None
         if activity is not None:
             message["activity"] = activity
+        if self._native is not None:
+            message["native_stack_request"], message["native_stack"] = self._native
+        if self._flight_recorder is not None:
+            message["flight_recorder_request"], message["flight_recorder"] = self._flight_recorder
         return message
 
     def _send(self, message: RankReport) -> None:
@@ -262,16 +280,63 @@ class _RankState:
         self._last_ref = self._ledger.update.remote(message)
 
     def _answer_commands(self) -> None:
+        self._answer_stacks()
+        self._answer_flight_recorder()
+
+    def _answer_flight_recorder(self) -> None:
+        """A Flight Recorder request: one non-blocking write to this rank's dump pipe
+        (``probe.flight_recorder``), once per request."""
+        raw = kv_get_in_cluster(FLIGHT_RECORDER_COMMAND_KEY)
+        if not raw:
+            return
+        command = json.loads(raw)
+        if not isinstance(command, dict):
+            return
+        request = command.get("request_id")
+        wanted = command.get("run_id")
+        if request == self._fr_answered or (wanted and wanted != self.identity.run_id):
+            return
+        self._fr_answered = request
+        self._flight_recorder = (str(request), trigger_dump(self.identity.world_rank))
+
+    def _answer_stacks(self) -> None:
         raw = kv_get_in_cluster(STACKS_COMMAND_KEY)
         if not raw:
             return
         command = json.loads(raw)
+        if not isinstance(command, dict):
+            return
         request = command.get("request_id")
         wanted = command.get("run_id")
         if request == self._answered or (wanted and wanted != self.identity.run_id):
             return
         self._answered = request
         self._stack = (request, self.stack_text())
+        if command.get("native") is True:  # raytop's older than native stacks never ask
+            self._start_native(str(request))
+
+    def _start_native(self, request: str) -> None:
+        """py-spy on this process, in its own thread: it takes up to a few seconds, and
+        the flush thread goes on sending heartbeats meanwhile. One at a time."""
+        if self.done:
+            self._native = (request, "(the train loop has returned: no native stack taken)")
+            return
+        if self._native_thread is not None and self._native_thread.is_alive():
+            self._native = (request, "the previous native stack capture is still running; "
+                                     "ask again in a few seconds")  # fmt: skip
+            return
+
+        def capture() -> None:
+            try:
+                text = native_stack(self.pid, train_native_id=self.train_native_id)
+            except Exception as exc:  # native_stack never raises; this is belt and braces
+                text = f"native stack: {type(exc).__name__}"
+            self._native = (request, text)
+
+        self._native_thread = threading.Thread(
+            target=capture, name="raytop-native-stack", daemon=True
+        )
+        self._native_thread.start()
 
     def stack_text(self) -> str:
         """The train loop thread's stack (all other threads' if it never reported)."""

@@ -31,6 +31,7 @@ from raytop.model.records import (
     FAILURE_CLASSES,
     BarrierWait,
     CheckpointUpload,
+    FlightRecorderRequest,
     LedgerPage,
     RankRecord,
     RunAttempts,
@@ -41,6 +42,7 @@ from raytop.model.records import (
 )
 from raytop.wire.gcs import GcsKv
 from raytop.wire.kv_keys import (
+    FLIGHT_RECORDER_COMMAND_KEY,
     INDEX_KEY,
     PAGE_PREFIX,
     RUN_PREFIX,
@@ -79,6 +81,10 @@ def worker_from_record(record: RankRecord, now: float) -> Worker:
         dropped_events=record["dropped"],
         stack=record["stack"],
         stack_request=record["stack_request"],
+        native_stack=record["native_stack"],
+        native_stack_request=record["native_stack_request"],
+        flight_recorder=record["flight_recorder"],
+        flight_recorder_request=record["flight_recorder_request"],
         report_times=tuple(entered for entered, _ in record["report_times"]),
         report_exits=tuple(exited for _, exited in record["report_times"]),
         declared_resources=record["declared"],
@@ -292,10 +298,25 @@ class LedgerReader:
         """The probes' recent report-barrier waits, per rank."""
         return {int(r): rec["syncs"] for r, rec in self._ranks(run_id, attempt_id).items()}
 
-    def request_stacks(self, run_id: str | None = None) -> str:
-        """Ask every rank (of ``run_id``, or of every run) for its stack; the answers
-        arrive in the pages within a couple of probe heartbeats. Returns the request id."""
+    def request_stacks(self, run_id: str | None = None, native: bool = False) -> str:
+        """Ask every rank (of ``run_id``, or of every run) for its stack (``native``: its
+        native one too, by py-spy); the answers arrive in the pages within a couple of
+        probe heartbeats (native ones up to py-spy's timeout later). Returns the request
+        id. ``native`` is only written when asked: the command stays what older probes
+        read."""
         request_id = uuid.uuid4().hex[:12]
         command = StackRequest(request_id=request_id, run_id=run_id, requested_at=time.time())
+        if native:
+            command["native"] = True
         self._kv.put(STACKS_COMMAND_KEY, json.dumps(command).encode())
         return request_id
+
+    def request_flight_recorder(self, run_id: str | None = None) -> tuple[str, float]:
+        """Ask every rank (of ``run_id``, or of every run) to make PyTorch's Flight
+        Recorder dump through its pipe; the answers arrive in the pages within a couple of
+        probe heartbeats. Returns the request id and when it was made."""
+        request_id = uuid.uuid4().hex[:12]
+        now = time.time()
+        command = FlightRecorderRequest(request_id=request_id, run_id=run_id, requested_at=now)
+        self._kv.put(FLIGHT_RECORDER_COMMAND_KEY, json.dumps(command).encode())
+        return request_id, now

@@ -11,6 +11,9 @@ through the GCS KV store instead. Each key has one writer and one reader:
   index lists their versions under ``runs``.
 - ``cmd/stacks``: raytop asks for stacks (``model.records.StackRequest``); every probe's
   flush thread polls it and answers in its next report.
+- ``cmd/flight_recorder``: raytop asks the ranks of a run it launched on GPUs to make
+  PyTorch's Flight Recorder dump (``model.records.FlightRecorderRequest``); each probe
+  writes to its rank's dump pipe and answers in its next report what happened.
 - ``trial/<actor id>``: each raytop trial registers its experiment, trial id and placement
   group; raytop's placement reader names the groups' owners from them.
 """
@@ -23,6 +26,7 @@ INDEX_KEY = "ledger/index"
 PAGE_PREFIX = "ledger/page/"
 RUN_PREFIX = "ledger/run/"
 STACKS_COMMAND_KEY = "cmd/stacks"
+FLIGHT_RECORDER_COMMAND_KEY = "cmd/flight_recorder"
 TRIAL_PREFIX = "trial/"
 
 

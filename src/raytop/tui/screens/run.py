@@ -4,7 +4,7 @@ Pushed from the overview for a trial's run. Like the overview it renders only wh
 view and catches up on resume. Enter (or ``w``) on a rank opens the Rank screen: that
 rank's heartbeat, report history and stack. ``s`` asks the collector for every rank's
 Python stack (``stacks_request``: in a daemon thread; read-only refuses it) and shows
-them side by side.
+them side by side; ``n`` there asks again with native stacks (py-spy) and redraws them.
 """
 
 from __future__ import annotations
@@ -244,4 +244,14 @@ class RunScreen(StacksRequestScreen):
             next((f for f in run_findings(message.snapshot, run) if f.kind in HANG_KINDS), None)
             or self._stall()
         )
-        self.app.push_screen(StacksScreen(run, missing=missing_ranks(stall)))
+        shown = self.app.screen
+        if isinstance(shown, StacksScreen) and shown.run.run_id == run.run_id:
+            shown.show(run, missing_ranks(stall))  # the answer to its ``n``
+            return
+        self.app.push_screen(
+            StacksScreen(run, missing=missing_ranks(stall), ask_native=self.ask_native)
+        )
+
+    def ask_native(self) -> None:
+        """The stacks screen's ``n``: every rank's stacks again, native ones too."""
+        self._ask(native=True)

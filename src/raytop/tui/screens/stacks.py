@@ -4,12 +4,17 @@ One scrollable panel per rank in a horizontal scroller (at 80 columns two panels
 more scroll sideways). The ranks the others wait for come first, then the waiting ones.
 A rank's state is the pipeline's (``Worker.state``, derived with the collector's
 thresholds), as in the Run screen's table.
+
+A rank busy in C code (a collective, a C++ loader) answers only the call into C: ``n``
+asks every rank again, for its native stack too (py-spy in each worker: C/C++ frames
+merged with the Python ones), and each panel shows it under the Python stack, or the one
+line saying why there is none (py-spy not on the image, ptrace refused).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -69,18 +74,52 @@ def panel_title(rank: int, worker: Worker | None) -> str:
     return f"rank {rank} · {pid} · {worker.state}"
 
 
+def native_text(stack: str) -> Content:
+    """A native stack (py-spy's dump) under its heading; its frames stay as py-spy wrote
+    them (innermost first in each thread)."""
+    return Content.assemble(Content.styled("native (py-spy)", "bold"), "\n", stack.rstrip("\n"))
+
+
 class StacksScreen(Screen[None]):
-    """The stacks carried by ``run.workers`` (``Worker.stack``), one panel per rank."""
+    """The stacks carried by ``run.workers`` (``Worker.stack``, ``Worker.native_stack``),
+    one panel per rank. ``ask_native`` (from the screen that asked) asks again with native
+    stacks; its answer comes back through ``show``."""
 
     BINDINGS = [
         Binding("escape,backspace", "close", "close", id="raytop.close-stacks"),
+        Binding(
+            "n",
+            "native",
+            "native",
+            id="raytop.native-stacks",
+            tooltip="Ask every rank again, for its native stack too (py-spy in each worker: "
+            "C/C++ frames; a request in the cluster's KV store).",
+        ),
     ]
 
-    def __init__(self, run: TrainRun, *, missing: Sequence[int] = ()) -> None:
+    def __init__(
+        self,
+        run: TrainRun,
+        *,
+        missing: Sequence[int] = (),
+        ask_native: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__()
         self.run = run
         self.missing = list(missing)
         self.order = order_ranks(run, self.missing)
+        self._ask_native = ask_native
+
+    def show(self, run: TrainRun, missing: Sequence[int] = ()) -> None:
+        """A newer answer for the same run (``n``): draw it in place."""
+        self.run = run
+        self.missing = list(missing)
+        self.order = order_ranks(run, self.missing)
+        self.call_later(self._redraw)
+
+    async def _redraw(self) -> None:
+        await self.recompose()
+        self._scroll_panels()
 
     def compose(self) -> ComposeResult:
         run = self.run
@@ -103,6 +142,7 @@ class StacksScreen(Screen[None]):
                 elif worker is not None and worker.state == "waiting":
                     classes.append("-waiting")
                 stack = worker.stack if worker is not None else None
+                native = worker.native_stack if worker is not None else None
                 if not stack:
                     classes.append("-no-answer")
                 with VerticalScroll(id=f"stack-{rank}", classes=" ".join(classes)) as panel:
@@ -111,12 +151,29 @@ class StacksScreen(Screen[None]):
                         yield Static(describe_stack(stack), classes="stack-text")
                     else:
                         yield Static(Content(NO_ANSWER), classes="stack-text")
+                    if native is not None:
+                        yield Static(native_text(native), classes="stack-text native-text")
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        # Where the code is now is the innermost frame, at the end of each stack.
+        self._scroll_panels()
+
+    def _scroll_panels(self) -> None:
+        # Where the code is now is the innermost frame: at the end of a Python stack, at
+        # the top of a native one (py-spy prints innermost first), so a native stack's
+        # heading goes to the top with the Python stack's end just above it.
         for panel in self.query(".stack-panel").results(VerticalScroll):
-            panel.scroll_end(animate=False, immediate=False)
+            native = panel.query(".native-text")
+            if native:
+                panel.scroll_to_widget(native.first(), top=True, animate=False)
+            else:
+                panel.scroll_end(animate=False, immediate=False)
 
     def action_close(self) -> None:
         self.dismiss()
+
+    def action_native(self) -> None:
+        if self._ask_native is None:
+            self.notify("native stacks aren't available here", severity="warning")
+            return
+        self._ask_native()

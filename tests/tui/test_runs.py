@@ -3,11 +3,15 @@ when there are some), Enter opens one; a run with no probe says what needs it.""
 
 from __future__ import annotations
 
-from raytop.tui.screens.run import NO_PROBE_NOTE, RunScreen
+from dataclasses import replace
+
+from raytop.model import Attempt
+from raytop.tui.screens.run import NO_PROBE_NOTE, NO_PROBE_STATE_NOTE, RunScreen
 from raytop.tui.screens.runs import PROBE_HINT, RunsScreen
 from raytop.tui.widgets.runs_table import RunsTable
 from raytop.tui.widgets.worker_table import NEEDS_PROBE, WorkerTable
 
+from .conftest import NOW, OTHER_RUNS
 from .helpers import cell, row_keys, show, text_of, wait_until
 
 
@@ -48,3 +52,30 @@ async def test_n_is_not_offered_without_other_runs(make_app, sweep):
         await pilot.press("n")
         await pilot.pause()
         assert not isinstance(app.screen, RunsScreen)
+
+
+async def test_a_run_from_trains_own_state_says_so_with_its_attempts(make_app, placement):
+    """No probe, but its driver turned Train's state tracking on: its attempt number and
+    attempts are Train's, and the note says where its ranks come from."""
+    attempts = (
+        Attempt(1, "errored", NOW - 90, attempt_id="a1", ended_at=NOW - 70, duration_s=20.0,
+                error_class="RuntimeError", error="injected failure at step 1"),
+        Attempt(2, "running", NOW - 60, attempt_id="a2", duration_s=60.0),
+    )  # fmt: skip
+    run = replace(OTHER_RUNS[1], run_name="state-tracked-run", attempt_id="a2",
+                  attempt_index=2, attempts=attempts, source="train_state")  # fmt: skip
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await show(pilot, replace(placement, runs=(OTHER_RUNS[0], run)))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen))
+        await pilot.pause()
+        table = app.screen.query_one(RunsTable)
+        assert [cell(table, "actor-c0ffee", c) for c in ("attempt", "state")] == ["2", "no probe"]
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
+        await pilot.pause()
+        notes = text_of(app, "#run-notes")
+        assert NO_PROBE_STATE_NOTE in notes and NO_PROBE_NOTE not in notes
+        assert "RuntimeError: injected failure at step 1" in text_of(app, "#run-attempts")
+        assert "attempt 2 · world size 2" in text_of(app, "#run-title")

@@ -9,7 +9,6 @@ and is not asked more than once per period."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,7 +22,7 @@ from raytop.model.snapshot import HOST_FROM_OS, HOST_FROM_RAY
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.sources.remote_hosts import CACHE_S, MAX_BACKOFF_S, RemoteHosts
 from raytop.wire.dashboard import NODE_SUMMARY_PATH, DashboardClient, DashboardUnreachable
-from tests.fakes import FakeKv
+from tests.fakes import FakeDashboard, FakeKv, kv_for
 
 RECORDED = (Path(__file__).parents[1] / "data" / "dashboard" / "nodes_summary.json").read_bytes()
 FAR_ID = json.loads(RECORDED)["data"]["summary"][0]["raylet"]["nodeId"]
@@ -33,62 +32,11 @@ HERE = {"node_id": "n1", "address": "127.0.0.1", "alive": True, "is_head": True,
 FAR = {**HERE, "node_id": FAR_ID, "address": "203.0.113.9", "is_head": False}
 
 
-class Dashboard:
-    """A stand-in dashboard head: answers ``status``/``body`` (after ``delay_s``, or
-    dripping a byte every ``drip_s``) and counts the requests."""
-
-    def __init__(self) -> None:
-        self.status, self.body, self.delay_s, self.drip_s = 200, RECORDED, 0.0, 0.0
-        self.length: int | None = None  # a Content-Length to claim (None: the body's; -1: none)
-        self.paths: list[str] = []
-        dashboard = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                dashboard.paths.append(self.path)
-                time.sleep(dashboard.delay_s)
-                self.send_response(dashboard.status)
-                self.send_header("Content-Type", "application/json")
-                length = dashboard.length if dashboard.length is not None else len(dashboard.body)
-                if length >= 0:
-                    self.send_header("Content-Length", str(length))
-                self.end_headers()
-                try:
-                    if dashboard.drip_s:
-                        for byte in dashboard.body[:30]:
-                            self.wfile.write(bytes([byte]))
-                            self.wfile.flush()
-                            time.sleep(dashboard.drip_s)
-                    else:
-                        self.wfile.write(dashboard.body)
-                except OSError:
-                    pass  # the client gave up
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.address = f"127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def dashboard() -> Iterator[Dashboard]:
-    server = Dashboard()
+def dashboard() -> Iterator[FakeDashboard]:
+    server = FakeDashboard(RECORDED)
     yield server
     server.stop()
-
-
-def kv_for(address: str | None) -> FakeKv:
-    """A KV store whose ``dashboard`` namespace says where the dashboard listens (as Ray's
-    dashboard/head.py writes it), or says nothing."""
-    found = {"dashboard": {"dashboard": address.encode()}} if address else {}
-    return FakeKv({}, namespaces=found)
 
 
 class Gcs:

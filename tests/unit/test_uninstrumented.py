@@ -1,11 +1,20 @@
 """Train runs raytop did not instrument, from the actor table's shapes (``GcsReader.actors``):
 a controller and the workers it owns become a run with no probe, unless the probe is there
-(its pids are in the ledger) or the run is a raytop trial's."""
+(its pids are in the ledger) or the run is a raytop trial's. When Train's own state knows
+the controller (the answer recorded from a real cluster's dashboard), the run has Train's
+name, attempts and world ranks; Train's state is asked only when there is such a run."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
 from raytop.diagnose import diagnose
-from raytop.model import Cluster, Snapshot, TrainRun, Worker
+from raytop.model import Cluster, Snapshot, TrainRun, Worker, untrusted_train_state
+from raytop.model.records import MAX_ATTEMPTS
 from raytop.pipeline.uninstrumented import uninstrumented_runs
 
 
@@ -41,3 +50,107 @@ def test_a_run_with_no_probe_raises_no_rank_finding():
     (run,) = uninstrumented_runs(ACTORS, (), lambda owner: False)
     snapshot = Snapshot(taken_at=1.0, cluster=Cluster("a", True), runs=(run,))
     assert diagnose(snapshot) == ()
+
+
+# -- completed from Train's own state (sources.train_state), when it knows the controller ---
+
+RECORDED = json.loads(
+    (Path(__file__).parents[1] / "data" / "dashboard" / "train_v2_runs.json").read_bytes()
+)
+(STATE,) = untrusted_train_state.train_runs(RECORDED)
+NOW = STATE.attempts[-1].started_at + 30.0
+TRACKED = {
+    STATE.controller_actor_id: CONTROLLER,
+    "w2": ACTORS["w2"],
+    "w1": ACTORS["w1"],
+}
+
+
+class Known:
+    """A stand-in for ``TrainState.runs``: Train's runs by controller; counts the asks."""
+
+    def __init__(self, *runs) -> None:
+        self.runs = {r.controller_actor_id: r for r in runs}
+        self.asked = 0
+
+    def __call__(self):
+        self.asked += 1
+        return self.runs
+
+
+def test_a_controller_train_knows_gets_its_name_attempts_and_world_ranks():
+    (run,) = uninstrumented_runs(TRACKED, (), lambda owner: False, Known(STATE), NOW)
+    assert (run.instrumented, run.source) == (False, "train_state")
+    assert run.run_id == f"actor-{STATE.controller_actor_id}"  # its place, whichever source
+    assert (run.run_name, run.world_size, run.attempt_index) == ("state-tracked-run", 2, 2)
+    assert run.attempt_id == STATE.attempts[-1].attempt_id
+    first, second = run.attempts
+    assert (first.index, first.status, first.error_class, first.error) == (
+        1, "errored", "RuntimeError", "injected failure at step 1"
+    )  # fmt: skip
+    assert first.duration_s == pytest.approx(first.ended_at - first.started_at)
+    assert (second.index, second.status, second.ended_at, second.duration_s) == (
+        2, "running", None, pytest.approx(30.0)
+    )  # fmt: skip
+    workers = RECORDED["train_runs"][0]["attempts"][1]["workers"]
+    assert [(w.rank, w.local_rank, w.node_rank, w.pid, w.node_id) for w in run.workers] == [
+        (w["world_rank"], w["local_rank"], w["node_rank"], w["pid"], w["node_id"]) for w in workers
+    ]
+    assert all(w.declared_resources == {"CPU": 1.0} for w in run.workers)
+    # Counts and states stay unknown: nothing a probe would say is made up.
+    assert all(w.reports_entered == 0 and w.state == "" and w.heartbeat_at is None
+               for w in run.workers)  # fmt: skip
+    assert run.checkpoints == () and run.retry_budget == {}
+
+
+def test_the_json_of_a_run_from_trains_state_reads_back():
+    (run,) = uninstrumented_runs(TRACKED, (), lambda owner: False, Known(STATE), NOW)
+    snapshot = Snapshot(taken_at=NOW, cluster=Cluster("a", True), runs=(run,))
+    data = json.loads(json.dumps(snapshot.to_json()))
+    assert data["runs"][0]["source"] == "train_state" and not data["runs"][0]["instrumented"]
+    assert Snapshot.from_json(data).runs == (run,)
+    assert diagnose(snapshot) == ()  # no probe: no rank or attempt finding
+
+
+def test_a_controller_train_does_not_know_stays_the_actor_tables():
+    other = dataclasses.replace(STATE, controller_actor_id="ffff")
+    (run,) = uninstrumented_runs(ACTORS, (), lambda owner: False, Known(other), NOW)
+    assert (run.source, run.attempt_id, run.attempts) == ("actor_table", "c1", ())
+    assert [(w.rank, w.pid) for w in run.workers] == [(0, 21), (1, 22)]
+    assert run == uninstrumented_runs(ACTORS, (), lambda owner: False)[0]
+
+
+def test_trains_state_is_asked_only_when_there_is_a_run_with_no_probe():
+    known = Known(STATE)
+    probed = TrainRun("r", "exp-t1", "a", 2, workers=(Worker(rank=0, pid=22),))
+    assert uninstrumented_runs(TRACKED, (probed,), lambda owner: False, known, NOW) == ()
+    assert uninstrumented_runs(TRACKED, (), lambda owner: True, known, NOW) == ()
+    assert uninstrumented_runs({"w1": ACTORS["w1"]}, (), lambda owner: False, known, NOW) == ()
+    assert uninstrumented_runs({}, (), lambda owner: False, known, NOW) == ()
+    assert known.asked == 0
+    uninstrumented_runs(TRACKED, (), lambda owner: False, known, NOW)
+    assert known.asked == 1
+
+
+def test_workers_only_while_the_latest_attempt_runs():
+    latest = STATE.attempts[-1]
+    for status in ("PENDING", "FINISHED", "ERRORED", "ABORTED"):
+        state = dataclasses.replace(
+            STATE, attempts=(*STATE.attempts[:-1], dataclasses.replace(latest, status=status))
+        )
+        (run,) = uninstrumented_runs(TRACKED, (), lambda owner: False, Known(state), NOW)
+        assert (run.workers, run.world_size) == ((), 2), status
+    fresh = dataclasses.replace(STATE, attempts=())  # INITIALIZING: no attempt yet
+    (run,) = uninstrumented_runs(TRACKED, (), lambda owner: False, Known(fresh), NOW)
+    assert (run.attempts, run.workers, run.world_size, run.attempt_index) == ((), (), 0, 1)
+    assert run.attempt_id == STATE.controller_actor_id
+
+
+def test_a_long_retry_loop_keeps_its_newest_attempts_numbered_in_the_run():
+    errored = STATE.attempts[0]
+    many = tuple(errored for _ in range(MAX_ATTEMPTS + 10)) + (STATE.attempts[-1],)
+    state = dataclasses.replace(STATE, attempts=many)
+    (run,) = uninstrumented_runs(TRACKED, (), lambda owner: False, Known(state), NOW)
+    assert len(run.attempts) == MAX_ATTEMPTS and run.attempt_index == MAX_ATTEMPTS + 11
+    assert [a.index for a in run.attempts] == list(range(12, MAX_ATTEMPTS + 12))
+    assert run.attempts[-1].status == "running"

@@ -38,6 +38,13 @@ HOST_FROM_OS = "os"  # psutil in raytop's own process: a node on raytop's host, 
 HOST_FROM_RAY = "ray"  # Ray's dashboard: what the node's agent last reported (every ~5 s)
 HOST_SOURCES = (HOST_FROM_OS, HOST_FROM_RAY)
 
+# Where raytop learned of a Train run (``TrainRun.source``).
+RUN_FROM_LEDGER = "ledger"  # its probes' reports (instrumented)
+RUN_FROM_STORAGE = "storage"  # its checkpoint snapshot on storage (history)
+RUN_FROM_ACTOR_TABLE = "actor_table"  # its controller and worker actors (no probe)
+RUN_FROM_TRAIN_STATE = "train_state"  # Train V2's own state, by the dashboard (no probe)
+RUN_SOURCES = (RUN_FROM_LEDGER, RUN_FROM_STORAGE, RUN_FROM_ACTOR_TABLE, RUN_FROM_TRAIN_STATE)
+
 
 @dataclass(frozen=True)
 class HostStats:
@@ -334,9 +341,10 @@ class TrainRun:
     placement_group_id: str | None = None  # the worker group's placement group
     run_path: str | None = None  # the run's folder on storage
     checkpoints: tuple[CheckpointRecord, ...] = ()
-    # False: known only from the cluster's actor table (a Train controller and its worker
-    # actors), no probe report: report counts, states and checkpoints are unknown, and its
-    # ranks are its workers in pid order, not Train's world ranks.
+    # False: no probe report: report counts, states and checkpoints are unknown. Known
+    # from the cluster's actor table (a Train controller and its worker actors: its ranks
+    # are its workers in pid order, not Train's world ranks), or, when its driver turned
+    # Train's state tracking on, from Train's own state (``source``).
     instrumented: bool = True
     # Known from storage only (its checkpoint snapshot; no ledger page, so no workers,
     # ``world_size`` 0 and ``attempt_id`` ""): history after the cluster is gone.
@@ -345,6 +353,10 @@ class TrainRun:
     # budget per failure class (worker, controller, preemption).
     attempts: tuple[Attempt, ...] = ()
     retry_budget: dict[str, RetryBudget] = field(default_factory=dict)
+    # Where raytop learned of it (one of RUN_SOURCES). A run with no probe is known from
+    # the actor table, or from Train's own state: then its name, attempts (from Train's
+    # state, not a RunProbe's) and its workers' world ranks are Train's.
+    source: str = RUN_FROM_LEDGER
 
     @property
     def finished(self) -> bool:

@@ -24,6 +24,7 @@ from raytop.model import (
     Worker,
 )
 from raytop.model.thresholds import Thresholds
+from raytop.model.train_state import StateRun
 from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.derive import with_rank_states, with_restored_checkpoint
 from raytop.pipeline.flight_recorder import request_dumps
@@ -38,6 +39,7 @@ from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.remote_hosts import NodeSummarySource, RemoteHosts
 from raytop.sources.storage import Storages
+from raytop.sources.train_state import TrainRunsSource, TrainState
 from raytop.sources.tune_dir import ExperimentReader
 from raytop.wire.dashboard import DashboardClient
 from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
@@ -73,11 +75,14 @@ class SnapshotCollector:
         gcs: tuple[Any, Any] | None = None,
         storage_roots: list[str] | None = None,
         dashboard: NodeSummarySource | None = None,
+        train_runs: TrainRunsSource | None = None,
     ) -> None:
         """``gcs``: (reader, kv) standing in for ``wire.gcs.GcsReader`` / ``GcsKv`` of
         ``address`` (tests of the pipeline's join with recorded shapes, no cluster);
         ``dashboard`` for ``wire.dashboard.DashboardClient`` (with ``gcs``, none unless
-        given: the nodes elsewhere then have no host figures).
+        given: the nodes elsewhere then have no host figures), which also serves Train's
+        own state of its runs unless ``train_runs`` stands in for that (without either,
+        runs with no probe are what the actor table says).
         ``storage_roots`` (``--storage``): every Tune experiment folder under each is
         shown too, completed with its history from storage (``pipeline.history``); with
         no cluster the snapshot says "no cluster: history from storage", not a fault."""
@@ -103,6 +108,11 @@ class SnapshotCollector:
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
         self._host_warnings: list[str] = []  # a bad dashboard answer, this collection
+        # Train's own state of the runs with no probe, asked only while there are some.
+        if train_runs is None and isinstance(dashboard, DashboardClient):
+            train_runs = dashboard
+        self._train_state = TrainState(train_runs) if train_runs is not None else None
+        self._train_warnings: list[str] = []  # a bad answer of it, this collection
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
         self._warnings: list[str] = []  # raytop's own records, read once here
@@ -225,11 +235,28 @@ class SnapshotCollector:
             return ()
 
     def _uninstrumented(self, runs, actors) -> tuple[TrainRun, ...]:
-        """Train runs in the actor table with no probe report (``pipeline.uninstrumented``)."""
+        """Train runs in the actor table with no probe report (``pipeline.uninstrumented``),
+        completed from Train's own state when it has them (``sources.train_state``)."""
         if self._placement is None or not actors:
             return ()
         ours = self._placement.raytop_trial_at(actors)
-        return uninstrumented_runs(actors, runs, lambda owner: owner in ours)
+        return uninstrumented_runs(
+            actors,
+            runs,
+            lambda owner: owner in ours,
+            train_state=self._train_runs if self._train_state is not None else None,
+            now=time.time(),
+        )
+
+    def _train_runs(self) -> dict[str, StateRun]:
+        """Train's own runs by controller (called only when a run with no probe is shown);
+        a bad answer is this collection's warning."""
+        if self._train_state is None:
+            return {}
+        known = self._train_state.runs()
+        warning = self._train_state.warning
+        self._train_warnings = [warning] if warning else []
+        return known
 
     def collect(self) -> Snapshot:
         # The TUI's poller and a stacks request may collect at the same time; the readers
@@ -259,14 +286,23 @@ class SnapshotCollector:
         ]
         by_run = self._snapshots.warnings_by_run
         experiments = [_with_run_warnings(e, by_run) for e in experiments]
+        self._train_warnings = []
+        foreign = () if self._only_named else self._uninstrumented(runs, actors)
         snapshot = Snapshot(
             taken_at=time.time(),
             cluster=cluster,
             experiments=tuple(with_pending_reasons(e, groups) for e in experiments),
-            runs=() if self._only_named else (*unmatched, *self._uninstrumented(runs, actors)),
+            runs=() if self._only_named else (*unmatched, *foreign),
             ledger=ledger,
             placement_groups=groups,
-            warnings=tuple(self._warnings + self._history_warnings + self._host_warnings),
+            warnings=tuple(
+                dict.fromkeys(  # a bad dashboard address is both sources' warning: once
+                    self._warnings
+                    + self._history_warnings
+                    + self._host_warnings
+                    + self._train_warnings
+                )
+            ),
         )
         return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
 

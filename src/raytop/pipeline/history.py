@@ -17,6 +17,7 @@ import time
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import Experiment, TrainRun, Trial
 from raytop.model.paths import join_path
+from raytop.model.snapshot import RUN_FROM_STORAGE
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.history import TrialFiles
@@ -91,5 +92,5 @@ class History:
         return TrainRun(
             run_id=f"storage:{name}", run_name=name, attempt_id="", world_size=0,
             attempt_index=0, trial_id=trial_id, run_path=path, checkpoints=checkpoints,
-            from_storage=True,
+            from_storage=True, source=RUN_FROM_STORAGE,
         )  # fmt: skip

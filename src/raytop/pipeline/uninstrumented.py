@@ -9,14 +9,22 @@ what needs the probe and say how to add it (``RAY_TRAIN_CALLBACKS=raytop.probe.R
 A controller is left out when the ledger already has a run with any of its workers' pids
 (the probe is there), or when it belongs to a Tune trial raytop launched (its probe reports
 once the worker group is up).
+
+When the run's driver turned Train's state tracking on (``RAY_TRAIN_ENABLE_STATE_TRACKING=1``),
+Train's own state knows the run by its controller's actor id (``sources.train_state``):
+then the run has Train's name, its attempts, and its latest attempt's workers by world rank
+(``source="train_state"``). Train's state is asked only when there is such a run to complete.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from raytop.model import TrainRun, Worker
+from raytop.model.records import MAX_ATTEMPTS
+from raytop.model.snapshot import RUN_FROM_ACTOR_TABLE, RUN_FROM_TRAIN_STATE
+from raytop.model.train_state import StateRun, attempt_of
 
 CONTROLLER = "TrainController"
 WORKER = "RayTrainWorker"
@@ -26,32 +34,84 @@ def uninstrumented_runs(
     actors: dict[str, dict[str, Any]],
     instrumented: Iterable[TrainRun],
     launched_by_raytop: Callable[[str], bool],
+    train_state: Callable[[], Mapping[str, StateRun]] | None = None,
+    now: float = 0.0,
 ) -> tuple[TrainRun, ...]:
     """``actors``: the alive actors as ``wire.gcs.GcsReader.actors`` returns them;
-    ``launched_by_raytop(owner address)``: the controller was created by a raytop trial."""
+    ``launched_by_raytop(owner address)``: the controller was created by a raytop trial;
+    ``train_state()``: Train's own runs by controller actor id, called only when a
+    controller is left to show; ``now``: the snapshot's time (unix s), that running
+    attempts' durations run to."""
     probed_pids = {w.pid for r in instrumented for w in r.workers if w.pid is not None}
     workers_of: dict[str, list[dict[str, Any]]] = {}
     for actor in actors.values():
         if actor["class_name"] == WORKER:
             workers_of.setdefault(actor["owner"], []).append(actor)
-    runs = []
+    found = []
     for actor_id, controller in sorted(actors.items()):
         if controller["class_name"] != CONTROLLER or launched_by_raytop(controller["owner"]):
             continue
         members = sorted(workers_of.get(controller["address"], []), key=lambda a: a["pid"])
         if probed_pids & {a["pid"] for a in members}:
             continue
-        runs.append(
-            TrainRun(
-                run_id=f"actor-{actor_id}",
-                run_name=f"Train run of job {controller['job_id']} (no probe)",
-                attempt_id=actor_id,
-                world_size=len(members),
-                workers=tuple(
-                    Worker(rank=i, pid=a["pid"], node_id=a["node_id"])
-                    for i, a in enumerate(members)
-                ),
-                instrumented=False,
+        found.append((actor_id, controller, members))
+    known = train_state() if found and train_state is not None else {}
+    return tuple(
+        from_train_state(actor_id, known[actor_id], now)
+        if actor_id in known
+        else from_actor_table(actor_id, controller, members)
+        for actor_id, controller, members in found
+    )
+
+
+def from_actor_table(
+    actor_id: str, controller: dict[str, Any], members: list[dict[str, Any]]
+) -> TrainRun:
+    """A controller and its worker actors (``members``, in pid order) as a run."""
+    return TrainRun(
+        run_id=f"actor-{actor_id}",
+        run_name=f"Train run of job {controller['job_id']} (no probe)",
+        attempt_id=actor_id,
+        world_size=len(members),
+        workers=tuple(
+            Worker(rank=i, pid=a["pid"], node_id=a["node_id"]) for i, a in enumerate(members)
+        ),
+        instrumented=False,
+        source=RUN_FROM_ACTOR_TABLE,
+    )
+
+
+def from_train_state(actor_id: str, state: StateRun, now: float) -> TrainRun:
+    """The run of controller ``actor_id`` as Train's state has it: its name, its newest
+    ``MAX_ATTEMPTS`` attempts (numbered in the whole run), and the workers of its latest
+    attempt by world rank while that attempt runs (none while it is being scheduled, or
+    once it ended: Train's list then names processes that are gone). The id stays the
+    actor table's, so the run keeps its place on screen whichever source answered."""
+    first = max(0, len(state.attempts) - MAX_ATTEMPTS)
+    attempts = tuple(
+        attempt_of(a, index, now) for index, a in enumerate(state.attempts[first:], start=first + 1)
+    )
+    latest = state.attempts[-1] if state.attempts else None
+    workers = latest.workers if latest and latest.status == "RUNNING" else ()
+    return TrainRun(
+        run_id=f"actor-{actor_id}",
+        run_name=state.name,
+        attempt_id=latest.attempt_id if latest else actor_id,
+        world_size=latest.size if latest else 0,
+        attempt_index=max(1, len(state.attempts)),
+        workers=tuple(
+            Worker(
+                rank=w.world_rank,
+                local_rank=w.local_rank,
+                node_rank=w.node_rank,
+                node_id=w.node_id,
+                pid=w.pid,
+                gpu_ids=w.gpu_ids,
+                declared_resources=dict(w.resources),
             )
-        )
-    return tuple(runs)
+            for w in workers
+        ),
+        instrumented=False,
+        attempts=attempts,
+        source=RUN_FROM_TRAIN_STATE,
+    )

@@ -1,8 +1,16 @@
 """Ray's dashboard head, over HTTP: the one place raytop asks it anything.
 
-raytop measures the host it runs on itself; for the nodes elsewhere it asks the dashboard
-head, which every node's Ray agent tells its host's CPU, memory and load every ~5 s
-(RAY_NOTES i: the dashboard is optional, so this is enrichment, never a dependency).
+raytop asks it two things, both enrichment, never a dependency (RAY_NOTES i: the dashboard
+is optional):
+
+- ``GET /nodes?view=summary``: for the nodes elsewhere, the host figures (CPU, memory,
+  load) each node's Ray agent tells the head every ~5 s; raytop measures its own host itself.
+- ``GET /api/train/v2/runs/v1``: Train V2's own state of its runs, attempts and workers
+  (``dashboard/modules/train/train_head.py`` ``get_train_v2_runs``: what Train's
+  ``TrainStateActor`` holds, named ``train_v2_state_actor`` in namespace
+  ``_train_state_actor``), kept only for runs whose driver set
+  ``RAY_TRAIN_ENABLE_STATE_TRACKING=1`` (RAY_NOTES c1, c2). Without that actor it answers
+  HTTP 500; despite its name, ``/api/train/v2/runs`` is Train V1's.
 
 Where it listens is a value of the GCS KV store: namespace ``dashboard``, key
 ``dashboard`` (``ray._private.ray_constants.KV_NAMESPACE_DASHBOARD`` / ``DASHBOARD_ADDRESS``,
@@ -24,11 +32,12 @@ import http.client
 import time
 from typing import Any
 
-from raytop.model import untrusted, untrusted_dashboard
+from raytop.model import untrusted, untrusted_dashboard, untrusted_train_state
 from raytop.wire.gcs import ClusterUnreachable, GcsKv
 from raytop.wire.version import check_ray_version
 
 NODE_SUMMARY_PATH = "/nodes?view=summary"
+TRAIN_RUNS_PATH = "/api/train/v2/runs/v1"
 FETCH_DEADLINE_S = 1.0
 READ_CHUNK = 64 * 1024
 KV_ADDRESS_LABEL = "Ray's dashboard address (KV namespace dashboard, key dashboard)"
@@ -37,14 +46,22 @@ KV_ADDRESS_LABEL = "Ray's dashboard address (KV namespace dashboard, key dashboa
 class DashboardUnreachable(RuntimeError):
     """No dashboard answered: none in the cluster, not reachable from here (bound to the
     head's loopback, a port-forward missing), or an error status. Not a fault of the
-    cluster: the nodes elsewhere just have no host figures. The message completes
-    "Ray's dashboard …": "at http://10.0.0.5:8265 did not answer (Connection refused)"."""
+    cluster: the nodes elsewhere just have no host figures, the Train runs raytop did not
+    start only what the actor table says. The message completes "Ray's dashboard …":
+    "at http://10.0.0.5:8265 did not answer (Connection refused)". ``status``: the HTTP
+    status it answered instead of 200 (404: a Ray without the route; 500: e.g. Train keeps
+    no state to serve), None when nothing answered in time. An answered status was quick:
+    asking again costs little, unlike a deadline run out."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class DashboardClient:
-    """``node_summary()`` from the dashboard head whose address the cluster's KV store
-    holds. Raises ``DashboardUnreachable``, or ``untrusted.Invalid`` when the address is
-    not ``host:port`` or the answer is over its size cap."""
+    """``node_summary()`` and ``train_runs()`` from the dashboard head whose address the
+    cluster's KV store holds. Raises ``DashboardUnreachable``, or ``untrusted.Invalid``
+    when the address is not ``host:port`` or the answer is over its size cap."""
 
     def __init__(self, kv: GcsKv, deadline_s: float = FETCH_DEADLINE_S) -> None:
         check_ray_version()
@@ -52,12 +69,20 @@ class DashboardClient:
         self._deadline_s = deadline_s
         self._address: tuple[str, str, int] | None = None
 
-    @property
-    def endpoint(self) -> str:
-        """What the warnings name: the URL asked, or the KV value while none is known."""
+    def url(self, path: str) -> str:
+        """What the warnings name: the URL of ``path``, or the KV value while no address
+        is known."""
         if self._address is None:
             return KV_ADDRESS_LABEL
-        return _base_url(*self._address) + NODE_SUMMARY_PATH
+        return _base_url(*self._address) + path
+
+    @property
+    def endpoint(self) -> str:
+        return self.url(NODE_SUMMARY_PATH)
+
+    @property
+    def train_runs_endpoint(self) -> str:
+        return self.url(TRAIN_RUNS_PATH)
 
     def _where(self) -> tuple[str, str, int]:
         if self._address is None:
@@ -83,13 +108,22 @@ class DashboardClient:
     def node_summary(self) -> bytes:
         """The body of ``GET /nodes?view=summary`` (at most
         ``untrusted_dashboard.MAX_DASHBOARD_BYTES``)."""
+        return self._get(NODE_SUMMARY_PATH, untrusted_dashboard.MAX_DASHBOARD_BYTES)
+
+    def train_runs(self) -> bytes:
+        """The body of ``GET /api/train/v2/runs/v1`` (at most
+        ``untrusted_train_state.MAX_TRAIN_STATE_BYTES``)."""
+        return self._get(TRAIN_RUNS_PATH, untrusted_train_state.MAX_TRAIN_STATE_BYTES)
+
+    def _get(self, path: str, max_bytes: int) -> bytes:
         scheme, host, port = self._where()
         try:
-            return fetch(scheme, host, port, NODE_SUMMARY_PATH, self._deadline_s,
-                         untrusted_dashboard.MAX_DASHBOARD_BYTES)  # fmt: skip
+            return fetch(scheme, host, port, path, self._deadline_s, max_bytes)
         except DashboardUnreachable as exc:
             self._address = None  # read it again next time
-            raise DashboardUnreachable(f"at {_base_url(scheme, host, port)} {exc}") from None
+            raise DashboardUnreachable(
+                f"at {_base_url(scheme, host, port)} {exc}", exc.status
+            ) from None
 
 
 def _base_url(scheme: str, host: str, port: int) -> str:
@@ -120,7 +154,9 @@ def fetch(scheme: str, host: str, port: int, path: str, deadline_s: float,
         sock.settimeout(_left(deadline, deadline_s))
         response = conn.getresponse()
         if response.status != 200:
-            raise DashboardUnreachable(f"answered HTTP {response.status} {response.reason}")
+            raise DashboardUnreachable(
+                f"answered HTTP {response.status} {response.reason}", response.status
+            )
         length = response.getheader("Content-Length")
         if length and length.isascii() and length.isdigit():
             untrusted.check_size(int(length), max_bytes)

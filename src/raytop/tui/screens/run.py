@@ -22,6 +22,7 @@ from raytop.model import Attempt, Finding, RetryBudget, TrainRun
 from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS
 from raytop.model.ports import Collector
+from raytop.model.snapshot import RUN_FROM_TRAIN_STATE
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.rank import RankScreen
 from raytop.tui.screens.run_data import describe_ledger, find_run, run_findings
@@ -36,6 +37,10 @@ from raytop.tui.widgets.worker_table import WorkerTable
 NO_PROBE_NOTE = (
     "no probe in this run's workers: its ranks (in pid order) are from the actor table; "
     "counts need RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe"
+)
+NO_PROBE_STATE_NOTE = (
+    "no probe in this run's workers: its name, attempts and ranks are Train's own state "
+    "(RAY_TRAIN_ENABLE_STATE_TRACKING); counts need RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe"
 )
 FROM_STORAGE_NOTE = (
     "from storage: its checkpoints as storage holds them; no rank counts (the report "
@@ -228,7 +233,8 @@ class RunScreen(StacksRequestScreen):
         if self._run is not None and self._run.from_storage:
             notes.append(FROM_STORAGE_NOTE)
         if self._run is not None and not self._run.instrumented:
-            notes.append(NO_PROBE_NOTE)
+            from_state = self._run.source == RUN_FROM_TRAIN_STATE
+            notes.append(NO_PROBE_STATE_NOTE if from_state else NO_PROBE_NOTE)
         widget = self.query_one("#run-notes", Static)
         widget.display = bool(notes)
         widget.update(Content("\n".join(notes)))

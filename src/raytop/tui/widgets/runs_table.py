@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from raytop.model import TrainRun
+from raytop.model.snapshot import RUN_FROM_TRAIN_STATE
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, left, right
 
 _COLUMNS = (
@@ -40,6 +41,11 @@ def report_range(run: TrainRun) -> str:
     return str(high) if low == high else f"{low}-{high}"
 
 
+def _attempt_known(run: TrainRun) -> bool:
+    """Its probe counts its attempts, or Train's own state does; not the actor table."""
+    return run.instrumented or run.source == RUN_FROM_TRAIN_STATE
+
+
 class RunsTable(KeyedTable):
     """One row per run, by run name."""
 
@@ -66,7 +72,7 @@ class RunsTable(KeyedTable):
         nodes = sorted({(w.node_id or "?")[:8] for w in run.workers})
         everything: dict[str, object] = {
             "run": Text(run.run_name, no_wrap=True, overflow="ellipsis"),
-            "attempt": right(str(run.attempt_index) if run.instrumented else "-"),
+            "attempt": right(str(run.attempt_index) if _attempt_known(run) else "-"),
             "ranks": right(str(run.world_size)),
             "reports": right(report_range(run)),
             "state": left(run_state(run)),

@@ -1,0 +1,116 @@
+"""Train V2's own state of a run raytop did not start, on a real cluster: a plain script
+(no probe) runs a TorchTrainer with ``RAY_TRAIN_ENABLE_STATE_TRACKING=1`` in its own
+environment only (Train reads it in the driver that calls ``fit()``, whose controller
+creates Train's state actor: the cluster needs nothing), rank 1 fails the first attempt
+and Train retries. ``raytop status --json`` shows the run with Train's name, both attempts
+and the world ranks of the running one, marked ``instrumented: false`` and
+``source: "train_state"``; the same script without the variable stays the actor table's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+from tests.conftest import run_raytop, wait_for
+
+pytestmark = pytest.mark.ray
+
+SCRIPT = """
+import os, time, ray, ray.train
+from ray.train.torch import TorchTrainer
+
+def loop(config):
+    rank = ray.train.get_context().get_world_rank()
+    marker = os.path.join(config["folder"], "failed-once")
+    for i in range(240):
+        time.sleep(0.5)
+        if rank == 1 and i == 1 and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError(f"injected failure at step {{i}}")
+        ray.train.report({{"i": i}})
+
+ray.init(address="{address}", logging_level="ERROR")
+TorchTrainer(loop, train_loop_config={{"folder": "{folder}"}},
+             scaling_config=ray.train.ScalingConfig(num_workers=2),
+             run_config=ray.train.RunConfig(
+                 name="{name}", storage_path="{folder}",
+                 failure_config=ray.train.FailureConfig(max_failures=1))).fit()
+"""
+
+
+def start(address: str, folder, name: str, tracking: bool) -> subprocess.Popen:
+    script = folder / "tracked.py"
+    script.write_text(textwrap.dedent(SCRIPT.format(address=address, folder=folder, name=name)))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_TRAIN_CALLBACKS", "RAY_TRAIN_ENABLE_STATE_TRACKING")}  # fmt: skip
+    if tracking:
+        env["RAY_TRAIN_ENABLE_STATE_TRACKING"] = "1"
+    return subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+
+
+def stop(user: subprocess.Popen) -> None:
+    os.killpg(user.pid, signal.SIGKILL)
+    user.wait(timeout=30)
+
+
+def foreign_runs(address: str) -> list[dict]:
+    result = run_raytop("status", "--json", "--address", address, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return [r for r in json.loads(result.stdout)["runs"] if not r["instrumented"]]
+
+
+def test_a_tracked_run_without_a_probe_shows_trains_name_and_attempts(ray_cluster, tmp_path):
+    user = start(ray_cluster.address, tmp_path, "state-tracked-run", tracking=True)
+
+    def retried():
+        runs = [r for r in foreign_runs(ray_cluster.address)
+                if r["run_name"] == "state-tracked-run"]  # fmt: skip
+        if runs and [a["status"] for a in runs[0]["attempts"]] == ["errored", "running"]:
+            return runs[0] if len(runs[0]["workers"]) == 2 else None
+        return None
+
+    try:
+        run = wait_for(retried, 240, "the tracked run's second attempt in raytop status --json")
+        assert (run["instrumented"], run["source"]) == (False, "train_state")
+        assert run["run_id"].startswith("actor-")
+        assert (run["world_size"], run["attempt_index"]) == (2, 2)
+        first, second = run["attempts"]
+        assert (first["index"], first["error_class"], first["error"]) == (
+            1, "RuntimeError", "injected failure at step 1"
+        )  # fmt: skip
+        assert first["ended_at"] >= first["started_at"] and first["duration_s"] >= 0
+        assert (second["index"], second["ended_at"]) == (2, None)
+        assert run["attempt_id"] == second["attempt_id"] != first["attempt_id"]
+        ranks = [(w["rank"], w["local_rank"], w["node_rank"]) for w in run["workers"]]
+        assert ranks == [(0, 0, 0), (1, 1, 0)]
+        pids = [w["pid"] for w in run["workers"]]
+        assert all(psutil.pid_exists(pid) for pid in pids)
+        assert all(w["reports_entered"] == 0 and w["state"] == "" for w in run["workers"])
+        assert all(w["declared_resources"] == {"CPU": 1.0} for w in run["workers"])
+    finally:
+        stop(user)
+
+
+def test_the_same_run_without_tracking_stays_the_actor_tables(ray_cluster, tmp_path):
+    """Whether Train's state actor is there (the test above made it) or not, it knows
+    nothing of this run: the run is what the actor table says, as before."""
+    user = start(ray_cluster.address, tmp_path, "untracked-run", tracking=False)
+
+    def shown():
+        runs = [r for r in foreign_runs(ray_cluster.address) if len(r["workers"]) == 2]
+        return runs[0] if runs else None
+
+    try:
+        run = wait_for(shown, 240, "the untracked run in raytop status --json")
+        assert (run["source"], run["attempts"]) == ("actor_table", [])
+        assert run["run_name"].endswith("(no probe)")
+    finally:
+        stop(user)

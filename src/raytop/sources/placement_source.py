@@ -15,7 +15,7 @@ import dataclasses
 import time
 from typing import Any
 
-from raytop.diagnose.placement import why_pending
+from raytop.diagnose.placement import Capacity, why_pending
 from raytop.model import (
     Bundle,
     Experiment,
@@ -75,8 +75,11 @@ class PlacementReader:
         experiment_of_job = {e.job_id: e.name for e in experiments if e.job_id}
         groups = [self._labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg,
                                  experiment_of_job) for g in raw]  # fmt: skip
+        listed = list(nodes)
+        capacity = Capacity(listed, groups)  # asked once, for every waiting group
         return tuple(
-            g if g.placed else _with_reason(g, why_pending(g, list(nodes), groups)) for g in groups
+            g if g.placed else _with_reason(g, why_pending(g, listed, groups, capacity))
+            for g in groups
         )
 
     def raytop_trial_at(self, actors: dict[str, dict[str, Any]]) -> set[str]:

@@ -85,8 +85,10 @@ def test_findings_and_check_codes():
 
 def test_one_capacity_for_many_groups_says_what_each_group_alone_would():
     """The placement reader asks ``Capacity`` once for every waiting group: the sentences
-    must be the ones each group gets on its own (holders named, itself left out)."""
+    must be the ones each group gets on its own (holders named, itself left out, groups of
+    one shape sharing one reason)."""
     import random
+    from dataclasses import replace
 
     from raytop.diagnose.placement import Capacity
 
@@ -107,6 +109,7 @@ def test_one_capacity_for_many_groups_says_what_each_group_alone_would():
                   age_s=rng.choice([None, 5.0, 200.0]))
             for i in range(rng.randint(1, 8))
         ]  # fmt: skip
+        groups.append(replace(groups[0], pg_id="same-shape"))  # one reason per shape
         shared = Capacity(nodes, groups)
         for pg in groups:
             assert why_pending(pg, nodes, groups, shared) == why_pending(pg, nodes, groups)

@@ -25,6 +25,7 @@ class Capacity:
         self._free: dict[str, float] = {}
         # resource → (the ids of the placed groups using it, their owners' labels sorted)
         self._holders: dict[str, tuple[frozenset[str], list[str]]] | None = None
+        self._reasons: dict[tuple, str] = {}  # a group's shape → why such a group waits
 
     def largest(self, resource: str) -> float:
         if resource not in self._largest:
@@ -42,6 +43,18 @@ class Capacity:
         if resource not in self._free:
             self._free[resource] = sum(n.resources_available.get(resource, 0.0) for n in self.alive)
         return self._free[resource]
+
+    def reason(self, pg: PlacementGroup) -> str:
+        """Why ``pg`` is not placed, in resources (``infeasible_reason``, else
+        ``contention_reason``): the same for every group of one shape, which Tune's
+        pending trials share, so it is worked out once per shape."""
+        shape = tuple((b.index, tuple(sorted(b.resources.items()))) for b in pg.bundles)
+        key = (pg.strategy, pg.pg_id if pg.placed else None, shape)
+        if key not in self._reasons:
+            self._reasons[key] = infeasible_reason(pg, self.alive, self) or contention_reason(
+                pg, self.alive, list(self._groups), self
+            )
+        return self._reasons[key]
 
     def holders(self, resource: str, pg: PlacementGroup) -> list[str]:
         """Who holds ``resource``: the owners of the placed groups (other than ``pg``)
@@ -137,10 +150,7 @@ def why_pending(
 ) -> str:
     """``capacity``: ``Capacity(nodes, groups)``, given when many groups are asked about."""
     capacity = capacity or Capacity(nodes, groups)
-    alive = capacity.alive
-    reason = infeasible_reason(pg, alive, capacity) or contention_reason(
-        pg, alive, groups, capacity
-    )
+    reason = capacity.reason(pg)
     if pg.owner_kind == "train_run" and pg.age_s and pg.age_s >= WORKER_GROUP_START_TIMEOUT_S:
         timeouts = int(pg.age_s // WORKER_GROUP_START_TIMEOUT_S)
         return (f"Train run {pg.owner} has waited in SCHEDULING for {timeouts} worker-group start "

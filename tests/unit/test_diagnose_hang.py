@@ -225,3 +225,21 @@ def test_a_run_that_failed_because_the_controller_could_not_load_a_metric_is_nam
     (finding,) = undeliverable_findings(dataclasses.replace(run(), attempts=(failed,)))
     assert finding.kind == "report_undeliverable" and exit_code([finding]) == CONTROLLER_STUCK
     assert "could not load what the ranks sent it after taking 4 report(s)" in finding.message
+
+
+def test_a_ranks_peers_median_is_the_median_of_every_other_rank():
+    """``median_without`` (O(1) per rank) agrees with the median of the others' list."""
+    import random
+    import statistics
+
+    from raytop.diagnose.hang import median_without
+
+    rng = random.Random(3)
+    for size in (2, 3, 4, 5, 8, 33):
+        for _ in range(50):
+            values = [rng.choice([0.1, 0.25, 0.5, rng.random()]) for _ in range(size)]
+            ordered = sorted(values)
+            for i, value in enumerate(values):
+                others = values[:i] + values[i + 1 :]
+                index = ordered.index(value)
+                assert median_without(ordered, index) == statistics.median(others)

@@ -926,13 +926,9 @@ class FrameClock:
         self.moved: list[float] = []
 
     def attach(self, app: Any, table: Any) -> None:
-        screen = app.screen
-        compose, show = screen._compositor_refresh, app._show
+        self.attach_screen(app.screen)
+        show = app._show
         watch = table.watch_cursor_coordinate
-
-        def composed() -> None:
-            compose()
-            self.frames.append(time.perf_counter())
 
         def shown(state: Any) -> None:
             wall, cpu = time.perf_counter(), time.thread_time()
@@ -944,9 +940,17 @@ class FrameClock:
             watch(old, new)
             self.moved.append(time.perf_counter())
 
-        screen._compositor_refresh = composed
         app._show = shown
         table.watch_cursor_coordinate = moved
+
+    def attach_screen(self, screen: Any) -> None:
+        compose = screen._compositor_refresh
+
+        def composed() -> None:
+            compose()
+            self.frames.append(time.perf_counter())
+
+        screen._compositor_refresh = composed
 
     async def frame_after(self, moment: float, timeout: float = 30.0) -> float:
         """The first frame composed after ``moment``."""
@@ -974,7 +978,9 @@ async def measure_tui(
     """Apply snapshots to the overview, then press ``down`` while the poller collects."""
     from raytop.tui.app import RaytopApp
     from raytop.tui.messages import SnapshotReady
+    from raytop.tui.screens.run import RunScreen
     from raytop.tui.widgets.trial_table import TrialTable
+    from raytop.tui.widgets.worker_table import WorkerTable
 
     first = collector.collect()
     later = []
@@ -1038,6 +1044,23 @@ async def measure_tui(
         stop.set()
         app._stop.set()
         reporter.join()
+        await asyncio.sleep(2 * refresh_s)  # the poller's last snapshot is in
+
+        # The Run screen of the largest run, a refresh applied to it.
+        run = max(app.latest.experiments[0].runs, key=lambda r: len(r.workers))
+        screen = RunScreen(run.run_id, collector=collector, state=app.state, clock=app.clock,
+                           read_only=False)  # fmt: skip
+        await app.push_screen(screen)
+        await pilot.pause()
+        clock.attach_screen(screen)
+        applied = [await apply(s) for s in later]
+        result["run_screen"] = {
+            "ranks": screen.query_one(WorkerTable).row_count,
+            "handler_wall_p50_s": statistics.median(a[0] for a in applied),
+            "handler_cpu_p50_s": statistics.median(a[1] for a in applied),
+            "to_frame_p50_s": statistics.median(a[2] for a in applied),
+            "to_frame_p95_s": percentile([a[2] for a in applied], 0.95),
+        }
         result["keys"] = {
             "n": len(latencies),
             "p50_s": statistics.median(latencies),
@@ -1151,6 +1174,11 @@ def report(results: list[dict[str, Any]]) -> None:
                   f"{keys['snapshots_applied']} snapshots applied meanwhile, handler p50 "
                   f"{_ms(keys['handler_wall_p50_s'])}): p50 {_ms(keys['p50_s'])}, "
                   f"p95 {_ms(keys['p95_s'])}, max {_ms(keys['max_s'])}")  # fmt: skip
+            run = tui["run_screen"]
+            print(f"   TUI: Run screen ({run['ranks']} ranks), one refresh applied: handler "
+                  f"p50 {_ms(run['handler_wall_p50_s'])} (UI CPU "
+                  f"{_ms(run['handler_cpu_p50_s'])}), post -> frame p50 "
+                  f"{_ms(run['to_frame_p50_s'])}, p95 {_ms(run['to_frame_p95_s'])}")  # fmt: skip
         rss = r["rss"]
         print(f"   RSS: peak {_size(rss['peak'])}; the stand-ins' data "
               f"{_size(rss['stand_ins'])}; peak less the stand-ins "

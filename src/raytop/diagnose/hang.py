@@ -204,7 +204,10 @@ def below_report_hang(run: TrainRun, t: Thresholds, now: float) -> list[Finding]
         return []  # no evidence of where: the silent-rank finding speaks for it
     stuck_s = now - progress
     waiting = [w for w in sampled if w.activity.kind in WAITING]
-    holding = [w for w in run.workers if w not in waiting]
+    # By identity: a Worker compares field by field, and 2,000 ranks each looked up in a
+    # list of 2,000 took seconds.
+    waiting_ids = {id(w) for w in waiting}
+    holding = [w for w in run.workers if id(w) not in waiting_ids]
     kinds = {w.activity.kind for w in holding if w.activity}
     if "data_loader" in kinds:
         kind, what = "data_loader_hang", "the data loader"

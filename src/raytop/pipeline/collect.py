@@ -236,6 +236,8 @@ class SnapshotCollector:
 
     def _collect(self) -> Snapshot:
         self._host_warnings = []
+        if self._placement is not None:
+            self._placement.new_read()
         cluster = self._cluster()
         self._discover()
         experiments = [reader.read() for reader in self._experiments]

@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import random
@@ -414,6 +415,7 @@ class StandInCluster:
         self.accessor = FakeAccessor(self.gcs_meter)
         self.client = FakeGcsClient(self.kv_meter)
         self.folder = root / EXPERIMENT
+        self.home = root / "raytop-home"
         self.raytop_dir = self.folder / ".raytop"
         self.raytop_dir.mkdir(parents=True)
         self._write_json = write_json_atomic
@@ -728,14 +730,22 @@ class StandInCluster:
                               "latest_checkpoint_result": results[-1]})  # fmt: skip
 
     def collector(self) -> Any:
+        """The collector a bare ``raytop`` builds: its experiments from raytop's registry
+        (this one, launched last), watching storage, every Train run of the cluster."""
+        from raytop.home import register_experiment
         from raytop.pipeline.collect import SnapshotCollector
 
         reader = gcs_reader(self.listener.address, self.accessor)
         kv = gcs_kv(self.listener.address, self.client)
-        return SnapshotCollector(
-            self.listener.address, experiments=[(str(self.folder), self.raytop_dir)],
-            watch=True, gcs=(reader, kv),
-        )  # fmt: skip
+        home, os.environ["RAYTOP_HOME"] = os.environ.get("RAYTOP_HOME"), str(self.home)
+        try:
+            register_experiment(EXPERIMENT, str(self.folder), self.raytop_dir)
+            return SnapshotCollector(self.listener.address, watch=True, gcs=(reader, kv))
+        finally:
+            if home is None:
+                del os.environ["RAYTOP_HOME"]
+            else:
+                os.environ["RAYTOP_HOME"] = home
 
     def take(self) -> dict[str, Any]:
         """The calls and bytes since the last take."""
@@ -833,6 +843,7 @@ def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> 
         "1% of ranks reported": lambda: cluster.report(0.01),
         "every rank's heartbeat": cluster.heartbeat,
         "trials.json rewritten": lambda: (
+            cluster.index_heartbeat(),
             cluster.rewrite_trials(changed=1),
             time.sleep(WATCH_SETTLE_S),
         ),  # fmt: skip
@@ -1095,6 +1106,9 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
     with tempfile.TemporaryDirectory(prefix="raytop-scale-") as root:
         cluster = StandInCluster(shape, Path(root), dead_actors)
         stand_ins = rss_now() - baseline
+        # The stand-ins' objects would live in other processes: out of the collector's way
+        # (Python's full garbage collections traverse every tracked object).
+        gc.freeze()
         collector = cluster.collector()
         try:
             measured = measure_collect(cluster, collector, refreshes)
@@ -1114,6 +1128,7 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
         finally:
             collector.close()
             cluster.close()
+            gc.unfreeze()
     result["rss"] = {"baseline": baseline, "stand_ins": stand_ins, "peak": rss_peak(),
                      "peak_less_stand_ins": rss_peak() - stand_ins}  # fmt: skip
     return result

@@ -120,7 +120,7 @@ class TrialTable(KeyedTable):
         wanted = {}
         for t in trials:
             kept = known.get(t.trial_id)
-            if kept is not None and kept[1] == context and kept[0] == t:
+            if kept is not None and kept[1] == context and (kept[0] is t or kept[0] == t):
                 cells = kept[2]
             else:
                 cells = self._cells(t, metric, swept, widths)

@@ -927,6 +927,27 @@ def measure_screen_model(snapshot: Any, repeat: int = 5, width: int = 120) -> di
 # -- the TUI ------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def gc_pauses():
+    """The durations of Python's full (generation 2) garbage collections meanwhile."""
+    pauses: list[float] = []
+    started: list[float] = []
+
+    def note(phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            pauses.append(time.perf_counter() - started.pop())
+
+    gc.callbacks.append(note)
+    try:
+        yield pauses
+    finally:
+        gc.callbacks.remove(note)
+
+
 class FrameClock:
     """When the visible screen composed a frame, when the app handled a snapshot (and
     for how long), and when the trials table's cursor moved."""
@@ -1018,13 +1039,16 @@ async def measure_tui(
                                          await apply(first), strict=True))  # fmt: skip
         result["rows"] = table.row_count
         await pilot.pause()
-        applied = [await apply(s) for s in later]
+        with gc_pauses() as pauses:
+            applied = [await apply(s) for s in later]
         result["apply"] = {
             "n": len(applied),
             "handler_wall_p50_s": statistics.median(a[0] for a in applied),
             "handler_cpu_p50_s": statistics.median(a[1] for a in applied),
             "to_frame_p50_s": statistics.median(a[2] for a in applied),
             "to_frame_p95_s": percentile([a[2] for a in applied], 0.95),
+            "to_frame_max_s": max(a[2] for a in applied),
+            "full_gc_pauses_s": pauses,  # Python's full collections meanwhile
         }
 
         # Key presses while the poller collects from the stand-ins and ranks report.
@@ -1042,7 +1066,7 @@ async def measure_tui(
         handled_before = len(clock.handled)
         await asyncio.sleep(2 * refresh_s)
         rng = random.Random(7)
-        latencies = []
+        latencies = [0.0] if not presses else []
         for _ in range(presses):
             await asyncio.sleep(rng.uniform(0, refresh_s))  # any phase of the poll
             row = table.cursor_row
@@ -1064,13 +1088,16 @@ async def measure_tui(
         await app.push_screen(screen)
         await pilot.pause()
         clock.attach_screen(screen)
-        applied = [await apply(s) for s in later]
+        with gc_pauses() as pauses:
+            applied = [await apply(s) for s in later]
         result["run_screen"] = {
             "ranks": screen.query_one(WorkerTable).row_count,
             "handler_wall_p50_s": statistics.median(a[0] for a in applied),
             "handler_cpu_p50_s": statistics.median(a[1] for a in applied),
             "to_frame_p50_s": statistics.median(a[2] for a in applied),
             "to_frame_p95_s": percentile([a[2] for a in applied], 0.95),
+            "to_frame_max_s": max(a[2] for a in applied),
+            "full_gc_pauses_s": pauses,
         }
         result["keys"] = {
             "n": len(latencies),
@@ -1141,6 +1168,10 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.1f} ms"
 
 
+def _pauses(pauses: list[float]) -> str:
+    return f"{len(pauses)} ({', '.join(_ms(p) for p in pauses) or 'none'})"
+
+
 def _size(count: float) -> str:
     for unit, scale in (("MB", 1e6), ("kB", 1e3)):
         if count >= scale:
@@ -1184,7 +1215,8 @@ def report(results: list[dict[str, Any]]) -> None:
             print(f"   TUI: one refresh applied (n={apply['n']}): handler p50 "
                   f"{_ms(apply['handler_wall_p50_s'])} (UI CPU {_ms(apply['handler_cpu_p50_s'])}),"
                   f" post -> frame p50 {_ms(apply['to_frame_p50_s'])}, "
-                  f"p95 {_ms(apply['to_frame_p95_s'])}")  # fmt: skip
+                  f"p95 {_ms(apply['to_frame_p95_s'])}, max {_ms(apply['to_frame_max_s'])}; "
+                  f"full GCs meanwhile {_pauses(apply['full_gc_pauses_s'])}")  # fmt: skip
             print(f"   TUI: key -> frame under load (n={keys['n']}, "
                   f"{keys['snapshots_applied']} snapshots applied meanwhile, handler p50 "
                   f"{_ms(keys['handler_wall_p50_s'])}): p50 {_ms(keys['p50_s'])}, "
@@ -1193,7 +1225,9 @@ def report(results: list[dict[str, Any]]) -> None:
             print(f"   TUI: Run screen ({run['ranks']} ranks), one refresh applied: handler "
                   f"p50 {_ms(run['handler_wall_p50_s'])} (UI CPU "
                   f"{_ms(run['handler_cpu_p50_s'])}), post -> frame p50 "
-                  f"{_ms(run['to_frame_p50_s'])}, p95 {_ms(run['to_frame_p95_s'])}")  # fmt: skip
+                  f"{_ms(run['to_frame_p50_s'])}, p95 {_ms(run['to_frame_p95_s'])}, max "
+                  f"{_ms(run['to_frame_max_s'])}; full GCs meanwhile "
+                  f"{_pauses(run['full_gc_pauses_s'])}")  # fmt: skip
         rss = r["rss"]
         print(f"   RSS: peak {_size(rss['peak'])}; the stand-ins' data "
               f"{_size(rss['stand_ins'])}; peak less the stand-ins "

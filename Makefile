@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ledger_bench.py
 	$(BIN)/python benchmarks/plan_bench.py
 	$(BIN)/python benchmarks/storage_bench.py
+	$(BIN)/python benchmarks/scale_bench.py
 
 ## make down: stop the embedded cluster raytop started (never any other).
 down: $(STAMP)

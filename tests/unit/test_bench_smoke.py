@@ -4,6 +4,7 @@ docs/PERFORMANCE.md, measured by their own command), so they never rot."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -12,6 +13,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 def load(name: str):
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 
@@ -22,3 +24,60 @@ def test_the_sampling_benchmark_runs_and_samples():
     assert result["100 Hz"]["samples"] >= 5  # the sampler really ran against the loop
     assert all(r["plain_steps_per_s"] > 0 and r["sampled_steps_per_s"] > 0
                for r in result.values())  # fmt: skip
+
+
+def test_the_scale_benchmark_reads_its_stand_in_cluster_through_the_real_readers():
+    """benchmarks/scale_bench.py, collection half, at 10 workers: every refresh kind ran,
+    the snapshot holds the stand-in cluster whole, and the stand-ins counted the calls."""
+    bench = load("scale_bench")
+    result = bench.run_shape("wide-10", refreshes=1, applies=0, presses=0, tui=False)
+    shape = bench.SHAPES["wide-10"]
+    snapshot = result["snapshot"]
+    assert (snapshot["trials"], snapshot["runs"], snapshot["workers"]) == (
+        shape.trials, shape.runs, shape.workers,
+    )  # fmt: skip
+    assert (snapshot["nodes"], snapshot["placement_groups"]) == (shape.nodes, shape.groups)
+    assert set(result["collect"]) == {
+        "first (cold)", "nothing changed", "1% of ranks reported", "every rank's heartbeat",
+        "trials.json rewritten",
+    }  # fmt: skip
+    for kind in result["collect"].values():
+        assert kind["calls_min"] > 0 and kind["cluster_bytes_p50"] > 0 and kind["cpu_p50_s"] > 0
+        assert {"GetAllNodeInfo", "GetAllActorInfo", "GetAllPlacementGroupInfo", "kv_get"} <= set(
+            kind["calls"]
+        )
+    # A changed rank is fetched with its page; an unchanged ledger is the index alone.
+    assert "kv_multi_get" in result["collect"]["1% of ranks reported"]["calls"]
+    assert "kv_multi_get" not in result["collect"]["nothing changed"]["calls"]
+    assert result["collect"]["trials.json rewritten"]["storage_bytes_p50"] > 0
+    assert result["rss"]["peak"] > 0 and result["screen_model"]["overview_cpu_s"] >= 0
+
+
+def test_the_scale_benchmarks_rank_reports_are_what_a_probe_sends(tmp_path):
+    """The stand-in ledger is fed ``RankReport``s with every key a probe sends (a stack,
+    a native stack and a Flight Recorder answer only once raytop asked for one)."""
+    from raytop.model.records import RankReport
+
+    bench = load("scale_bench")
+    report = bench._rank_report(0, 0, bench.SHAPES["wide-10"], 0.0, tmp_path)
+    assert set(report) == set(RankReport.__annotations__) - {
+        "stack", "stack_request", "native_stack", "native_stack_request",
+        "flight_recorder", "flight_recorder_request",
+    }  # fmt: skip
+
+
+async def test_the_scale_benchmark_drives_the_tui_under_load(tmp_path, monkeypatch):
+    """benchmarks/scale_bench.py, TUI half, at 10 workers: snapshots applied to the
+    overview, keys answered while the poller collects from the stand-ins."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user themes
+    bench = load("scale_bench")
+    cluster = bench.StandInCluster(bench.SHAPES["tall-10"], tmp_path)
+    collector = cluster.collector()
+    try:
+        result = await bench.measure_tui(cluster, collector, applies=1, presses=2)
+    finally:
+        collector.close()
+        cluster.close()
+    assert result["rows"] == bench.SHAPES["tall-10"].trials
+    assert result["apply"]["n"] == 1 and result["first_apply"]["to_frame_s"] > 0
+    assert result["keys"]["n"] == 2 and result["keys"]["p95_s"] > 0

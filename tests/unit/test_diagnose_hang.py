@@ -234,3 +234,21 @@ def test_a_long_first_epoch_is_no_hang_before_the_run_has_a_rhythm():
     assert hang_findings(run(*first), T, NOW) == []
     (fixed,) = hang_findings(run(*first), Thresholds.given(60.0), NOW)
     assert fixed.kind == "compute_hang"
+
+
+def test_a_ranks_peers_median_is_the_median_of_every_other_rank():
+    """``median_without`` (O(1) per rank) agrees with the median of the others' list."""
+    import random
+    import statistics
+
+    from raytop.diagnose.hang import median_without
+
+    rng = random.Random(3)
+    for size in (2, 3, 4, 5, 8, 33):
+        for _ in range(50):
+            values = [rng.choice([0.1, 0.25, 0.5, rng.random()]) for _ in range(size)]
+            ordered = sorted(values)
+            for i, value in enumerate(values):
+                others = values[:i] + values[i + 1 :]
+                index = ordered.index(value)
+                assert median_without(ordered, index) == statistics.median(others)

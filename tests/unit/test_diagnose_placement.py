@@ -81,3 +81,35 @@ def test_findings_and_check_codes():
         0.0, Cluster("h:1", True, nodes=tuple(CPU4)), placement_groups=(waiting, infeasible)
     )
     assert exit_code(diagnose(snap, Thresholds())) == 12
+
+
+def test_one_capacity_for_many_groups_says_what_each_group_alone_would():
+    """The placement reader asks ``Capacity`` once for every waiting group: the sentences
+    must be the ones each group gets on its own (holders named, itself left out, groups of
+    one shape sharing one reason)."""
+    import random
+    from dataclasses import replace
+
+    from raytop.diagnose.placement import Capacity
+
+    rng = random.Random(5)
+    for _ in range(200):
+        nodes = [
+            node(f"n{i}", {"CPU": 8.0, "GPU": rng.choice([0.0, 4.0])},
+                 {"CPU": rng.choice([0.0, 2.0, 8.0]), "GPU": rng.choice([0.0, 1.0])},
+                 alive=rng.random() > 0.2)
+            for i in range(rng.randint(1, 5))
+        ]  # fmt: skip
+        groups = [
+            group(*[{rng.choice(["CPU", "GPU", "memory"]): rng.choice([1.0, 2.0, 16.0])}
+                    for _ in range(rng.randint(1, 3))],
+                  strategy=rng.choice(["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]),
+                  state=rng.choice(["CREATED", "PENDING"]), pg_id=f"pg{i}",
+                  owner_kind=rng.choice(["trial", "train_run", "other"]), owner=f"o{i % 3}",
+                  age_s=rng.choice([None, 5.0, 200.0]))
+            for i in range(rng.randint(1, 8))
+        ]  # fmt: skip
+        groups.append(replace(groups[0], pg_id="same-shape"))  # one reason per shape
+        shared = Capacity(nodes, groups)
+        for pg in groups:
+            assert why_pending(pg, nodes, groups, shared) == why_pending(pg, nodes, groups)

@@ -158,3 +158,38 @@ def test_a_resumed_run_is_its_newest_controller_and_its_restore_is_read_from_sto
     assert (attempt.restored_from, attempt.restored) == ("checkpoint_e4", {"epoch": 4.0})
     (back,) = [f for f in snapshot.findings if f.kind == "progress_backwards"]
     assert back.evidence["checkpoint"] == "checkpoint_e4" and back.evidence["first_report"] == 0.0
+
+
+def test_one_collect_lists_the_trial_registrations_once(tmp_path, monkeypatch):
+    """Placement and the runs of no experiment both need the trials' registrations: one
+    listing serves both (it names every trial that ever started)."""
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))  # a bare raytop: no registry
+    group = {"pg_id": "pg1", "name": "", "strategy": "PACK", "state": "CREATED",
+             "scheduling_state": "FINISHED", "attempts": 1, "created_at": None,
+             "creator_job_id": "01000000", "creator_actor_id": "a1", "creator_dead": False,
+             "detached": False, "bundles": [{"index": 0, "resources": {"CPU": 1.0},
+                                             "node_id": "n1"}]}  # fmt: skip
+    actor = {"class_name": "ImplicitFunc", "job_id": "01000000", "pid": 7, "node_id": "n1",
+             "address": "127.0.0.1:1", "owner": "127.0.0.1:2"}  # fmt: skip
+
+    class Listed(FakeKv):
+        listings = 0
+
+        def keys(self, prefix: str) -> list[str]:
+            self.listings += 1
+            return super().keys(prefix)
+
+    class WithGroups(Gcs):
+        def placement_groups(self):
+            return [group]
+
+        def actors(self):
+            return {"a1": actor}
+
+    registration = {"experiment": "exp", "trial_id": "t1", "actor_id": "a1", "pg_id": "pg1"}
+    kv = Listed({kv_keys.TRIAL_PREFIX + "a1": json.dumps(registration).encode()})
+    collector = SnapshotCollector("127.0.0.1:1", gcs=(WithGroups(), kv))
+    for collections in (1, 2):
+        (placed,) = collector.collect().placement_groups
+        assert (placed.owner_kind, placed.trial_id) == ("trial", "t1")
+        assert kv.listings == collections

@@ -312,3 +312,20 @@ def test_a_probe_row_carries_the_metric_history_and_max_iterations():
 def test_a_bad_history_or_max_iterations_makes_the_row_bad(more, message):
     with pytest.raises(untrusted.Invalid, match=re.escape(message)):
         untrusted.probe_trials({"trials": [_row(**more)]})
+
+
+def test_a_rewritten_probe_table_rechecks_only_its_changed_rows():
+    """With a reader's memo, rows equal to last time's keep their checked copy; a changed
+    row is checked again (a bad one makes the table bad, the memo stays as it was)."""
+    rows = [_row(trial_id=f"t{i}", iterations=i, metrics={"loss": 1.0 / (i + 1)}) for i in range(4)]
+    known: dict = {}
+    first = untrusted.probe_trials(json.loads(json.dumps({"trials": rows})), known)
+    assert first == untrusted.probe_trials({"trials": rows})
+    rows[2] = {**rows[2], "iterations": 7}
+    second = untrusted.probe_trials(json.loads(json.dumps({"trials": rows})), known)
+    assert second == untrusted.probe_trials({"trials": rows}) and second[2]["iterations"] == 7
+    assert [a is b for a, b in zip(first, second, strict=True)] == [True, True, False, True]
+    rows[1] = {**rows[1], "metric_history": ["bad"]}
+    with pytest.raises(untrusted.Invalid, match=re.escape("trials[1].metric_history[0]")):
+        untrusted.probe_trials(json.loads(json.dumps({"trials": rows})), known)
+    assert {k: v[1] for k, v in known.items()} == {r["trial_id"]: r for r in second}

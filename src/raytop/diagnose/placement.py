@@ -11,21 +11,88 @@ from raytop.model import Finding, Node, PlacementGroup, Severity
 WORKER_GROUP_START_TIMEOUT_S = 60.0  # RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S default
 
 
-def _largest(nodes: list[Node], resource: str) -> float:
-    return max((n.resources_total.get(resource, 0.0) for n in nodes), default=0.0)
+class Capacity:
+    """What every waiting group's sentence asks of the alive ``nodes`` and the placed
+    ``groups``, each answered once: a cluster of hundreds of nodes and thousands of groups
+    asks the same questions for every waiting group (docs/PERFORMANCE.md, "Synthetic
+    scale": 750 waiting groups on 500 nodes took seconds a refresh)."""
+
+    def __init__(self, nodes: list[Node], groups: list[PlacementGroup] | tuple = ()) -> None:
+        self.alive = [n for n in nodes if n.alive]
+        self._groups = groups
+        self._largest: dict[str, float] = {}
+        self._total: dict[str, float] = {}
+        self._free: dict[str, float] = {}
+        # resource → (the ids of the placed groups using it, their owners' labels sorted)
+        self._holders: dict[str, tuple[frozenset[str], list[str]]] | None = None
+        self._reasons: dict[tuple, str] = {}  # a group's shape → why such a group waits
+
+    def largest(self, resource: str) -> float:
+        if resource not in self._largest:
+            self._largest[resource] = max(
+                (n.resources_total.get(resource, 0.0) for n in self.alive), default=0.0
+            )
+        return self._largest[resource]
+
+    def total(self, resource: str) -> float:
+        if resource not in self._total:
+            self._total[resource] = sum(n.resources_total.get(resource, 0.0) for n in self.alive)
+        return self._total[resource]
+
+    def free(self, resource: str) -> float:
+        if resource not in self._free:
+            self._free[resource] = sum(n.resources_available.get(resource, 0.0) for n in self.alive)
+        return self._free[resource]
+
+    def reason(self, pg: PlacementGroup) -> str:
+        """Why ``pg`` is not placed, in resources (``infeasible_reason``, else
+        ``contention_reason``): the same for every group of one shape, which Tune's
+        pending trials share, so it is worked out once per shape."""
+        shape = tuple((b.index, tuple(sorted(b.resources.items()))) for b in pg.bundles)
+        key = (pg.strategy, pg.pg_id if pg.placed else None, shape)
+        if key not in self._reasons:
+            self._reasons[key] = infeasible_reason(pg, self.alive, self) or contention_reason(
+                pg, self.alive, list(self._groups), self
+            )
+        return self._reasons[key]
+
+    def holders(self, resource: str, pg: PlacementGroup) -> list[str]:
+        """Who holds ``resource``: the owners of the placed groups (other than ``pg``)
+        with a bundle that asks for it, sorted."""
+        if self._holders is None:
+            using: dict[str, list[PlacementGroup]] = {}
+            for g in self._groups:
+                if g.placed:
+                    for r in {r for b in g.bundles for r, v in b.resources.items() if v > 0}:
+                        using.setdefault(r, []).append(g)
+            self._holders = {
+                r: (frozenset(g.pg_id for g in gs), sorted({g.owner_label for g in gs}))
+                for r, gs in using.items()
+            }
+        ids, labels = self._holders.get(resource, (frozenset(), []))
+        if pg.pg_id not in ids:
+            return labels
+        return sorted(
+            {g.owner_label for g in self._groups if g.placed and g.pg_id != pg.pg_id
+             and any(b.resources.get(resource, 0) > 0 for b in g.bundles)}
+        )  # fmt: skip
 
 
 def _can_hold(node: Node, bundle: dict[str, float]) -> bool:
     return all(node.resources_total.get(r, 0.0) >= v for r, v in bundle.items() if v > 0)
 
 
-def infeasible_reason(pg: PlacementGroup, nodes: list[Node]) -> str | None:
-    """Why the group can never be placed on these (alive) nodes, or None if it could."""
+def infeasible_reason(
+    pg: PlacementGroup, nodes: list[Node], capacity: Capacity | None = None
+) -> str | None:
+    """Why the group can never be placed on these (alive) nodes, or None if it could.
+    ``capacity``: the same nodes' figures, when many groups are asked about."""
+    capacity = capacity or Capacity(nodes)
     for b in pg.bundles:
         for r, need in sorted(b.resources.items()):
             if need <= 0:
                 continue
-            largest = _largest(nodes, r)
+            largest = capacity.largest(r)
             if largest == 0:
                 return f"bundle {b.index} needs {{{r}: {need:g}}}; no node has {r}"
             if largest < need:
@@ -37,9 +104,9 @@ def infeasible_reason(pg: PlacementGroup, nodes: list[Node]) -> str | None:
                 total[r] = total.get(r, 0.0) + v
         if not any(_can_hold(n, total) for n in nodes):
             for r, v in sorted(total.items()):
-                if v > _largest(nodes, r):
+                if v > capacity.largest(r):
                     return (f"STRICT_PACK needs {v:g} {r} on one node; the largest node has "
-                            f"{_largest(nodes, r):g}")  # fmt: skip
+                            f"{capacity.largest(r):g}")  # fmt: skip
             return "STRICT_PACK needs all its bundles on one node; no node holds them together"
     if pg.strategy == "STRICT_SPREAD":
         able = sum(1 for n in nodes if any(_can_hold(n, b.resources) for b in pg.bundles))
@@ -50,8 +117,15 @@ def infeasible_reason(pg: PlacementGroup, nodes: list[Node]) -> str | None:
     return None
 
 
-def contention_reason(pg: PlacementGroup, nodes: list[Node], groups: list[PlacementGroup]) -> str:
-    """A group that could fit: which resource is short, and who holds it."""
+def contention_reason(
+    pg: PlacementGroup,
+    nodes: list[Node],
+    groups: list[PlacementGroup],
+    capacity: Capacity | None = None,
+) -> str:
+    """A group that could fit: which resource is short, and who holds it. ``capacity``:
+    the same nodes' and groups' figures, when many groups are asked about."""
+    capacity = capacity or Capacity(nodes, groups)
     need: dict[str, float] = {}
     for b in pg.bundles:
         for r, v in b.resources.items():
@@ -59,22 +133,24 @@ def contention_reason(pg: PlacementGroup, nodes: list[Node], groups: list[Placem
     for r, v in sorted(need.items()):
         if v <= 0:
             continue
-        total = sum(n.resources_total.get(r, 0.0) for n in nodes)
-        free = sum(n.resources_available.get(r, 0.0) for n in nodes)
+        total, free = capacity.total(r), capacity.free(r)
         if free >= v and pg.strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
-        holders = sorted(
-            {g.owner_label for g in groups if g.placed and g.pg_id != pg.pg_id
-             and any(b.resources.get(r, 0) > 0 for b in g.bundles)}
-        )  # fmt: skip
+        holders = capacity.holders(r, pg)
         who = f"held by {', '.join(holders)}" if holders else "in use outside placement groups"
         return f"fits, but {total - free:g} of {total:g} {r} are {who}"
     return "fits; waiting for the scheduler to place it (resources are spread across nodes)"
 
 
-def why_pending(pg: PlacementGroup, nodes: list[Node], groups: list[PlacementGroup]) -> str:
-    alive = [n for n in nodes if n.alive]
-    reason = infeasible_reason(pg, alive) or contention_reason(pg, alive, groups)
+def why_pending(
+    pg: PlacementGroup,
+    nodes: list[Node],
+    groups: list[PlacementGroup],
+    capacity: Capacity | None = None,
+) -> str:
+    """``capacity``: ``Capacity(nodes, groups)``, given when many groups are asked about."""
+    capacity = capacity or Capacity(nodes, groups)
+    reason = capacity.reason(pg)
     if pg.owner_kind == "train_run" and pg.age_s and pg.age_s >= WORKER_GROUP_START_TIMEOUT_S:
         timeouts = int(pg.age_s // WORKER_GROUP_START_TIMEOUT_S)
         return (f"Train run {pg.owner} has waited in SCHEDULING for {timeouts} worker-group start "
@@ -86,7 +162,8 @@ def placement_findings(
     groups: tuple[PlacementGroup, ...], nodes: tuple[Node, ...], waiting_after_s: float
 ) -> list[Finding]:
     findings = []
-    alive = [n for n in nodes if n.alive]
+    capacity = Capacity(list(nodes))
+    alive = capacity.alive
     for pg in groups:
         evidence = {"pg_id": pg.pg_id, "owner_kind": pg.owner_kind, "owner": pg.owner,
                     "experiment": pg.experiment, "age_s": pg.age_s}  # fmt: skip
@@ -98,7 +175,10 @@ def placement_findings(
                                     evidence))  # fmt: skip
         if pg.placed or pg.why_pending is None:
             continue
-        if infeasible_reason(pg, alive) is not None or pg.scheduling_state == "INFEASIBLE":
+        if (
+            infeasible_reason(pg, alive, capacity) is not None
+            or pg.scheduling_state == "INFEASIBLE"
+        ):
             findings.append(Finding("placement_infeasible", Severity.ERROR, subject,
                                     pg.why_pending, evidence))  # fmt: skip
         elif (pg.age_s or 0.0) > waiting_after_s:

@@ -47,9 +47,15 @@ def fmt_params(config: dict[str, Any], first: frozenset[str] = frozenset()) -> s
 
 
 def varying_keys(configs: list[dict[str, Any]]) -> frozenset[str]:
-    """The config keys whose values differ between trials."""
+    """The config keys whose values differ between trials (a key is settled at its first
+    difference: the trials table asks on every redraw, of up to 10,000 trials)."""
     keys = {k for c in configs for k in c}
-    return frozenset(k for k in keys if len({repr(c.get(k)) for c in configs}) > 1)
+    return frozenset(k for k in keys if _varies(k, configs))
+
+
+def _varies(key: str, configs: list[dict[str, Any]]) -> bool:
+    first = repr(configs[0].get(key))
+    return any(repr(c.get(key)) != first for c in configs)
 
 
 def one_line(

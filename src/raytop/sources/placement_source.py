@@ -15,7 +15,7 @@ import dataclasses
 import time
 from typing import Any
 
-from raytop.diagnose.placement import why_pending
+from raytop.diagnose.placement import Capacity, why_pending
 from raytop.model import (
     Bundle,
     Experiment,
@@ -37,8 +37,18 @@ class PlacementReader:
         self._trials: dict[str, dict[str, Any]] = {}  # actor id → registration
         self._bad: dict[str, str] = {}  # key → why its registration is left out
         self.warnings: list[str] = []  # the keys left out, one line each
+        self._listed = False  # in this collection (``new_read``)
+
+    def new_read(self) -> None:
+        """A collection begins: the registrations are listed again, once in it (``read``
+        and ``raytop_trial_at`` both need them; the listing names every trial that ever
+        started, 9,300 keys in a 10,000-trial sweep)."""
+        self._listed = False
 
     def _registrations(self) -> dict[str, dict[str, Any]]:
+        if self._listed:
+            return self._trials
+        self._listed = True
         keys = [
             k
             for k in self._kv.keys(TRIAL_PREFIX)
@@ -75,8 +85,11 @@ class PlacementReader:
         experiment_of_job = {e.job_id: e.name for e in experiments if e.job_id}
         groups = [self._labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg,
                                  experiment_of_job) for g in raw]  # fmt: skip
+        listed = list(nodes)
+        capacity = Capacity(listed, groups)  # asked once, for every waiting group
         return tuple(
-            g if g.placed else _with_reason(g, why_pending(g, list(nodes), groups)) for g in groups
+            g if g.placed else _with_reason(g, why_pending(g, listed, groups, capacity))
+            for g in groups
         )
 
     def raytop_trial_at(self, actors: dict[str, dict[str, Any]]) -> set[str]:

@@ -57,6 +57,10 @@ class ExperimentReader:
         self._storage = self._storages.root(self.path)
         # The trials of the last state read: a watched, unchanged file is not parsed again.
         self._parsed: tuple[Any, list[Trial], list[str]] | None = None
+        # The probe's table: its rows as last checked (``untrusted.probe_trials``' memo),
+        # and each checked row's Trial: a rewritten table costs only its changed rows.
+        self._probe_checked: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._probe_trials: dict[int, tuple[dict[str, Any], Trial]] = {}
         # How Tune's state read the last time: (one of the STATE_* values, reason or None).
         self.state: tuple[str, str | None] = (STATE_UNKNOWN, None)
         # The driver's liveness at the last read: when it turns to ended, the probe's
@@ -76,11 +80,26 @@ class ExperimentReader:
             return None, []
         storage, rel = self._storages.locate(str(self.raytop_dir / "trials.json"))
         # Checked row by row (model.untrusted); a bad table keeps its last good copy.
-        rows, warning = storage.read_json(rel, "trials.json", untrusted.probe_trials)
+        rows, warning = storage.read_json(rel, "trials.json", self._check_probe_table)
         warnings = [warning] if warning else []
         if rows is None:
             return None, warnings
-        return [Trial(**row) for row in rows], warnings
+        return self._as_trials(rows), warnings
+
+    def _check_probe_table(self, data: Any) -> list[dict[str, Any]]:
+        return untrusted.probe_trials(data, self._probe_checked)
+
+    def _as_trials(self, rows: list[dict[str, Any]]) -> list[Trial]:
+        """The checked rows as Trials; a row checked before (the same object: unchanged
+        since) keeps its Trial."""
+        before, self._probe_trials = self._probe_trials, {}
+        trials = []
+        for row in rows:
+            kept = before.get(id(row))
+            trial = kept[1] if kept is not None and kept[0] is row else Trial(**row)
+            self._probe_trials[id(row)] = (row, trial)  # holding the row keeps its id unique
+            trials.append(trial)
+        return trials
 
     def _with_probe_histories(self, trials: list[Trial] | None) -> list[Trial] | None:
         """Tune's trials with what only the probe's table has (each trial's metric

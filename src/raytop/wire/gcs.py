@@ -107,7 +107,16 @@ class _OutsideClient:
 
 
 class GcsReader(_OutsideClient):
-    """Reads nodes and resources straight from the GCS; reconnects after a failure."""
+    """Reads nodes and resources straight from the GCS; reconnects after a failure.
+
+    The actor and placement group tables come whole at every read (the GCS has no "what
+    changed since"): a row whose serialized bytes did not change since the last read is
+    not parsed again (its dict is reused: callers only read them)."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self._known_actors: dict[bytes, tuple[str, dict[str, Any]] | None] = {}
+        self._known_groups: dict[bytes, dict[str, Any]] = {}
 
     def _global_state(self) -> Any:
         if self._client is None:
@@ -151,24 +160,23 @@ class GcsReader(_OutsideClient):
         self._client = None
 
     def placement_groups(self) -> list[dict[str, Any]]:
-        return self._call_with_state(placement_groups_from)
+        rows, self._known_groups = self._call_with_state(
+            lambda state: _placement_group_rows(state, self._known_groups)
+        )
+        return rows
 
     def actors(self) -> dict[str, dict[str, Any]]:
         """Alive actors: ``{actor_id: {class_name, job_id, pid, node_id, address, owner}}``
-        (address/owner as ``ip:port``, to tie an actor to the actor that created it)."""
-        table = self._call("actor_table", None)
-        return {
-            actor_id: {
-                "class_name": a["ActorClassName"],
-                "job_id": a["JobID"],
-                "pid": a["Pid"],
-                "node_id": a["Address"]["NodeID"],
-                "address": f"{a['Address']['IPAddress']}:{a['Address']['Port']}",
-                "owner": f"{a['OwnerAddress']['IPAddress']}:{a['OwnerAddress']['Port']}",
-            }
-            for actor_id, a in table.items()
-            if a["State"] == "ALIVE"
-        }
+        (address/owner as ``ip:port``, to tie an actor to the actor that created it).
+
+        Filtered by state in the GCS: it keeps up to 100,000 dead actors
+        (``maximum_gcs_destroyed_actor_cached_count``), and a sweep of thousands of trials
+        leaves that many (its trial actors, controllers and workers); reading them all
+        cost seconds a refresh (docs/PERFORMANCE.md, "Synthetic scale")."""
+        rows, self._known_actors = self._call_with_state(
+            lambda state: _alive_actor_rows(state, self._known_actors)
+        )
+        return dict(row for row in rows if row is not None)
 
     def nodes(self) -> list[dict[str, Any]]:
         """``[{node_id, address, alive, is_head, resources_total, resources_available,
@@ -264,44 +272,83 @@ def _has_id(raw: bytes) -> bool:
     return bool(raw) and raw != b"\xff" * len(raw)
 
 
+def _rows(blobs: list[bytes], parse: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
+    """Each serialized row parsed, except those whose bytes are in ``known`` (an earlier
+    read's rows by their bytes): those are reused. Returns the rows and the new ``known``."""
+    table = {}
+    rows = []
+    for blob in blobs:
+        row = known[blob] if blob in known else parse(blob)
+        table[blob] = row
+        rows.append(row)
+    return rows, table
+
+
+def _alive_actor_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
+    """The alive actors' rows (``(actor id, row)``), asked of the GCS by state (what Ray's
+    ``GlobalState.actor_table(None, None, "ALIVE")`` asks), parsed as ``_actor_row``."""
+    blobs = state._connect_and_get_accessor().get_actor_table(None, "ALIVE")
+    return _rows(blobs, _actor_row, known)
+
+
+def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
+    """One ``ActorTableData``: the fields raytop uses (Ray's ``_gen_actor_info`` keys them
+    ActorClassName, JobID, Pid, Address, OwnerAddress); None unless alive."""
+    from ray.core.generated import gcs_pb2
+
+    a = gcs_pb2.ActorTableData.FromString(blob)
+    if a.state != gcs_pb2.ActorTableData.ALIVE:
+        return None
+    return a.actor_id.hex(), {
+        "class_name": a.class_name,
+        "job_id": a.job_id.hex(),
+        "pid": a.pid,
+        "node_id": a.address.node_id.hex(),
+        "address": f"{a.address.ip_address}:{a.address.port}",
+        "owner": f"{a.owner_address.ip_address}:{a.owner_address.port}",
+    }
+
+
 def placement_groups_from(state: Any) -> list[dict[str, Any]]:
     """Every placement group with what ``placement_group_table()`` leaves out: the creator
     job and actor (and whether they died), detached, and the creation time."""
+    return _placement_group_rows(state, {})[0]
+
+
+def _placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
+    blobs = state._connect_and_get_accessor().get_placement_group_table()
+    return _rows(blobs, _placement_group_row, known)
+
+
+def _placement_group_row(blob: bytes) -> dict[str, Any]:
+    """One ``PlacementGroupTableData``, with what ``placement_group_table()`` leaves out."""
     from ray.core.generated import common_pb2, gcs_pb2
 
-    states = {
-        v.number: v.name
-        for v in gcs_pb2.PlacementGroupTableData.PlacementGroupState.DESCRIPTOR.values
-    }
-    strategies = {v.number: v.name for v in common_pb2.PlacementStrategy.DESCRIPTOR.values}
+    pg = gcs_pb2.PlacementGroupTableData.FromString(blob)
+    states = gcs_pb2.PlacementGroupTableData.PlacementGroupState.DESCRIPTOR.values_by_number
+    strategies = common_pb2.PlacementStrategy.DESCRIPTOR.values_by_number
     sched = gcs_pb2.PlacementGroupStats.SchedulingState.DESCRIPTOR.values_by_number
-    groups = []
-    for blob in state._connect_and_get_accessor().get_placement_group_table():
-        pg = gcs_pb2.PlacementGroupTableData.FromString(blob)
-        groups.append(
+    return {
+        "pg_id": _hex(pg.placement_group_id),
+        "name": pg.name,
+        "strategy": strategies[pg.strategy].name if pg.strategy in strategies else str(pg.strategy),
+        "state": states[pg.state].name if pg.state in states else str(pg.state),
+        "scheduling_state": sched[pg.stats.scheduling_state].name,
+        "attempts": pg.stats.scheduling_attempt,
+        "created_at": pg.placement_group_creation_timestamp_ms / 1000.0 or None,
+        "creator_job_id": _hex(pg.creator_job_id),
+        "creator_actor_id": _hex(pg.creator_actor_id),
+        # A group made by a driver has no creator actor, and Ray marks that "dead".
+        "creator_dead": bool(
+            pg.creator_job_dead or (_has_id(pg.creator_actor_id) and pg.creator_actor_dead)
+        ),
+        "detached": pg.is_detached,
+        "bundles": [
             {
-                "pg_id": _hex(pg.placement_group_id),
-                "name": pg.name,
-                "strategy": strategies.get(pg.strategy, str(pg.strategy)),
-                "state": states.get(pg.state, str(pg.state)),
-                "scheduling_state": sched[pg.stats.scheduling_state].name,
-                "attempts": pg.stats.scheduling_attempt,
-                "created_at": pg.placement_group_creation_timestamp_ms / 1000.0 or None,
-                "creator_job_id": _hex(pg.creator_job_id),
-                "creator_actor_id": _hex(pg.creator_actor_id),
-                # A group made by a driver has no creator actor, and Ray marks that "dead".
-                "creator_dead": bool(
-                    pg.creator_job_dead or (_has_id(pg.creator_actor_id) and pg.creator_actor_dead)
-                ),
-                "detached": pg.is_detached,
-                "bundles": [
-                    {
-                        "index": b.bundle_id.bundle_index,
-                        "resources": {k: float(v) for k, v in b.unit_resources.items()},
-                        "node_id": _hex(b.node_id) or None,
-                    }
-                    for b in pg.bundles
-                ],
+                "index": b.bundle_id.bundle_index,
+                "resources": {k: float(v) for k, v in b.unit_resources.items()},
+                "node_id": _hex(b.node_id) or None,
             }
-        )
-    return groups
+            for b in pg.bundles
+        ],
+    }

@@ -322,7 +322,10 @@ class KeyedTable(DataTable[object]):
         add, update changed cells, remove; the cursor stays on its row's key.
 
         The user's filter and sort (``/``, ``o``) apply to ``wanted`` here: rows the
-        filter hides are not added."""
+        filter hides are not added. A row given the very cells tuple it was given last
+        time is left as it is, uncompared (a caller that keeps an unchanged row's cells
+        makes a refresh of thousands of rows cost only its changed ones)."""
+        given_before = self._given
         self._given = dict(wanted)
         self._given_columns = tuple(columns)
         wanted = self._shown_rows(wanted, columns)
@@ -349,6 +352,8 @@ class KeyedTable(DataTable[object]):
                 if key not in present:
                     self.add_row(*cells, key=key)
                     continue
+                if given_before.get(key) is cells:
+                    continue  # what the row shows already
                 for column, new, old in zip(keys, cells, self.get_row(key), strict=True):
                     if new != old:
                         self.update_cell(key, column, new)

@@ -258,16 +258,22 @@ class RunDashboard(Vertical):
         for i, panel in enumerate(panels):  # compact forms, by priority
             panels[i] = panel[: max(0, budget)]
             budget -= len(panels[i])
+        # The tall forms, each as (its line count, how to build it): built only when it
+        # fits (a run of 2,000 ranks has 2,001 lines of ranks, never on screen).
+        bundles = len(bundle_places(groups, run))
         tall = [
-            describe_rank_rows(rank_cells(run, stalled)) if run and run.workers else [],
-            [],  # the trend has one form
-            describe_checkpoint_rows(run, 5) if run and run.checkpoints else [],
-            describe_bundle_rows(groups, run, glyphs.arrow),
-        ]
-        for i, rows in enumerate(tall):  # then the tall ones, while they fit whole
-            if rows and len(panels[i]) and len(rows) - len(panels[i]) <= budget:
-                budget -= len(rows) - len(panels[i])
-                panels[i] = rows
+            (1 + len(run.workers) if run and run.workers else 0,
+             lambda: describe_rank_rows(rank_cells(run, stalled))),
+            (0, list),  # the trend has one form
+            (1 + min(5, len(run.checkpoints)) if run and run.checkpoints else 0,
+             lambda: describe_checkpoint_rows(run, 5)),
+            (1 + bundles if bundles else 0,
+             lambda: describe_bundle_rows(groups, run, glyphs.arrow)),
+        ]  # fmt: skip
+        for i, (count, build) in enumerate(tall):  # then the tall ones, while they fit whole
+            if count and len(panels[i]) and count - len(panels[i]) <= budget:
+                budget -= count - len(panels[i])
+                panels[i] = build()
         self._put("#dash-phase", phase_lines, width, glyphs.ellipsis)
         for selector, panel in zip(
             ("#dash-ranks", "#dash-trend", "#dash-checkpoints", "#dash-placement"),

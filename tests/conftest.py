@@ -4,6 +4,7 @@ cluster code and stopped at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,10 +20,34 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 CLUSTER_FIXTURES = frozenset({"ray_cluster", "two_cpu_cluster"})
-# Tests on a cluster of their own, with its own Ray temp dir: a group of their own, which
-# xdist may run beside the shared cluster's (the hang tests mostly sleep: a 5-minute
-# healthy run beside the hung ones, timed against the wall clock, not the CPU).
-OWN_CLUSTER_GROUPS = {"hang_cluster": "ray-hangs"}
+# Tests on a cluster of their own, with its own raytop home and Ray temp dir
+# (``own_ray_tmpdir``): a group of their own, which xdist runs beside the shared cluster's
+# while that one's serial tests are the suite's critical path (the hang tests mostly
+# sleep: a 5-minute healthy run beside the hung ones, timed against the wall clock, not
+# the CPU; the three-node cluster and the history sweep start and stop clusters of theirs).
+OWN_CLUSTER_GROUPS = {
+    "hang_cluster": "ray-hangs",
+    "three_node_cluster": "ray-multinode",
+    "finished_sweep": "ray-history",
+}
+LEAK_GUARDED = ("ray_cluster", "hang_cluster")  # fixtures that are a cluster shared by tests
+
+
+@contextlib.contextmanager
+def own_ray_tmpdir(name: str) -> Iterator[None]:
+    """Ray's temp dir for a cluster of a test module's own (a short path: Ray's socket names
+    must fit): Train's placement-group cleaner asks the temp dir for "the" cluster, so two
+    clusters that may run at once (one per xdist worker) must never share one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    saved = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = f"/tmp/raytop-{name}-{worker}"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = saved
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
@@ -81,7 +107,7 @@ def no_leaked_placement_groups(request: pytest.FixtureRequest):
     ``placement_leaked`` finding in their snapshots (CI saw innocent tests fail for it):
     the test that left it fails here instead, by name."""
     yield
-    names = [n for n in ("ray_cluster", *OWN_CLUSTER_GROUPS) if n in request.fixturenames]
+    names = [n for n in LEAK_GUARDED if n in request.fixturenames]
     if not names:
         return
     from raytop.wire.gcs import GcsReader

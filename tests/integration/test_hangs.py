@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from raytop.diagnose import check
-from tests.conftest import kill_driver, launch_run, run_output, run_raytop
+from tests.conftest import kill_driver, launch_run, own_ray_tmpdir, run_output, run_raytop
 
 pytestmark = pytest.mark.ray
 
@@ -108,20 +108,15 @@ def hang_cluster(tmp_path_factory):
     from raytop.launch.cluster import start_embedded, stop_embedded
     from raytop.launch.spec import ClusterSection
 
-    saved = {k: os.environ.get(k) for k in ("RAYTOP_HOME", "RAY_TMPDIR")}
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    saved = os.environ["RAYTOP_HOME"]
     os.environ["RAYTOP_HOME"] = str(tmp_path_factory.mktemp("hang_home"))
-    os.environ["RAY_TMPDIR"] = f"/tmp/raytop-hangs-{worker}"
     try:
-        target = start_embedded(ClusterSection(num_cpus=4))
-        yield target
-        stop_embedded()
+        with own_ray_tmpdir("hangs"):
+            target = start_embedded(ClusterSection(num_cpus=4))
+            yield target
+            stop_embedded()
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        os.environ["RAYTOP_HOME"] = saved
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, run_raytop, status_json
+from tests.conftest import EXAMPLES, own_ray_tmpdir, run_raytop, status_json
 
 pytestmark = pytest.mark.ray
 
@@ -63,15 +63,16 @@ def finished_sweep(tmp_path_factory):
     os.environ["RAYTOP_HOME"] = str(home)
     try:
         started = time.monotonic()
-        target = cluster.start_embedded(ClusterSection(num_cpus=2))
-        try:
-            run = run_raytop("run", str(spec), "--no-tui", "--address", target.address,
-                             timeout=300)  # fmt: skip
-            assert run.returncode == 0, run.stdout + run.stderr
-            figure("history_sweep_s", f"{time.monotonic() - started:.1f}")
-            live = status_json(target.address, experiment)
-        finally:
-            assert cluster.stop_embedded()
+        with own_ray_tmpdir("history"):
+            target = cluster.start_embedded(ClusterSection(num_cpus=2))
+            try:
+                run = run_raytop("run", str(spec), "--no-tui", "--address", target.address,
+                                 timeout=300)  # fmt: skip
+                assert run.returncode == 0, run.stdout + run.stderr
+                figure("history_sweep_s", f"{time.monotonic() - started:.1f}")
+                live = status_json(target.address, experiment)
+            finally:
+                assert cluster.stop_embedded()
         yield base / "results", experiment, live
     finally:
         os.environ["RAYTOP_HOME"] = shared_home

@@ -15,7 +15,7 @@ import pytest
 from raytop.model import Snapshot
 from raytop.tui.widgets.node_table import custom_resources, fmt_usage, node_state
 from raytop.tui.widgets.placement_table import fmt_bundles
-from tests.conftest import launch_run, run_output, status_json, wait_for
+from tests.conftest import launch_run, own_ray_tmpdir, run_output, status_json, wait_for
 from tests.integration.multinode import HEAD_RESOURCE, LocalCluster
 
 pytestmark = pytest.mark.ray
@@ -34,12 +34,13 @@ def figure(name: str, value) -> None:
 def three_node_cluster(raytop_home, tmp_path_factory):
     cluster = LocalCluster(tmp_path_factory.mktemp("multinode"))
     started = time.monotonic()
-    try:
-        cluster.start(*WORKER_NODES)
-        figure("multinode_cluster_start_s", round(time.monotonic() - started, 1))
-        yield cluster
-    finally:
-        cluster.stop()
+    with own_ray_tmpdir("nodes"):
+        try:
+            cluster.start(*WORKER_NODES)
+            figure("multinode_cluster_start_s", round(time.monotonic() - started, 1))
+            yield cluster
+        finally:
+            cluster.stop()
 
 
 @pytest.fixture

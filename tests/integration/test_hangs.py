@@ -1,12 +1,14 @@
 """Hang triage on a real cluster (gloo on CPU), each fault a 3-rank TorchTrainer run of
 ``hang_loop.py``: it is classified by ``raytop check`` (its exit code) naming the ranks,
-within 3 × the run's report interval + 10 s of the hang starting; a straggler is a
+within 3 × the run's report interval + 10 s of the hang starting, and the TUI, shown the
+snapshot ``status --json`` takes at that moment, names it too; a straggler is a
 straggler, not a hang. A healthy run with jittered steps runs beside them all, polled by
 ``check`` the whole time, and must never raise an alarm (the module's last test waits
 until it has run at least ``HEALTHY_S``)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import threading
@@ -16,7 +18,16 @@ from pathlib import Path
 import pytest
 
 from raytop.diagnose import check
-from tests.conftest import kill_driver, launch_run, own_ray_tmpdir, run_output, run_raytop
+from raytop.model import Snapshot
+from raytop.model.hangs import HANG_LABELS
+from tests.conftest import (
+    kill_driver,
+    launch_run,
+    own_ray_tmpdir,
+    run_output,
+    run_raytop,
+    status_json,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -161,6 +172,21 @@ def classified(address, spec, experiment, code: int, deadline_s: float = 120):
     raise AssertionError(f"never exit {code}: {seen[-5:]}\n{run_output(spec, experiment)}")
 
 
+async def stall_line(snapshot: dict) -> str:
+    """What the TUI's overview says about ``snapshot`` in its stall line (empty: nothing),
+    at 100×30, the app fed the snapshot as its poller would."""
+    from raytop.tui.app import RaytopApp
+    from raytop.tui.widgets.stall_banner import StallLine
+    from tests.tui.conftest import FakeCollector
+    from tests.tui.helpers import show
+
+    app = RaytopApp(FakeCollector(Snapshot.from_json(snapshot)), autostart=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await show(pilot, Snapshot.from_json(snapshot))
+        line = app.screen.query_one(StallLine)
+        return str(line.visual) if line.display else ""
+
+
 # The bound of the issue: 3 × the run's report interval (steps of STEP_S ± 20 %, plus the
 # all_reduce) + 10 s. ``check`` runs take ~1 s each here: the time it took is included.
 BOUND_S = 3 * STEP_S * 1.2 + 10 + 2
@@ -182,6 +208,8 @@ def test_each_hang_is_classified_naming_its_ranks_in_time(
         print(f"\n{mode}: classified {took:.1f}s after the hang began")
         assert took <= BOUND_S, (took, text)
         assert text.startswith(kind) and ranks in text, text
+        line = asyncio.run(stall_line(status_json(hang_cluster.address, experiment)))
+        assert HANG_LABELS[kind] in line and ranks in line, line
     finally:
         stop(spec, experiment, driver)
 

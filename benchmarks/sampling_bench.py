@@ -33,10 +33,11 @@ def step(a: torch.Tensor, depth: int) -> float:
     return float(sum(i * 0.5 for i in range(200))) + float(b[0, 0])
 
 
-def run(seconds: float, hz: float, sample: bool) -> tuple[float, int]:
+def run(seconds: float, hz: float, sample: bool) -> tuple[float, list[float]]:
     """Steps per second of the loop over ``seconds``, with the bench's thread waking at
     ``hz`` and sampling the loop each time (``sample``) or not: the same wake-ups either
-    way, so the ratio is the sampling alone."""
+    way, so the ratio is the sampling alone. Also each sample's own duration: the time the
+    sampler holds the GIL, which bounds what it can take from the loop."""
     a = torch.randn(96, 96)
     done = threading.Event()
     steps = [0]
@@ -49,17 +50,18 @@ def run(seconds: float, hz: float, sample: bool) -> tuple[float, int]:
     worker = threading.Thread(target=loop)
     worker.start()
     sampler = ActivitySampler(worker.ident)
-    samples = 0
+    took: list[float] = []
     start = time.perf_counter()
     end = start + seconds
     while time.perf_counter() < end:
         if sample:
+            began = time.perf_counter()
             sampler.sample(time.time())
-            samples += 1
+            took.append(time.perf_counter() - began)
         time.sleep(1.0 / hz)
     done.set()
     worker.join()
-    return steps[0] / (time.perf_counter() - start), samples
+    return steps[0] / (time.perf_counter() - start), took
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -70,22 +72,28 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(1)
     variants = {"1 Hz": 1.0, "100 Hz": 100.0}
     rates: dict[tuple[str, bool], list[float]] = {}
-    counts: dict[str, int] = dict.fromkeys(variants, 0)
+    took: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.rounds):  # alternated: drift hits every variant alike
         for name, hz in variants.items():
             for sample in (False, True):
-                rate, samples = run(args.seconds, hz, sample)
+                rate, durations = run(args.seconds, hz, sample)
                 rates.setdefault((name, sample), []).append(rate)
-                counts[name] += samples
+                took[name] += durations
     result = {}
-    for name in variants:
+    for name, hz in variants.items():
         plain = statistics.median(rates[(name, False)])
         sampled = statistics.median(rates[(name, True)])
+        per_sample = statistics.median(took[name])
+        p99 = sorted(took[name])[int(0.99 * (len(took[name]) - 1))]
         result[name] = {"plain_steps_per_s": plain, "sampled_steps_per_s": sampled,
-                        "ratio": plain / sampled, "samples": counts[name]}  # fmt: skip
+                        "ratio": plain / sampled, "samples": len(took[name]),
+                        "sample_us_median": per_sample * 1e6, "sample_us_p99": p99 * 1e6,
+                        "gil_share": per_sample * hz}  # fmt: skip
         print(
             f"sampling at {name:>6}: plain {plain:8.1f} steps/s, sampled {sampled:8.1f} "
-            f"steps/s, plain/sampled {plain / sampled:.4f} ({counts[name]} samples)"
+            f"steps/s, plain/sampled {plain / sampled:.4f} ({len(took[name])} samples); "
+            f"a sample takes {per_sample * 1e6:.0f} µs (p99 {p99 * 1e6:.0f}): at most "
+            f"{per_sample * hz:.4%} of the loop's time"
         )
     return result
 

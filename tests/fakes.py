@@ -93,3 +93,29 @@ class FakeDashboard:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Clock:
+    """A clock a test moves by hand (``clock.now += 5``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class ScriptedAnswers:
+    """A stand-in for an HTTP client: each ask takes the next answer (bytes, or an
+    exception to raise), the last one repeating; ``asked`` counts the asks."""
+
+    def __init__(self, *answers: bytes | Exception) -> None:
+        self.answers = list(answers)
+        self.asked = 0
+
+    def next_answer(self) -> bytes:
+        self.asked += 1
+        answer = self.answers[min(self.asked, len(self.answers)) - 1]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer

@@ -22,7 +22,7 @@ from raytop.model.snapshot import HOST_FROM_OS, HOST_FROM_RAY
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.sources.remote_hosts import CACHE_S, MAX_BACKOFF_S, RemoteHosts
 from raytop.wire.dashboard import NODE_SUMMARY_PATH, DashboardClient, DashboardUnreachable
-from tests.fakes import FakeDashboard, FakeKv, kv_for
+from tests.fakes import Clock, FakeDashboard, FakeKv, ScriptedAnswers, kv_for
 
 RECORDED = (Path(__file__).parents[1] / "data" / "dashboard" / "nodes_summary.json").read_bytes()
 FAR_ID = json.loads(RECORDED)["data"]["summary"][0]["raylet"]["nodeId"]
@@ -194,29 +194,11 @@ def test_an_answer_over_the_cap_is_refused(dashboard, monkeypatch):
 # -- the period: at most one ask per CACHE_S, less often while the dashboard is down ---------
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Answers:
-    """A stand-in for the client: each ask takes the next answer (bytes, or an exception)."""
-
+class Answers(ScriptedAnswers):
     endpoint = "http://head:8265/nodes?view=summary"
 
-    def __init__(self, *answers) -> None:
-        self.answers = list(answers)
-        self.asked = 0
-
     def node_summary(self) -> bytes:
-        self.asked += 1
-        answer = self.answers[min(self.asked, len(self.answers)) - 1]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+        return self.next_answer()
 
 
 def test_at_most_one_ask_per_period_and_a_bad_answer_keeps_the_last_good_figures():

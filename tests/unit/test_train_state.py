@@ -18,7 +18,7 @@ from raytop.model import untrusted, untrusted_train_state
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.sources.train_state import CACHE_S, MAX_BACKOFF_S, TrainState
 from raytop.wire.dashboard import TRAIN_RUNS_PATH, DashboardClient, DashboardUnreachable
-from tests.fakes import FakeDashboard, kv_for
+from tests.fakes import Clock, FakeDashboard, ScriptedAnswers, kv_for
 
 RECORDED = (Path(__file__).parents[1] / "data" / "dashboard" / "train_v2_runs.json").read_bytes()
 RUN = json.loads(RECORDED)["train_runs"][0]
@@ -159,29 +159,11 @@ def test_an_error_status_says_which(dashboard):
 # -- the period: at most one ask per CACHE_S, less often while nothing answers ---------------
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Answers:
-    """A stand-in for the client: each ask takes the next answer (bytes, or an exception)."""
-
+class Answers(ScriptedAnswers):
     train_runs_endpoint = "http://head:8265/api/train/v2/runs/v1"
 
-    def __init__(self, *answers) -> None:
-        self.answers = list(answers)
-        self.asked = 0
-
     def train_runs(self) -> bytes:
-        self.asked += 1
-        answer = self.answers[min(self.asked, len(self.answers)) - 1]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+        return self.next_answer()
 
 
 def test_at_most_one_ask_per_period_and_a_bad_answer_keeps_the_last_good_runs():

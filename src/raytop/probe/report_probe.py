@@ -286,31 +286,31 @@ class _RankState:
     def _answer_flight_recorder(self) -> None:
         """A Flight Recorder request: one non-blocking write to this rank's dump pipe
         (``probe.flight_recorder``), once per request."""
-        raw = kv_get_in_cluster(FLIGHT_RECORDER_COMMAND_KEY)
-        if not raw:
+        command = self._new_command(FLIGHT_RECORDER_COMMAND_KEY, self._fr_answered)
+        if command is None:
             return
-        command = json.loads(raw)
-        if not isinstance(command, dict):
-            return
-        request = command.get("request_id")
-        wanted = command.get("run_id")
-        if request == self._fr_answered or (wanted and wanted != self.identity.run_id):
-            return
-        self._fr_answered = request
+        request = self._fr_answered = command.get("request_id")
         self._flight_recorder = (str(request), trigger_dump(self.identity.world_rank))
 
-    def _answer_stacks(self) -> None:
-        raw = kv_get_in_cluster(STACKS_COMMAND_KEY)
+    def _new_command(self, key: str, answered: str | None) -> dict | None:
+        """raytop's command under ``key`` when it is one this rank has not answered yet and
+        it names this rank's run (or no run); None otherwise."""
+        raw = kv_get_in_cluster(key)
         if not raw:
-            return
+            return None
         command = json.loads(raw)
         if not isinstance(command, dict):
-            return
-        request = command.get("request_id")
+            return None
         wanted = command.get("run_id")
-        if request == self._answered or (wanted and wanted != self.identity.run_id):
+        if command.get("request_id") == answered or (wanted and wanted != self.identity.run_id):
+            return None
+        return command
+
+    def _answer_stacks(self) -> None:
+        command = self._new_command(STACKS_COMMAND_KEY, self._answered)
+        if command is None:
             return
-        self._answered = request
+        request = self._answered = command.get("request_id")
         self._stack = (request, self.stack_text())
         if command.get("native") is True:  # raytop's older than native stacks never ask
             self._start_native(str(request))

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from raytop.model import Snapshot
+from raytop.tui.screens.run import describe_attempts, describe_run
 from tests.conftest import kill_driver, launch_run, run_output, run_raytop, status_json, wait_for
 
 pytestmark = pytest.mark.ray
@@ -117,6 +119,12 @@ def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(ray_cluster, t
     }  # fmt: skip
     kinds = {f["kind"] for f in snapshot["findings"]}
     assert not kinds & {"retry_loop", "progress_backwards", "budget_exhausted"}, kinds
+    # The Run screen's title and attempts list, from this real snapshot.
+    (shown,) = [r for r in Snapshot.from_json(snapshot).all_runs() if r.run_id == run["run_id"]]
+    assert "attempt 2 · world size 2 · worker retries 1/1 used" in describe_run(shown).plain
+    listed = describe_attempts(shown).plain
+    assert "#1 errored" in listed and "RuntimeError: boom once at epoch 1" in listed, listed
+    assert "#2 finished" in listed, listed
     print(f"\nduration: {time.monotonic() - started:.1f}s")
 
 

@@ -20,7 +20,8 @@ from raytop.faces.text import status_text
 from raytop.model import Snapshot, untrusted
 from raytop.model.snapshot import HOST_FROM_OS, HOST_FROM_RAY
 from raytop.pipeline.collect import SnapshotCollector
-from raytop.sources.remote_hosts import CACHE_S, MAX_BACKOFF_S, RemoteHosts
+from raytop.sources.dashboard_poll import MAX_BACKOFF_S
+from raytop.sources.remote_hosts import CACHE_S, RemoteHosts
 from raytop.wire.dashboard import NODE_SUMMARY_PATH, DashboardClient, DashboardUnreachable
 from tests.fakes import Clock, FakeDashboard, FakeKv, ScriptedAnswers, kv_for
 

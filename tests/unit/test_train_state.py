@@ -16,7 +16,8 @@ import pytest
 
 from raytop.model import untrusted, untrusted_train_state
 from raytop.pipeline.collect import SnapshotCollector
-from raytop.sources.train_state import CACHE_S, MAX_BACKOFF_S, TrainState
+from raytop.sources.dashboard_poll import MAX_BACKOFF_S
+from raytop.sources.train_state import CACHE_S, TrainState
 from raytop.wire.dashboard import TRAIN_RUNS_PATH, DashboardClient, DashboardUnreachable
 from tests.fakes import Clock, FakeDashboard, ScriptedAnswers, kv_for
 

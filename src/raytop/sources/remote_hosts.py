@@ -12,7 +12,7 @@ shape, out of range, over its size cap) is a one-line warning naming the endpoin
 the last good figures are kept. A dashboard that does not answer (none in the cluster,
 not reachable from here) is no fault: the nodes elsewhere have no figures (never stale
 ones), ``note`` says why in one line, and it is asked again later, less and less often
-(up to every ``MAX_BACKOFF_S``), so a black-holed address costs the 1 s deadline rarely.
+(``sources.dashboard_poll``), so a black-holed address costs the 1 s deadline rarely.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import Protocol
 
 from raytop.model import HostStats, untrusted, untrusted_dashboard
+from raytop.sources.dashboard_poll import DashboardPoll
 from raytop.wire.dashboard import DashboardUnreachable
 
 CACHE_S = 5.0  # the agents report every 5 s (REPORTER_UPDATE_INTERVAL_MS)
-MAX_BACKOFF_S = 60.0
 
 
 class NodeSummarySource(Protocol):
@@ -44,42 +44,33 @@ class RemoteHosts:
         self, client: NodeSummarySource, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._client = client
-        self._clock = clock
+        self._poll = DashboardPoll(CACHE_S, clock)
         self._stats: dict[str, HostStats] = {}
-        self._next_at: float | None = None
-        self._failures = 0  # asks in a row the dashboard did not answer
         self.warning: str | None = None  # the last answer was bad: its last good copy is kept
         self.note: str | None = None  # the dashboard did not answer: no figures
 
     def stats(self) -> dict[str, HostStats]:
-        if self._next_at is None or self._clock() >= self._next_at:
-            self._fetch()
-            self._next_at = self._clock() + self._period()
+        if self._poll.due():
+            self._poll.asked(answered=self._fetch())
         return self._stats
 
-    def _period(self) -> float:
-        if not self._failures:
-            return CACHE_S
-        return min(MAX_BACKOFF_S, CACHE_S * 2 ** (self._failures - 1))
-
-    def _fetch(self) -> None:
+    def _fetch(self) -> bool:
+        """Ask once; whether the dashboard answered."""
         try:
             raw = self._client.node_summary()
             data = untrusted.parse(raw, untrusted_dashboard.MAX_DASHBOARD_BYTES)
             stats = untrusted_dashboard.node_summary(data)
         except DashboardUnreachable as exc:
-            self._failures += 1
             self._stats, self.warning = {}, None
             self.note = f"Ray's dashboard {exc}"
-            return
+            return False
         except ValueError as exc:  # Invalid, Refused, not JSON, not text
-            self._failures = 0
             self.warning = untrusted.problem(self._client.endpoint, exc) + (
                 "; host figures of nodes elsewhere are from its last good answer"
                 if self._stats
                 else ""
             )
             self.note = None
-            return
-        self._failures = 0
+            return True
         self._stats, self.warning, self.note = stats, None, None
+        return True

@@ -14,7 +14,7 @@ shape, out of range, over its size cap) is a one-line warning naming the endpoin
 the last good runs are kept. A dashboard that answers an error status (HTTP 500 while no
 driver turned tracking on, 404 from a Ray without the route) or does not answer at all is
 no fault: raytop shows what the actor table says, as without tracking. One that does not
-answer is asked less and less often (up to every ``MAX_BACKOFF_S``), so a black-holed
+answer is asked less and less often (``sources.dashboard_poll``), so a black-holed
 address costs the 1 s deadline rarely; one that answers quickly is asked every period,
 as a driver may turn tracking on at any time.
 """
@@ -27,10 +27,10 @@ from typing import Protocol
 
 from raytop.model import untrusted, untrusted_train_state
 from raytop.model.train_state import StateRun
+from raytop.sources.dashboard_poll import DashboardPoll
 from raytop.wire.dashboard import DashboardUnreachable
 
 CACHE_S = 3.0
-MAX_BACKOFF_S = 60.0
 
 
 class TrainRunsSource(Protocol):
@@ -49,40 +49,31 @@ class TrainState:
         self, client: TrainRunsSource, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._client = client
-        self._clock = clock
+        self._poll = DashboardPoll(CACHE_S, clock)
         self._runs: dict[str, StateRun] = {}
-        self._next_at: float | None = None
-        self._silent = 0  # asks in a row nothing answered
         self.warning: str | None = None  # the last answer was bad: its last good copy is kept
 
     def runs(self) -> dict[str, StateRun]:
-        if self._next_at is None or self._clock() >= self._next_at:
-            self._fetch()
-            self._next_at = self._clock() + self._period()
+        if self._poll.due():
+            self._poll.asked(answered=self._fetch())
         return self._runs
 
-    def _period(self) -> float:
-        if not self._silent:
-            return CACHE_S
-        return min(MAX_BACKOFF_S, CACHE_S * 2 ** (self._silent - 1))
-
-    def _fetch(self) -> None:
+    def _fetch(self) -> bool:
+        """Ask once; whether anything answered (an error status is an answer)."""
         try:
             raw = self._client.train_runs()
             data = untrusted.parse(raw, untrusted_train_state.MAX_TRAIN_STATE_BYTES)
             runs = untrusted_train_state.train_runs(data)
         except DashboardUnreachable as exc:
-            self._silent = 0 if exc.status is not None else self._silent + 1
             self._runs, self.warning = {}, None
-            return
+            return exc.status is not None
         except ValueError as exc:  # Invalid, Refused, not JSON, not text
-            self._silent = 0
             self.warning = untrusted.problem(self._client.train_runs_endpoint, exc) + (
                 "; Train runs without a probe are from its last good answer" if self._runs else ""
             )
-            return
+            return True
         by_controller: dict[str, StateRun] = {}
         for run in runs:  # newest first: a controller listed twice keeps its newest run
             by_controller.setdefault(run.controller_actor_id, run)
-        self._silent = 0
         self._runs, self.warning = by_controller, None
+        return True

@@ -46,9 +46,25 @@ def test_what_the_ledger_writes_is_accepted():
     absent = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {"rank": 0, "entered": None}}})
     assert absent["ranks"]["0"]["entered"] == 0 and absent["ranks"]["0"]["checkpoints"] == []
     index = {"started_at": 1.0, "published_at": 2.0, "pages": {"r.a": 3}}
-    # a ledger older than the RunProbe publishes no run records
-    assert untrusted_kv.ledger_index(index) == {**index, "runs": {}}
+    # a ledger older than the RunProbe publishes no run records, one older than beats none
+    assert untrusted_kv.ledger_index(index) == {**index, "runs": {}, "beats": {}}
     assert untrusted_kv.ledger_index({**index, "runs": {"r": 4}})["runs"] == {"r": 4}
+    assert untrusted_kv.ledger_index({**index, "beats": {"r.a": 5}})["beats"] == {"r.a": 5}
+
+
+def test_beats_are_checked_and_a_bad_activity_drops_only_itself():
+    beat = {"received_at": 5.0, "cpu_percent": 97.5, "rss_bytes": 2**30,
+            "gpu_memory_bytes": None, "activity": {"kind": "nonsense"}}  # fmt: skip
+    beats = untrusted_kv.ledger_beats({"ranks": {"3": beat, "4": {}}})
+    assert beats["3"] == {**beat, "activity": None}
+    assert beats["4"] == dict.fromkeys(beat)  # a probe that sent no figures yet
+    for bad, message in (
+        ({"ranks": {"x": beat}}, "key 'x' is not a rank number"),
+        ({"ranks": {"3": {**beat, "cpu_percent": "hot"}}}, "ranks.3.cpu_percent"),
+        ({"ranks": {"3": {**beat, "rss_bytes": 1.5}}}, "ranks.3.rss_bytes"),
+        ({"ranks": [beat]}, "ranks"),
+    ):
+        assert message in invalid(untrusted_kv.ledger_beats, bad)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +148,9 @@ def test_too_many_ranks_or_pages_are_refused():
     assert "over the cap of 10000" in invalid(untrusted_kv.ledger_page, {**PAGE, "ranks": ranks})
     pages = {f"r.{i}": 1 for i in range(untrusted.MAX_LEDGER_PAGES + 1)}
     index = {"started_at": 1.0, "published_at": 2.0, "pages": pages}
-    assert "pages: 4097 entries" in invalid(untrusted_kv.ledger_index, index)
+    assert f"pages: {len(pages)} entries" in invalid(untrusted_kv.ledger_index, index)
+    beats = {"started_at": 1.0, "published_at": 2.0, "pages": {}, "beats": pages}
+    assert f"beats: {len(pages)} entries" in invalid(untrusted_kv.ledger_index, beats)
 
 
 def test_parse_refuses_oversize_and_deep_nesting():

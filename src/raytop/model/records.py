@@ -160,9 +160,27 @@ class RankRecord(TypedDict):
     activity: Activity | None
 
 
+# The fields of a rank's record that move on every heartbeat: the Ledger keeps them apart
+# from the rest (``probe.ledger``), so a heartbeat changes no page. ``sent_at`` is not
+# published at all (no reader uses it); ``received_at`` is the Ledger's stamp.
+BEAT_FIELDS = ("sent_at", "received_at", "cpu_percent", "rss_bytes", "gpu_memory_bytes",
+               "activity")  # fmt: skip
+
+
+class RankBeat(TypedDict):
+    """One rank's heartbeat figures as read back from ``ledger/beat/<key>``."""
+
+    received_at: float | None
+    cpu_percent: float | None
+    rss_bytes: int | None
+    gpu_memory_bytes: int | None
+    activity: Activity | None
+
+
 class LedgerPage(TypedDict):
-    """``ledger/page/<run_id>.<attempt_id>`` as read: one attempt of a Train run, and the
-    record of each of its ranks by rank number (a string: it is a JSON object key)."""
+    """``ledger/page/<run_id>.<attempt_id>[~<chunk>]`` as read: one attempt of a Train run,
+    and the record of each of its ranks (of that chunk) by rank number (a string: it is a
+    JSON object key). Ledgers before beats (``RankBeat``) keep them in the records."""
 
     run_id: str
     run_name: str
@@ -183,6 +201,9 @@ class LedgerIndex(TypedDict):
     # Each run record's version (``ledger/run/<run_id>``, from the RunProbe); ledgers older
     # than the RunProbe publish none (the validator then gives {}).
     runs: NotRequired[dict[str, int]]
+    # Each attempt's beats' version (``ledger/beat/<key>``); ledgers older than beats
+    # publish none (the validator then gives {}).
+    beats: NotRequired[dict[str, int]]
 
 
 class StackRequest(TypedDict):

@@ -28,6 +28,7 @@ from raytop.model.records import (
     CheckpointUpload,
     LedgerIndex,
     LedgerPage,
+    RankBeat,
     RankRecord,
     RunAttempts,
 )
@@ -55,14 +56,16 @@ def ledger_index(data: Any) -> LedgerIndex:
     pages = obj(index.get("pages") or {}, "pages")
     if len(pages) > MAX_LEDGER_PAGES:
         raise Invalid(f"pages: {len(pages)} entries, over the cap of {MAX_LEDGER_PAGES}")
-    runs = obj(index.get("runs") or {}, "runs")
-    if len(runs) > MAX_LEDGER_PAGES:
-        raise Invalid(f"runs: {len(runs)} entries, over the cap of {MAX_LEDGER_PAGES}")
+    runs, beats = (obj(index.get(key) or {}, key) for key in ("runs", "beats"))
+    for key, entries in (("runs", runs), ("beats", beats)):
+        if len(entries) > MAX_LEDGER_PAGES:
+            raise Invalid(f"{key}: {len(entries)} entries, over the cap of {MAX_LEDGER_PAGES}")
     return LedgerIndex(
         started_at=number(index, "started_at"),
         published_at=number(index, "published_at"),
         pages={key: integer(pages, key, "pages", minimum=None) for key in pages},
         runs={key: integer(runs, key, "runs", minimum=None) for key in runs},
+        beats={key: integer(beats, key, "beats", minimum=None) for key in beats},
     )
 
 
@@ -241,19 +244,47 @@ def _upload(upload: Any, where: str) -> CheckpointUpload:
     )  # fmt: skip
 
 
+def _rank_keys(ranks: dict[str, Any]) -> None:
+    if len(ranks) > MAX_RANKS:
+        raise Invalid(f"ranks: {len(ranks)} entries, over the cap of {MAX_RANKS}")
+    for key in ranks:
+        if not (key.isascii() and key.isdigit()):
+            raise Invalid(f"ranks: key '{key[:40]}' is not a rank number")
+
+
+def ledger_beats(data: Any) -> dict[str, RankBeat]:
+    """``ledger/beat/<run_id>.<attempt_id>``: ``{"ranks": {rank: beat}}``, each rank's
+    heartbeat figures (``RankBeat``)."""
+    ranks = obj(obj(data).get("ranks") or {}, "ranks")
+    _rank_keys(ranks)
+    beats = {}
+    for key, beat in ranks.items():
+        where = f"ranks.{key}"
+        raw = obj(beat, where)
+        received_at, cpu_percent = (
+            number(raw, k, where, optional=True) for k in ("received_at", "cpu_percent")
+        )
+        rss_bytes, gpu_memory_bytes = (
+            integer(raw, k, where, optional=True, minimum=None)
+            for k in ("rss_bytes", "gpu_memory_bytes")
+        )
+        beats[key] = RankBeat(
+            received_at=received_at, cpu_percent=cpu_percent, rss_bytes=rss_bytes,
+            gpu_memory_bytes=gpu_memory_bytes, activity=_activity(raw.get("activity")),
+        )  # fmt: skip
+    return beats
+
+
 def ledger_page(data: Any) -> LedgerPage:
-    """``ledger/page/<run_id>.<attempt_id>``: one attempt and the record of each rank."""
+    """``ledger/page/<run_id>.<attempt_id>[~<chunk>]``: one attempt and the record of each
+    rank (of that chunk)."""
     raw = obj(data)
     run_id, run_name, attempt_id = (text(raw, key) for key in ("run_id", "run_name", "attempt_id"))
     world_size = integer(raw, "world_size", maximum=MAX_RANKS)
     first_seen_at = number(raw, "first_seen_at")
     placement_group_id = text(raw, "placement_group_id", optional=True)
     ranks = obj(raw.get("ranks") or {}, "ranks")
-    if len(ranks) > MAX_RANKS:
-        raise Invalid(f"ranks: {len(ranks)} entries, over the cap of {MAX_RANKS}")
-    for key in ranks:
-        if not (key.isascii() and key.isdigit()):
-            raise Invalid(f"ranks: key '{key[:40]}' is not a rank number")
+    _rank_keys(ranks)
     return LedgerPage(
         run_id=run_id, run_name=run_name, attempt_id=attempt_id, world_size=world_size,
         first_seen_at=first_seen_at, placement_group_id=placement_group_id,

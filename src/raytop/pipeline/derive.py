@@ -14,6 +14,7 @@ from typing import Any
 
 from raytop.diagnose.ledger import rank_states
 from raytop.model import TrainRun
+from raytop.model.evolve import evolve
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
 from raytop.model.thresholds import Thresholds
 
@@ -22,8 +23,7 @@ def with_rank_states(run: TrainRun, thresholds: Thresholds) -> TrainRun:
     """``run`` with every worker's ``state`` and ``behind`` filled in."""
     states = rank_states(run, thresholds)
     workers = tuple(
-        dataclasses.replace(w, state=states[w.rank][0], behind=states[w.rank][1])
-        for w in run.workers
+        evolve(w, state=states[w.rank][0], behind=states[w.rank][1]) for w in run.workers
     )
     return dataclasses.replace(run, workers=workers)
 

@@ -3,13 +3,21 @@
 ``raytop_ledger`` in namespace ``raytop``, 0 CPU, pinned to the head node (DESIGN
 decision 2). Probes send their whole cumulative state (fire-and-forget ``update``), so a
 ledger that is killed and recreated is whole again after one flush. Memory is bounded:
-at most ``MAX_PAGES`` attempts (least recently updated evicted), one record per rank.
+at most ``MAX_PAGES`` attempts and ``MAX_RANK_RECORDS`` ranks (least recently updated
+attempts evicted), one record per rank.
 
 It publishes into the GCS internal KV (the namespace and keys in ``wire.kv_keys``):
-``ledger/index`` (its start time, last publish time and each page's version) and
-``ledger/page/<key>`` for the pages that changed. Readers fetch the index and only the
-changed pages: O(1) calls per refresh whatever the cluster size, and raytop never has to
-join the cluster as a driver.
+``ledger/index`` (its start time, last publish time and each key's version) and the keys
+that changed. Readers fetch the index and only the changed keys: O(1) calls per refresh
+whatever the cluster size, and raytop never has to join the cluster as a driver.
+
+What a refresh reads follows what changed, not the run's size. A rank's record splits in
+two (``model.records.BEAT_FIELDS``): its heartbeat figures (CPU, RSS, activity, when the
+ledger heard from it), which move every second, go into one small ``ledger/beat/<key>``
+per attempt; the rest (counts, report history, barrier waits, checkpoints) into the
+attempt's pages of ``CHUNK_RANKS`` ranks each, whose version moves only when that rest
+does. So a heartbeat round reads the beats alone, and one rank's report of a 2,000-rank
+run reads its chunk of 128 ranks, not the whole run.
 """
 
 from __future__ import annotations
@@ -20,13 +28,26 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from raytop.model.records import LedgerIndex, RankReport, RunAttempts
+from raytop.model.records import BEAT_FIELDS, LedgerIndex, RankReport, RunAttempts
 from raytop.wire.cluster_kv import kv_del_in_cluster, kv_put_in_cluster
-from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX, page_key
+from raytop.wire.kv_keys import (
+    BEAT_PREFIX,
+    CHUNK_RANKS,
+    CHUNK_SEP,
+    INDEX_KEY,
+    PAGE_PREFIX,
+    RUN_PREFIX,
+    chunk_key,
+    page_key,
+)
 
 LEDGER_NAME = "raytop_ledger"
 LEDGER_NAMESPACE = "raytop"
-MAX_PAGES = 256
+MAX_PAGES = 256  # attempts
+# Ranks held, all attempts together: ~13 kB each as the probes send them (32 report times,
+# 16 barrier waits, checkpoints), so ~210 MB at most; measured in docs/PERFORMANCE.md.
+# Above it the least recently updated attempts go, never the one just updated.
+MAX_RANK_RECORDS = 16_384
 MAX_RUNS = 256  # run records (RunProbe), least recently updated evicted
 PUBLISH_INTERVAL_S = 0.1  # when something changed
 INDEX_HEARTBEAT_S = 1.0  # otherwise: proves the ledger is alive
@@ -35,9 +56,13 @@ INDEX_HEARTBEAT_S = 1.0  # otherwise: proves the ledger is alive
 class Ledger:
     def __init__(self) -> None:
         self.started_at = time.time()
+        # page key → the attempt: its identity, ``chunks`` (chunk number → {"version",
+        # "ranks": {rank: record without its beat}}) and ``beats`` ({rank: beat}, with
+        # ``beats_version``).
         self.pages: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.version = 0
-        self.published: dict[str, int] = {}
+        self.ranks_held = 0
+        self.published: dict[str, int] = {}  # KV key → the version published there
         # run_id → (version, the RunProbe's record): a run's failure config and attempts.
         self.runs: OrderedDict[str, tuple[int, RunAttempts]] = OrderedDict()
         self.published_runs: dict[str, int] = {}
@@ -72,29 +97,65 @@ class Ledger:
                 "world_size": message["world_size"],
                 "placement_group_id": message.get("placement_group_id"),
                 "first_seen_at": time.time(),
-                "ranks": {},
+                "chunks": {},
+                "beats": {},
+                "beats_version": 0,
             }
             self.pages[key] = page
         self.pages.move_to_end(key)
-        page["ranks"][str(message["rank"])] = {**message, "received_at": time.time()}
+        rank = int(message["rank"])
+        record = {k: v for k, v in message.items() if k not in BEAT_FIELDS}
+        beat = {k: message[k] for k in BEAT_FIELDS if k in message and k != "sent_at"}
+        beat["received_at"] = time.time()
         self.version += 1
-        page["version"] = self.version
-        while len(self.pages) > MAX_PAGES:
-            evicted, _ = self.pages.popitem(last=False)
-            self.published.pop(evicted, None)
-            kv_del_in_cluster(PAGE_PREFIX + evicted)
+        page["beats"][str(rank)] = beat
+        page["beats_version"] = self.version
+        chunk = page["chunks"].setdefault(rank // CHUNK_RANKS, {"version": 0, "ranks": {}})
+        before = chunk["ranks"].get(str(rank))
+        if before != record:
+            self.ranks_held += before is None
+            chunk["ranks"][str(rank)] = record
+            chunk["version"] = self.version
+        while len(self.pages) > MAX_PAGES or (
+            self.ranks_held > MAX_RANK_RECORDS and len(self.pages) > 1
+        ):
+            evicted_key, evicted = self.pages.popitem(last=False)
+            self.ranks_held -= sum(len(c["ranks"]) for c in evicted["chunks"].values())
+            for gone in [BEAT_PREFIX + evicted_key] + [
+                PAGE_PREFIX + chunk_key(evicted_key, n) for n in evicted["chunks"]
+            ]:
+                self.published.pop(gone, None)
+                kv_del_in_cluster(gone)
+
+    def _versions(self) -> dict[str, int]:
+        """Every KV key of the pages (chunks and beats) and its version now."""
+        versions = {}
+        for key, page in self.pages.items():
+            for n, chunk in page["chunks"].items():
+                versions[PAGE_PREFIX + chunk_key(key, n)] = chunk["version"]
+            versions[BEAT_PREFIX + key] = page["beats_version"]
+        return versions
+
+    def _value(self, kv_key: str) -> bytes:
+        """What ``kv_key`` (one of ``_versions``) holds: a chunk as a page of its ranks, or
+        an attempt's beats."""
+        if kv_key.startswith(BEAT_PREFIX):
+            return json.dumps({"ranks": self.pages[kv_key[len(BEAT_PREFIX) :]]["beats"]}).encode()
+        key, n = _split_chunk(kv_key[len(PAGE_PREFIX) :])
+        page = self.pages[key]
+        header = {k: v for k, v in page.items() if k not in ("chunks", "beats", "beats_version")}
+        return json.dumps({**header, "ranks": page["chunks"][n]["ranks"]}).encode()
 
     async def _publish_loop(self) -> None:
         last_index = 0.0
         while True:
             await asyncio.sleep(PUBLISH_INTERVAL_S)
             try:
-                changed = [
-                    k for k, p in self.pages.items() if p["version"] != self.published.get(k)
-                ]
-                for key in changed:
-                    kv_put_in_cluster(PAGE_PREFIX + key, json.dumps(self.pages[key]).encode())
-                    self.published[key] = self.pages[key]["version"]
+                versions = self._versions()
+                changed = [k for k, v in versions.items() if v != self.published.get(k)]
+                for kv_key in changed:
+                    kv_put_in_cluster(kv_key, self._value(kv_key))
+                    self.published[kv_key] = versions[kv_key]
                 runs = [k for k, (v, _) in self.runs.items() if v != self.published_runs.get(k)]
                 for run_id in runs:
                     version, record = self.runs[run_id]
@@ -106,7 +167,16 @@ class Ledger:
                     index = LedgerIndex(
                         started_at=self.started_at,
                         published_at=now,
-                        pages={k: p["version"] for k, p in self.pages.items()},
+                        pages={
+                            k[len(PAGE_PREFIX) :]: v
+                            for k, v in versions.items()
+                            if k.startswith(PAGE_PREFIX)
+                        },
+                        beats={
+                            k[len(BEAT_PREFIX) :]: v
+                            for k, v in versions.items()
+                            if k.startswith(BEAT_PREFIX)
+                        },
                         runs={k: v for k, (v, _) in self.runs.items()},
                     )
                     kv_put_in_cluster(INDEX_KEY, json.dumps(index).encode())
@@ -114,6 +184,12 @@ class Ledger:
             except Exception:  # a KV hiccup must not end the loop; the next tick retries
                 self.published.clear()
                 self.published_runs.clear()
+
+
+def _split_chunk(name: str) -> tuple[str, int]:
+    """``chunk_key``'s inverse: (page key, chunk number)."""
+    key, sep, n = name.rpartition(CHUNK_SEP)
+    return (key, int(n)) if sep else (name, 0)
 
 
 def get_or_create_ledger() -> Any:

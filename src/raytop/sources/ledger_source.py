@@ -1,8 +1,9 @@
 """Reads the report ledger from the GCS KV store into ``model.TrainRun`` pages.
 
-One ``get`` of the index and one ``multi_get`` of the pages whose version changed per
-refresh (the protocol in ``raytop.wire.kv_keys``). Notices when the ledger was recreated
-(its start time changed) and when it stopped publishing.
+One ``get`` of the index and one ``multi_get`` of the pages and beats whose version
+changed per refresh (the protocol in ``raytop.wire.kv_keys``): an attempt's ranks come in
+chunks, their heartbeat figures in one beat, merged here into its ``Worker``s. Notices
+when the ledger was recreated (its start time changed) and when it stopped publishing.
 
 Every value is untrusted input (``model.untrusted``): an index or page over its size cap
 or of the wrong shape is a one-line warning naming its key (``LedgerStatus.warnings``);
@@ -27,12 +28,14 @@ from raytop.model import (
     untrusted,
     untrusted_kv,
 )
+from raytop.model.evolve import evolve
 from raytop.model.records import (
     FAILURE_CLASSES,
     BarrierWait,
     CheckpointUpload,
     FlightRecorderRequest,
     LedgerPage,
+    RankBeat,
     RankRecord,
     RunAttempts,
     StackRequest,
@@ -42,6 +45,7 @@ from raytop.model.records import (
 )
 from raytop.wire.gcs import GcsKv
 from raytop.wire.kv_keys import (
+    BEAT_PREFIX,
     FLIGHT_RECORDER_COMMAND_KEY,
     INDEX_KEY,
     PAGE_PREFIX,
@@ -57,8 +61,12 @@ def _age(now: float, at: float | None) -> float | None:
     return None if at is None else max(0.0, now - at)
 
 
-def worker_from_record(record: RankRecord, now: float) -> Worker:
-    """One rank of a validated page as the ``Worker`` the faces show (ages as of ``now``)."""
+def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = None) -> Worker:
+    """One rank of a validated page as the ``Worker`` the faces show (ages as of ``now``),
+    with its heartbeat figures from ``beat`` (a ledger before beats kept them in the
+    record)."""
+    if beat is not None:
+        record = {**record, **beat}  # type: ignore[typeddict-item]
     return Worker(
         rank=record["rank"],
         reports_entered=record["entered"],
@@ -90,6 +98,20 @@ def worker_from_record(record: RankRecord, now: float) -> Worker:
         declared_resources=record["declared"],
         restored_from=record["restored_from"],
         activity=_activity(record["activity"]),
+    )
+
+
+def _with_beat(worker: Worker, beat: RankBeat, now: float) -> Worker:
+    """``worker`` with a newer heartbeat's figures (``worker_from_record``'s, from a beat)."""
+    return evolve(
+        worker,
+        last_report_age_s=_age(now, worker.last_enter_at),
+        heartbeat_at=beat["received_at"],
+        heartbeat_age_s=_age(now, beat["received_at"]),
+        cpu_percent=beat["cpu_percent"],
+        rss_bytes=beat["rss_bytes"],
+        gpu_memory_bytes=beat["gpu_memory_bytes"],
+        activity=_activity(beat["activity"]),
     )
 
 
@@ -144,8 +166,13 @@ def _attempt_index(history: tuple[Attempt, ...], attempt_id: str, pages: int) ->
 class LedgerReader:
     def __init__(self, kv: GcsKv) -> None:
         self._kv = kv
-        self._pages: dict[str, LedgerPage] = {}
+        self._pages: dict[str, LedgerPage] = {}  # chunk name → page of those ranks
         self._versions: dict[str, int] = {}
+        self._attempts: dict[str, list[LedgerPage]] = {}  # page key → its chunks
+        self._beats: dict[str, dict[str, RankBeat]] = {}  # page key → rank → beat
+        self._beat_versions: dict[str, int] = {}
+        # page key → rank → (its record, its beat, the Worker built from them)
+        self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker]]] = {}
         self._run_records: dict[str, RunAttempts] = {}  # run_id → the RunProbe's record
         self._run_versions: dict[str, int] = {}
         self._started_at: float | None = None
@@ -175,28 +202,46 @@ class LedgerReader:
             # A new ledger numbers its versions from 1 again: nothing cached is comparable.
             self._pages.clear()
             self._versions.clear()
+            self._beats.clear()
+            self._beat_versions.clear()
             self._run_records.clear()
             self._run_versions.clear()
         self._started_at = index["started_at"]
         self._last_published = index["published_at"]
-        pages = index["pages"]
-        changed = [k for k, v in pages.items() if self._versions.get(k) != v]
+        pages, beats = index["pages"], index.get("beats", {})
+        changed = [PAGE_PREFIX + k for k, v in pages.items() if self._versions.get(k) != v]
+        changed += [BEAT_PREFIX + k for k, v in beats.items() if self._beat_versions.get(k) != v]
         warnings = []
-        for key, blob in self._kv.multi_get([PAGE_PREFIX + k for k in changed]).items():
-            page_key = key[len(PAGE_PREFIX) :]
-            if page_key not in pages:
-                continue  # not asked for
-            try:
-                page = untrusted_kv.ledger_page(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
-            except ValueError as exc:
-                # Its last good copy (if any) stays; the page is fetched again next time.
-                warnings.append(untrusted.problem(key, exc))
-                continue
-            self._pages[page_key] = page
-            self._versions[page_key] = pages[page_key]
+        for key, blob in (self._kv.multi_get(changed) if changed else {}).items():
+            if key.startswith(BEAT_PREFIX) and key[len(BEAT_PREFIX) :] in beats:
+                name = key[len(BEAT_PREFIX) :]
+                try:
+                    read = untrusted_kv.ledger_beats(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
+                except ValueError as exc:
+                    warnings.append(untrusted.problem(key, exc))
+                    continue
+                self._beats[name], self._beat_versions[name] = read, beats[name]
+            elif key.startswith(PAGE_PREFIX) and key[len(PAGE_PREFIX) :] in pages:
+                name = key[len(PAGE_PREFIX) :]
+                try:
+                    page = untrusted_kv.ledger_page(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
+                except ValueError as exc:
+                    # Its last good copy (if any) stays; the page is fetched again next time.
+                    warnings.append(untrusted.problem(key, exc))
+                    continue
+                self._pages[name], self._versions[name] = page, pages[name]
         for gone in set(self._pages) - set(pages):
             self._pages.pop(gone, None)
             self._versions.pop(gone, None)
+        for gone in set(self._beats) - set(beats):
+            self._beats.pop(gone, None)
+            self._beat_versions.pop(gone, None)
+        self._attempts = {}
+        for page in self._pages.values():
+            key = page_key(page["run_id"], page["attempt_id"])
+            self._attempts.setdefault(key, []).append(page)
+        for gone in set(self._worker_cache) - set(self._attempts):
+            del self._worker_cache[gone]
         warnings += self._read_run_records(index["runs"])
         stale = now - index["published_at"] > STALE_AFTER_S
         status = LedgerStatus(
@@ -238,18 +283,18 @@ class LedgerReader:
         return warnings
 
     def _latest_attempts(self, now: float) -> tuple[TrainRun, ...]:
-        by_run: dict[str, list[LedgerPage]] = {}
-        for page in self._pages.values():
-            by_run.setdefault(page["run_id"], []).append(page)
+        by_run: dict[str, list[tuple[str, list[LedgerPage]]]] = {}
+        for key, chunks in self._attempts.items():
+            by_run.setdefault(chunks[0]["run_id"], []).append((key, chunks))
         runs = []
         began: dict[str, float] = {}  # run id → when it was first seen
         for attempts in by_run.values():
-            attempts.sort(key=lambda p: p["first_seen_at"])
-            page = attempts[-1]
-            began[page["run_id"]] = attempts[0]["first_seen_at"]
-            workers = sorted(
-                (worker_from_record(r, now) for r in page["ranks"].values()), key=lambda w: w.rank
-            )
+            attempts.sort(key=lambda a: a[1][0]["first_seen_at"])
+            key, chunks = attempts[-1]
+            page = chunks[0]
+            began[page["run_id"]] = attempts[0][1][0]["first_seen_at"]
+            ranks = self._ranks_of(key)
+            workers = self._workers(key, ranks, self._beats.get(key, {}), now)
             record = self._run_records.get(page["run_id"])
             history, budget = attempts_from_record(record, now) if record else ((), {})
             runs.append(
@@ -261,7 +306,7 @@ class LedgerReader:
                     attempt_index=_attempt_index(history, page["attempt_id"], len(attempts)),
                     workers=tuple(workers),
                     placement_group_id=page.get("placement_group_id"),
-                    run_path=next((r["run_path"] for r in page["ranks"].values()), None),
+                    run_path=next((r["run_path"] for r in ranks.values()), None),
                     attempts=history,
                     retry_budget=budget,
                 )
@@ -286,9 +331,51 @@ class LedgerReader:
         # the same name, a new run id) oldest first: ``attach_runs`` keeps the newest.
         return tuple(sorted(runs, key=lambda r: (r.run_name, began[r.run_id])))
 
+    def _workers(
+        self, key: str, ranks: dict[str, RankRecord], beats: dict[str, RankBeat], now: float
+    ) -> list[Worker]:
+        """The attempt's ``Worker``s by rank. A rank whose record and beat are the very
+        ones read last time keeps its ``Worker`` with only its ages moved on: at 2,000
+        ranks, building each afresh was most of a refresh where nothing changed."""
+        cache = self._worker_cache.setdefault(key, {})
+        workers = []
+        for rank, record in ranks.items():
+            beat = beats.get(rank)
+            kept = cache.get(rank)
+            if kept is not None and kept[0] is record and kept[1] is beat:
+                worker = kept[2]
+                workers.append(
+                    evolve(
+                        worker,
+                        last_report_age_s=_age(now, worker.last_enter_at),
+                        heartbeat_age_s=_age(now, worker.heartbeat_at),
+                    )
+                )
+            elif kept is not None and kept[0] is record and beat is not None:
+                worker = _with_beat(kept[2], beat, now)  # a heartbeat: its figures moved
+                cache[rank] = (record, beat, worker)
+                workers.append(worker)
+            else:
+                worker = worker_from_record(record, now, beat)
+                cache[rank] = (record, beat, worker)
+                workers.append(worker)
+        workers.sort(key=lambda w: w.rank)
+        return workers
+
+    def _ranks_of(self, key: str) -> dict[str, RankRecord]:
+        """Every rank of the attempt ``key`` (a page key), from all its chunks."""
+        chunks = self._attempts.get(key, [])
+        if len(chunks) == 1:
+            return chunks[0]["ranks"]
+        return {rank: r for chunk in chunks for rank, r in chunk["ranks"].items()}
+
+    def pages_of(self, run_id: str, attempt_id: str) -> tuple[LedgerPage, ...]:
+        """The pages (chunks) of one attempt as last read: the same objects until one of
+        them changes, so a reader can tell that nothing did."""
+        return tuple(self._attempts.get(page_key(run_id, attempt_id), ()))
+
     def _ranks(self, run_id: str, attempt_id: str) -> dict[str, RankRecord]:
-        page = self._pages.get(page_key(run_id, attempt_id))
-        return page["ranks"] if page is not None else {}
+        return self._ranks_of(page_key(run_id, attempt_id))
 
     def uploads(self, run_id: str, attempt_id: str) -> dict[int, list[CheckpointUpload]]:
         """The probes' checkpoint upload records of one attempt, per rank."""

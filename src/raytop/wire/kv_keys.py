@@ -3,9 +3,12 @@
 raytop never joins the cluster as a driver; it and the code inside the cluster talk
 through the GCS KV store instead. Each key has one writer and one reader:
 
-- ``ledger/index`` and ``ledger/page/<run_id>.<attempt_id>``: the Ledger actor publishes
-  its index (start time, last publish time, each page's version) and the pages that
-  changed; raytop's ledger reader fetches the index and only the changed pages.
+- ``ledger/index``, ``ledger/page/<run_id>.<attempt_id>[~<chunk>]`` and
+  ``ledger/beat/<run_id>.<attempt_id>``: the Ledger actor publishes its index (start time,
+  last publish time, each page's and each beat's version) and the keys that changed;
+  raytop's ledger reader fetches the index and only the changed keys. An attempt's ranks
+  are in pages of ``CHUNK_RANKS`` (rank // CHUNK_RANKS is the chunk; chunk 0 has no
+  suffix), their heartbeat figures in its one beat (``model.records.BEAT_FIELDS``).
 - ``ledger/run/<run_id>``: the Ledger publishes each Train run's failure config and
   attempts (``model.records.RunAttempts``, from the RunProbe in the controller); the
   index lists their versions under ``runs``.
@@ -24,6 +27,9 @@ KV_NAMESPACE = "raytop"
 
 INDEX_KEY = "ledger/index"
 PAGE_PREFIX = "ledger/page/"
+BEAT_PREFIX = "ledger/beat/"
+CHUNK_RANKS = 128
+CHUNK_SEP = "~"
 RUN_PREFIX = "ledger/run/"
 STACKS_COMMAND_KEY = "cmd/stacks"
 FLIGHT_RECORDER_COMMAND_KEY = "cmd/flight_recorder"
@@ -33,3 +39,10 @@ TRIAL_PREFIX = "trial/"
 def page_key(run_id: str, attempt_id: str) -> str:
     """A ledger page's name (after ``PAGE_PREFIX``): one attempt of one Train run."""
     return f"{run_id}.{attempt_id}"
+
+
+def chunk_key(key: str, chunk: int) -> str:
+    """The name (after ``PAGE_PREFIX``) of chunk ``chunk`` of the page ``key``: ranks
+    ``chunk * CHUNK_RANKS`` up to the next chunk's first. Chunk 0 is the page's own name,
+    as ledgers before chunks named a whole page."""
+    return key if chunk == 0 else f"{key}{CHUNK_SEP}{chunk}"

@@ -1,0 +1,157 @@
+"""The Ledger (``probe.ledger``, the real class, its publish loop into a KV stand-in) and the
+reader (``sources.ledger_source``) together: a refresh reads what changed, not the run.
+
+A heartbeat changes no page, only the attempt's beat; one rank's report republishes its
+chunk of ``CHUNK_RANKS`` ranks, not the run; and the reader puts chunks and beats back
+together into one run of whole ``Worker``s. The load these keys put on a cluster of 2,000
+ranks is measured in ``benchmarks/scale_bench.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from raytop.probe import ledger as ledger_module
+from raytop.sources.ledger_source import LedgerReader
+from raytop.wire.kv_keys import BEAT_PREFIX, CHUNK_RANKS, INDEX_KEY, PAGE_PREFIX
+from tests.fakes import FakeKv
+
+WORLD = CHUNK_RANKS * 2 + 3  # three chunks, the last one short
+
+
+def report(rank: int, entered: int = 1, cpu: float = 50.0) -> dict:
+    return {"run_id": "r1", "run_name": "exp-t1", "attempt_id": "a1", "world_size": WORLD,
+            "rank": rank, "local_rank": rank % 8, "node_rank": rank // 8, "node_id": "n",
+            "gpu_ids": [], "placement_group_id": None, "pid": 1000 + rank,
+            "entered": entered, "exited": entered, "last_enter_at": 10.0 * entered,
+            "last_exit_at": 10.0 * entered + 1, "usual_interval_s": 10.0, "done": False,
+            "dropped": 0, "sent_at": 99.0, "cpu_percent": cpu, "rss_bytes": 2**30,
+            "gpu_memory_bytes": None, "run_path": "/s/exp/r1", "checkpoints": [], "syncs": [],
+            "report_times": [[10.0 * entered, 10.0 * entered + 1]],
+            "activity": {"kind": "user", "where": "train.py:3", "since": 9.0,
+                         "sampled_at": 99.0, "samples": 5, "waiting": 0.0}}  # fmt: skip
+
+
+class Published:
+    """The Ledger's publish loop, one tick at a time, into a ``FakeKv``; ``puts`` the keys
+    each tick wrote."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.kv = FakeKv()
+        self.puts: list[str] = []
+        monkeypatch.setattr(ledger_module, "kv_put_in_cluster", self._put)
+        monkeypatch.setattr(ledger_module, "kv_del_in_cluster", self.kv.data.pop)
+        monkeypatch.setattr(ledger_module.Ledger, "_start_publisher", lambda self: None)
+        self.ledger = ledger_module.Ledger()
+
+    def _put(self, key: str, value: bytes) -> None:
+        self.puts.append(key)
+        self.kv.put(key, value)
+
+    def send(self, *reports: dict) -> list[str]:
+        """The reports reach the Ledger, then one publish tick: the keys it wrote, less
+        the index."""
+
+        async def go() -> None:
+            for message in reports:
+                await self.ledger.update(json.loads(json.dumps(message)))
+            task = asyncio.ensure_future(self.ledger._publish_loop())
+            await asyncio.sleep(ledger_module.PUBLISH_INTERVAL_S * 1.5)
+            task.cancel()
+
+        self.puts = []
+        asyncio.run(go())
+        return sorted(k for k in self.puts if k != INDEX_KEY)
+
+
+def test_chunks_and_beats_read_back_as_one_run_of_whole_workers(monkeypatch):
+    published = Published(monkeypatch)
+    written = published.send(*(report(r) for r in range(WORLD)))
+    assert written == [BEAT_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1",
+                       PAGE_PREFIX + "r1.a1~2"]  # fmt: skip
+    (run,), status = LedgerReader(published.kv).read(now=100.0)
+    assert status.available and status.warnings == ()
+    assert [w.rank for w in run.workers] == list(range(WORLD)) and run.world_size == WORLD
+    last = run.workers[-1]
+    assert (last.pid, last.reports_entered, last.cpu_percent, last.rss_bytes) == (
+        1000 + WORLD - 1,
+        1,
+        50.0,
+        2**30,
+    )
+    assert last.activity.where == "train.py:3" and 0 <= last.heartbeat_age_s < 60
+    assert run.run_path == "/s/exp/r1"
+
+
+def test_a_heartbeat_changes_no_page_and_one_report_only_its_chunk(monkeypatch):
+    published = Published(monkeypatch)
+    published.send(*(report(r) for r in range(WORLD)))
+    reader = LedgerReader(published.kv)
+    reader.read(now=100.0)
+
+    # every rank's heartbeat: new CPU figures, the same counts
+    assert published.send(*(report(r, cpu=90.0) for r in range(WORLD))) == [BEAT_PREFIX + "r1.a1"]
+    (run,), _ = reader.read(now=101.0)
+    assert published.kv.multi_gets[-1] == [BEAT_PREFIX + "r1.a1"]
+    assert {w.cpu_percent for w in run.workers} == {90.0}
+    assert read_afresh(published, 101.0) == run  # the kept Workers, moved on, are the same
+
+    # one rank of the second chunk reports: that chunk and the beats, nothing else
+    rank = CHUNK_RANKS + 5
+    assert published.send(report(rank, entered=2, cpu=90.0)) == [
+        BEAT_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1"
+    ]  # fmt: skip
+    (run,), _ = reader.read(now=102.0)
+    assert sorted(published.kv.multi_gets[-1]) == [BEAT_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1"]
+    entered = {w.rank: w.reports_entered for w in run.workers}
+    assert entered[rank] == 2 and set(entered.values()) == {1, 2} and len(entered) == WORLD
+    assert read_afresh(published, 102.0) == run
+    (run,), _ = reader.read(now=109.0)  # nothing changed: only the ages moved on
+    assert read_afresh(published, 109.0) == run and run.workers[0].last_report_age_s == 99.0
+
+
+def read_afresh(published: Published, now: float):
+    (run,), _ = LedgerReader(published.kv).read(now=now)
+    return run
+
+
+def test_a_bad_beat_keeps_its_last_good_copy_and_the_counts(monkeypatch):
+    published = Published(monkeypatch)
+    published.send(report(0), report(1))
+    reader = LedgerReader(published.kv)
+    reader.read(now=100.0)
+    published.send(report(0, cpu=70.0), report(1, cpu=70.0))
+    published.kv.data[BEAT_PREFIX + "r1.a1"] = b'{"ranks": {"0": {"cpu_percent": "hot"}}}'
+    (run,), status = reader.read(now=101.0)
+    assert [w.cpu_percent for w in run.workers] == [50.0, 50.0]  # the last good beat
+    assert [w.reports_entered for w in run.workers] == [1, 1]
+    assert status.warnings == (
+        "ledger/beat/r1.a1: ranks.0.cpu_percent: expected a finite number, got a string",
+    )
+
+
+def test_an_evicted_attempt_takes_its_chunks_and_beat_with_it(monkeypatch):
+    monkeypatch.setattr(ledger_module, "MAX_PAGES", 1)
+    published = Published(monkeypatch)
+    published.send(*(report(r) for r in range(CHUNK_RANKS + 1)))
+    published.send({**report(0), "attempt_id": "a2"})
+    assert sorted(k for k in published.kv.data if k != INDEX_KEY) == [
+        BEAT_PREFIX + "r1.a2", PAGE_PREFIX + "r1.a2"
+    ]  # fmt: skip
+    (run,), _ = LedgerReader(published.kv).read(now=100.0)
+    assert run.attempt_id == "a2" and [w.rank for w in run.workers] == [0]
+
+
+def test_the_ranks_held_are_bounded_whatever_the_attempts(monkeypatch):
+    monkeypatch.setattr(ledger_module, "MAX_RANK_RECORDS", CHUNK_RANKS + 10)
+    published = Published(monkeypatch)
+    published.send(*(report(r) for r in range(CHUNK_RANKS)))
+    published.send(*({**report(r), "attempt_id": "a2"} for r in range(20)))
+    assert list(published.ledger.pages) == ["r1.a2"] and published.ledger.ranks_held == 20
+    # the newest attempt stays, even alone over the bound
+    published.send(*({**report(r), "attempt_id": "a3"} for r in range(CHUNK_RANKS + 11)))
+    assert list(published.ledger.pages) == ["r1.a3"]
+    assert published.ledger.ranks_held == CHUNK_RANKS + 11

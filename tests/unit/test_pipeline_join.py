@@ -193,3 +193,48 @@ def test_one_collect_lists_the_trial_registrations_once(tmp_path, monkeypatch):
         (placed,) = collector.collect().placement_groups
         assert (placed.owner_kind, placed.trial_id) == ("trial", "t1")
         assert kv.listings == collections
+
+
+def test_a_runs_checkpoints_are_worked_out_again_only_when_their_inputs_changed(tmp_path):
+    """``pipeline.run_checkpoints``: the same pages, snapshot and folders give the very same
+    records; a changed page, a new folder or an upload in flight (its duration grows) do
+    not."""
+    now = time.time()
+    run_name = train_run_name("exp", "t1")
+    run_dir = tmp_path / "exp" / "train_runs" / run_name
+    (run_dir / "checkpoint_000001").mkdir(parents=True)
+    upload = {"dir_name": "checkpoint_000001", "report": 1, "mode": "SYNC",
+              "custom_upload": False, "files": {"model.pt": 10}, "sync_s": 0.1,
+              "start": now - 5, "end": now - 4, "error": None}  # fmt: skip
+
+    def publish(version: int, uploads: list[dict]) -> None:
+        ranks = {"0": {**rank(0, 1, 1, now - 5, now, str(run_dir)), "checkpoints": uploads}}
+        page = {"run_id": "r", "run_name": run_name, "attempt_id": "a", "world_size": 1,
+                "placement_group_id": None, "first_seen_at": now - 60, "ranks": ranks}  # fmt: skip
+        index = {"started_at": now - 100, "published_at": time.time(), "pages": {"r.a": version}}
+        kv.data[kv_keys.INDEX_KEY] = json.dumps(index).encode()
+        kv.data[kv_keys.PAGE_PREFIX + "r.a"] = json.dumps(page).encode()
+
+    kv = FakeKv()
+    publish(1, [upload])
+    (tmp_path / "exp" / ".raytop").mkdir()
+    (tmp_path / "exp" / ".raytop" / "trials.json").write_text(
+        json.dumps({"trials": [{"trial_id": "t1", "status": "RUNNING", "config": {}}]})
+    )
+    collector = SnapshotCollector(
+        "127.0.0.1:1", experiments=[(str(tmp_path / "exp"), None)], gcs=(Gcs(), kv)
+    )
+
+    def checkpoints():
+        ((run,),) = (e.runs for e in collector.collect().experiments)
+        return run.checkpoints
+
+    first = checkpoints()
+    assert [(c.dir_name, c.state) for c in first] == [("checkpoint_000001", "uploaded")]
+    assert checkpoints() is first  # nothing changed
+    (run_dir / "checkpoint_000002").mkdir()
+    assert checkpoints() is not first and checkpoints() == first  # a folder: worked out again
+    publish(2, [upload, {**upload, "dir_name": "checkpoint_000002", "report": 2, "end": None}])
+    in_flight = checkpoints()
+    assert [c.state for c in in_flight] == ["uploaded", "uploading"]
+    assert checkpoints() is not in_flight  # its duration grows: never kept

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from raytop.diagnose import diagnose
-from raytop.diagnose.checkpoints import pipeline
 from raytop.home import read_registry
 from raytop.model import (
     Cluster,
@@ -26,9 +25,10 @@ from raytop.model import (
 from raytop.model.thresholds import Thresholds
 from raytop.model.train_state import StateRun
 from raytop.pipeline.captures import capture_targets, save_capture
-from raytop.pipeline.derive import with_rank_states, with_restored_checkpoint
+from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
+from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.pipeline.uninstrumented import uninstrumented_runs
 from raytop.process_identity import running_experiments
 from raytop.rundir import train_run_name
@@ -103,6 +103,7 @@ class SnapshotCollector:
         # ``watch`` for faces that collect again and again (TUI, follow), not one-shots.
         self._storages = Storages(watch)
         self._snapshots = CheckpointSnapshots(self._storages)
+        self._checkpoints = RunCheckpoints(self._snapshots, self._ledger) if kv else None
         self._lock = threading.Lock()
         self._host = HostProbe()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
@@ -203,20 +204,9 @@ class SnapshotCollector:
             runs, status = self._ledger.read()
         except ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
-        derived = (with_rank_states(self._with_checkpoints(r), self.thresholds) for r in runs)
-        return tuple(derived), status
-
-    def _with_checkpoints(self, run: TrainRun) -> TrainRun:
-        """The run's checkpoint pipeline: the probes' uploads + its snapshot on storage."""
-        snapshot, on_storage = None, None
-        if run.run_path:
-            snapshot = self._snapshots.read(run.run_path)
-            folders = self._snapshots.folders(run.run_path)
-            on_storage = None if folders is None else {f.name for f in folders}
-        uploads = self._ledger.uploads(run.run_id, run.attempt_id)
-        syncs = self._ledger.syncs(run.run_id, run.attempt_id)
-        checkpoints = pipeline(uploads, snapshot, on_storage, time.time(), syncs)
-        return with_restored_checkpoint(dataclasses.replace(run, checkpoints=checkpoints), snapshot)
+        derived = tuple(with_rank_states(self._checkpoints.of(r), self.thresholds) for r in runs)
+        self._checkpoints.forget_unseen()
+        return derived, status
 
     def _actors(self, cluster: Cluster) -> dict[str, dict[str, Any]]:
         if self._reader is None or not cluster.connected:

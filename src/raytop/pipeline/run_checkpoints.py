@@ -1,0 +1,68 @@
+"""Each Train run's checkpoint pipeline, worked out again only when its inputs changed.
+
+The pipeline of a run (``diagnose.checkpoints.pipeline``) joins its ranks' upload records
+(the ledger's pages), Train's checkpoint snapshot and the folders on storage. At 250 runs
+it was the largest part of a refresh where nothing changed (``benchmarks/scale_bench.py``),
+so a run keeps its last result while its pages (the very objects the ledger reader holds:
+it replaces a page only when it changed), its snapshot (the same object until the file
+changes) and its folders' names are the ones it was worked out from. A result that depends
+on the time (an upload still in flight, whose duration grows) is never kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from raytop.diagnose.checkpoints import pipeline
+from raytop.model import CheckpointRecord, TrainRun
+from raytop.pipeline.derive import with_restored_checkpoint
+from raytop.sources.checkpoints import CheckpointSnapshots
+from raytop.sources.ledger_source import LedgerReader
+
+
+class RunCheckpoints:
+    def __init__(self, snapshots: CheckpointSnapshots, ledger: LedgerReader) -> None:
+        self._snapshots = snapshots
+        self._ledger = ledger
+        # (run id, attempt id) → (pages, snapshot, folder names, the pipeline's result)
+        self._kept: dict[tuple[str, str], tuple[tuple, Any, Any, tuple[CheckpointRecord, ...]]]
+        self._kept = {}
+        self._seen: set[tuple[str, str]] = set()
+
+    def of(self, run: TrainRun) -> TrainRun:
+        """``run`` with its checkpoint pipeline and its restored checkpoint filled in."""
+        snapshot, on_storage = None, None
+        if run.run_path:
+            snapshot = self._snapshots.read(run.run_path)
+            folders = self._snapshots.folders(run.run_path)
+            on_storage = None if folders is None else frozenset(f.name for f in folders)
+        key = (run.run_id, run.attempt_id)
+        self._seen.add(key)
+        pages = self._ledger.pages_of(run.run_id, run.attempt_id)
+        kept = self._kept.get(key)
+        if (
+            kept is not None
+            and kept[1] is snapshot
+            and kept[2] == on_storage
+            and len(kept[0]) == len(pages)
+            and all(a is b for a, b in zip(kept[0], pages, strict=True))
+        ):
+            checkpoints = kept[3]
+        else:
+            uploads = self._ledger.uploads(run.run_id, run.attempt_id)
+            syncs = self._ledger.syncs(run.run_id, run.attempt_id)
+            checkpoints = pipeline(uploads, snapshot, on_storage, time.time(), syncs)
+            in_flight = any(u["end"] is None for records in uploads.values() for u in records)
+            if in_flight:
+                self._kept.pop(key, None)
+            else:
+                self._kept[key] = (pages, snapshot, on_storage, checkpoints)
+        return with_restored_checkpoint(dataclasses.replace(run, checkpoints=checkpoints), snapshot)
+
+    def forget_unseen(self) -> None:
+        """After a collection: drop what is kept for runs it did not see."""
+        for gone in set(self._kept) - self._seen:
+            del self._kept[gone]
+        self._seen.clear()

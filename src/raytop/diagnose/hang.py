@@ -40,27 +40,51 @@ ASSUMED_MIN_THROUGHPUT_BPS = 10e6  # before the run's own is known: 10 MB/s is s
 
 
 def report_intervals(run: TrainRun) -> list[float]:
-    """The gaps between consecutive report entries of every rank (its last 32)."""
+    """The gaps between consecutive report entries of every rank (its last 32). A run's
+    diagnosis asks up to four times, one run after another: the last run's answer is kept
+    (the run itself too, so that ``is`` cannot match another run)."""
+    global _last_intervals
+    last = _last_intervals
+    if last[0] is run:
+        return last[1]
     gaps: list[float] = []
     for w in run.workers:
         times = w.report_times
         gaps += [b - a for a, b in zip(times, times[1:], strict=False) if b >= a]
+    _last_intervals = (run, gaps)
     return gaps
+
+
+_last_intervals: tuple = (None, [])  # (the run, its gaps): ``report_intervals``'s memo
 
 
 def stall_threshold(run: TrainRun, t: Thresholds) -> tuple[float, str]:
     """How long without progress is a stall for this run, and why that long: with
     ``t.learn_stall``, ``max(k × median report interval, 1.5 × the longest recent one,
-    floor)`` once the run has two intervals; else (or before) ``t.stall_after_s``."""
+    floor)`` once the run has two intervals; else (or before) ``t.stall_after_s``. Kept
+    for the last (run, thresholds) asked, as ``report_intervals`` is."""
+    global _last_threshold
+    last = _last_threshold
+    if last[0] is run and last[1] is t:
+        return last[2]
     gaps = report_intervals(run)
     if not t.learn_stall or len(gaps) < 2:
-        return t.stall_after_s, f"the {t.stall_after_s:g}s stall threshold"
-    median = statistics.median(gaps)
-    learned = max(t.stall_factor * median, 1.5 * max(gaps), t.stall_floor_s)
-    return learned, (
-        f"{learned:.0f}s, {t.stall_factor:g}× the run's {median:.1f}s report interval "
-        f"(at least {t.stall_floor_s:g}s)"
-    )
+        answer = t.stall_after_s, f"the {t.stall_after_s:g}s stall threshold"
+    else:
+        median = statistics.median(gaps)
+        learned = max(t.stall_factor * median, 1.5 * max(gaps), t.stall_floor_s)
+        answer = (
+            learned,
+            (
+                f"{learned:.0f}s, {t.stall_factor:g}× the run's {median:.1f}s report interval "
+                f"(at least {t.stall_floor_s:g}s)"
+            ),
+        )
+    _last_threshold = (run, t, answer)
+    return answer
+
+
+_last_threshold: tuple = (None, None, (0.0, ""))  # (run, thresholds, answer)
 
 
 def last_progress(run: TrainRun) -> float | None:

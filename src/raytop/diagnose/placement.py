@@ -26,6 +26,7 @@ class Capacity:
         # resource → (the ids of the placed groups using it, their owners' labels sorted)
         self._holders: dict[str, tuple[frozenset[str], list[str]]] | None = None
         self._reasons: dict[tuple, str] = {}  # a group's shape → why such a group waits
+        self._infeasible: dict[tuple, str | None] = {}  # a group's shape → why it never fits
 
     def largest(self, resource: str) -> float:
         if resource not in self._largest:
@@ -48,13 +49,19 @@ class Capacity:
         """Why ``pg`` is not placed, in resources (``infeasible_reason``, else
         ``contention_reason``): the same for every group of one shape, which Tune's
         pending trials share, so it is worked out once per shape."""
-        shape = tuple((b.index, tuple(sorted(b.resources.items()))) for b in pg.bundles)
-        key = (pg.strategy, pg.pg_id if pg.placed else None, shape)
+        key = (pg.strategy, pg.pg_id if pg.placed else None, _shape(pg))
         if key not in self._reasons:
-            self._reasons[key] = infeasible_reason(pg, self.alive, self) or contention_reason(
+            self._reasons[key] = self.infeasible(pg) or contention_reason(
                 pg, self.alive, list(self._groups), self
             )
         return self._reasons[key]
+
+    def infeasible(self, pg: PlacementGroup) -> str | None:
+        """``infeasible_reason`` on these nodes, once per shape of group."""
+        key = (pg.strategy, _shape(pg))
+        if key not in self._infeasible:
+            self._infeasible[key] = infeasible_reason(pg, self.alive, self)
+        return self._infeasible[key]
 
     def holders(self, resource: str, pg: PlacementGroup) -> list[str]:
         """Who holds ``resource``: the owners of the placed groups (other than ``pg``)
@@ -76,6 +83,10 @@ class Capacity:
             {g.owner_label for g in self._groups if g.placed and g.pg_id != pg.pg_id
              and any(b.resources.get(resource, 0) > 0 for b in g.bundles)}
         )  # fmt: skip
+
+
+def _shape(pg: PlacementGroup) -> tuple:
+    return tuple((b.index, tuple(sorted(b.resources.items()))) for b in pg.bundles)
 
 
 def _can_hold(node: Node, bundle: dict[str, float]) -> bool:
@@ -163,7 +174,6 @@ def placement_findings(
 ) -> list[Finding]:
     findings = []
     capacity = Capacity(list(nodes))
-    alive = capacity.alive
     for pg in groups:
         evidence = {"pg_id": pg.pg_id, "owner_kind": pg.owner_kind, "owner": pg.owner,
                     "experiment": pg.experiment, "age_s": pg.age_s}  # fmt: skip
@@ -175,10 +185,7 @@ def placement_findings(
                                     evidence))  # fmt: skip
         if pg.placed or pg.why_pending is None:
             continue
-        if (
-            infeasible_reason(pg, alive, capacity) is not None
-            or pg.scheduling_state == "INFEASIBLE"
-        ):
+        if capacity.infeasible(pg) is not None or pg.scheduling_state == "INFEASIBLE":
             findings.append(Finding("placement_infeasible", Severity.ERROR, subject,
                                     pg.why_pending, evidence))  # fmt: skip
         elif (pg.age_s or 0.0) > waiting_after_s:

@@ -38,6 +38,8 @@ class PlacementReader:
         self._bad: dict[str, str] = {}  # key → why its registration is left out
         self.warnings: list[str] = []  # the keys left out, one line each
         self._listed = False  # in this collection (``new_read``)
+        # id(a group's row) → (the row, its Bundles): the rows last read
+        self._bundles: dict[int, tuple[dict[str, Any], tuple[Bundle, ...]]] = {}
 
     def new_read(self) -> None:
         """A collection begins: the registrations are listed again, once in it (``read``
@@ -83,8 +85,16 @@ class PlacementReader:
         actor_at = {a["address"]: actor_id for actor_id, a in actors.items()}
         run_of_pg = {r.placement_group_id: r for r in runs if r.placement_group_id}
         experiment_of_job = {e.job_id: e.name for e in experiments if e.job_id}
-        groups = [self._labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg,
-                                 experiment_of_job) for g in raw]  # fmt: skip
+        # A group row the GCS reader did not parse again (unchanged) keeps its bundles.
+        before, self._bundles = self._bundles, {}
+        for g in raw:
+            kept = before.get(id(g))
+            self._bundles[id(g)] = (
+                kept if kept is not None and kept[0] is g
+                else (g, tuple(Bundle(**b) for b in g["bundles"]))
+            )  # fmt: skip
+        groups = [self._labelled(g, self._bundles[id(g)][1], now, by_pg, actors, actor_at,
+                                 trials, run_of_pg, experiment_of_job) for g in raw]  # fmt: skip
         listed = list(nodes)
         capacity = Capacity(listed, groups)  # asked once, for every waiting group
         return tuple(
@@ -98,7 +108,7 @@ class PlacementReader:
         return {a["address"] for actor_id, a in actors.items() if actor_id in trials}
 
     @staticmethod
-    def _labelled(g, now, by_pg, actors, actor_at, trials, run_of_pg, experiment_of_job):
+    def _labelled(g, bundles, now, by_pg, actors, actor_at, trials, run_of_pg, experiment_of_job):
         kind, owner, experiment = "other", None, experiment_of_job.get(g["creator_job_id"])
         trial_id = None
         creator = actors.get(g["creator_actor_id"])
@@ -124,7 +134,7 @@ class PlacementReader:
             strategy=g["strategy"],
             state=g["state"],
             scheduling_state=g["scheduling_state"],
-            bundles=tuple(Bundle(**b) for b in g["bundles"]),
+            bundles=bundles,
             name=g["name"],
             attempts=g["attempts"],
             created_at=g["created_at"],

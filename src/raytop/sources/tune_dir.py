@@ -61,6 +61,8 @@ class ExperimentReader:
         # and each checked row's Trial: a rewritten table costs only its changed rows.
         self._probe_checked: dict[str, tuple[Any, dict[str, Any]]] = {}
         self._probe_trials: dict[int, tuple[dict[str, Any], Trial]] = {}
+        self._probe_rows: list[dict[str, Any]] | None = None  # the rows last made Trials
+        self._probe_list: tuple[Trial, ...] = ()
         # How Tune's state read the last time: (one of the STATE_* values, reason or None).
         self.state: tuple[str, str | None] = (STATE_UNKNOWN, None)
         # The driver's liveness at the last read: when it turns to ended, the probe's
@@ -92,6 +94,8 @@ class ExperimentReader:
     def _as_trials(self, rows: list[dict[str, Any]]) -> list[Trial]:
         """The checked rows as Trials; a row checked before (the same object: unchanged
         since) keeps its Trial."""
+        if rows is self._probe_rows:  # the file did not change: the very same Trials
+            return list(self._probe_list)
         before, self._probe_trials = self._probe_trials, {}
         trials = []
         for row in rows:
@@ -99,6 +103,7 @@ class ExperimentReader:
             trial = kept[1] if kept is not None and kept[0] is row else Trial(**row)
             self._probe_trials[id(row)] = (row, trial)  # holding the row keeps its id unique
             trials.append(trial)
+        self._probe_rows, self._probe_list = rows, tuple(trials)
         return trials
 
     def _with_probe_histories(self, trials: list[Trial] | None) -> list[Trial] | None:

@@ -1019,7 +1019,7 @@ async def measure_tui(
     for _ in range(applies):  # collected before the app runs: the apply alone is timed
         cluster.report(0.01)
         later.append(collector.collect())
-    app = RaytopApp(collector, refresh_s=refresh_s, autostart=False)
+    app = RaytopApp(collector, refresh_s=refresh_s, autostart=False, freeze_gc=True)  # as raytop
     app.clock = time.time
     clock = FrameClock()
     result: dict[str, Any] = {}

@@ -94,7 +94,7 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
     look = tui_look(look["theme"], look["ascii_only"])
     controls = ExperimentControls(collector.address)
     app = RaytopApp(collector, refresh_s=refresh_s, read_only=read_only, controls=controls,
-                    **look)  # fmt: skip
+                    freeze_gc=True, **look)  # fmt: skip
     try:
         with _native_stderr_to_log(read_only):
             app.run()

@@ -141,3 +141,27 @@ async def test_a_snapshot_or_tick_during_shutdown_is_not_drawn(make_app, sweep) 
         app.exit()
         screen.show(app.state.with_snapshot(sweep))
         screen._tick()
+
+
+@pytest.mark.parametrize("freeze_gc", [True, False])
+async def test_raytop_freezes_what_it_holds_after_the_first_snapshot(
+    make_app, sweep, freeze_gc
+) -> None:
+    """``raytop`` (``freeze_gc``, as the CLI builds it) takes what its app holds out of the
+    collector's generations once the first snapshot is on screen; an app in a test, one
+    of many in the process, does not."""
+    import gc
+
+    gc.unfreeze()
+    app = make_app(sweep, autostart=True, refresh_s=0.05, freeze_gc=freeze_gc)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.screen.query_one(TrialTable)
+            await wait_until(pilot, lambda: table.row_count == 5)
+            await pilot.pause()
+            if freeze_gc:
+                await wait_until(pilot, lambda: gc.get_freeze_count() > 0)
+            else:
+                assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

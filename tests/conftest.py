@@ -211,9 +211,11 @@ def experiment_status(address: str, experiment: Path) -> dict:
 
 
 def kill_driver(experiment: Path) -> None:
-    """SIGKILL a launched run's detached driver (its trials and Train workers die with it)."""
+    """SIGKILL a launched run's detached driver (its trials and Train workers die with it);
+    one that already ended is left be, so that a test's own failure is the one shown."""
     info = json.loads((experiment / ".raytop" / "driver.json").read_text())
-    os.killpg(info["pid"], signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(info["pid"], signal.SIGKILL)
 
 
 def wait_for(predicate, timeout: float, what: str):

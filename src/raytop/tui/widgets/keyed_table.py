@@ -29,6 +29,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from raytop.tui.glyphs import ASCII, glyphs_of
 from raytop.tui.widgets.table_filter import TableFilter
@@ -207,6 +208,50 @@ class KeyedTable(DataTable[object]):
         self._sort_column: str | None = None  # None: the order given
         self._sort_reverse = False
         self._filter_bar: TableFilter | None = None
+        # Rows out of view whose new cells wait to be written: key → cells. Written when
+        # they come into view (scroll, cursor) or are read (``get_row``); a 2,000-rank run
+        # whose every age ticks costs the rows on screen, not all of them.
+        self._deferred: dict[str, tuple[object, ...]] = {}
+
+    # -- rows out of view -----------------------------------------------------------------
+
+    def _in_view(self, index: int) -> bool:
+        """Is row ``index`` on screen, or within a screen of it?"""
+        height = max(1, self.scrollable_content_region.height)
+        top = int(self.scroll_y)
+        return top - height <= index <= top + 2 * height
+
+    def _write(self, key: str, cells: tuple[object, ...]) -> None:
+        for column, new, old in zip(self.columns_shown, cells, super().get_row(key), strict=True):
+            if new is not old and new != old:
+                self.update_cell(key, column, new)
+
+    def _write_in_view(self) -> None:
+        """Write the deferred rows now in view."""
+        if not self._deferred:
+            return
+        with self.app.batch_update():
+            for key in [k for k in self._deferred if self._in_view(self.get_row_index(k))]:
+                self._write(key, self._deferred.pop(key))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._write_in_view()
+
+    def on_resize(self) -> None:
+        self._write_in_view()
+
+    def clear(self, columns: bool = False) -> KeyedTable:
+        self._deferred.clear()
+        super().clear(columns)
+        return self
+
+    def get_row(self, row_key: RowKey | str) -> list[object]:
+        """The row's cells as last given (a deferred row is written first)."""
+        key = row_key.value if isinstance(row_key, RowKey) else row_key
+        if key in self._deferred:
+            self._write(key, self._deferred.pop(key))
+        return super().get_row(row_key)
 
     # -- filter and sort ----------------------------------------------------------------
 
@@ -332,7 +377,6 @@ class KeyedTable(DataTable[object]):
         with self.app.batch_update():
             selected = self.cursor_key()
             self._ensure_columns(columns)
-            keys = [column.key for column in columns]
             present = {key.value for key in self.rows}
             stale = present - wanted.keys()
             order = [row.key.value for row in self.ordered_rows if row.key.value in wanted]
@@ -348,15 +392,18 @@ class KeyedTable(DataTable[object]):
             else:
                 for key in stale:
                     self.remove_row(key)
+                    self._deferred.pop(key, None)
             for key, cells in wanted.items():
                 if key not in present:
                     self.add_row(*cells, key=key)
                     continue
                 if given_before.get(key) is cells:
-                    continue  # what the row shows already
-                for column, new, old in zip(keys, cells, self.get_row(key), strict=True):
-                    if new != old:
-                        self.update_cell(key, column, new)
+                    continue  # what the row shows already, or is deferred
+                if self._in_view(self.get_row_index(key)):
+                    self._deferred.pop(key, None)
+                    self._write(key, cells)
+                else:
+                    self._deferred[key] = cells
             if selected in wanted:
                 row = self.get_row_index(selected)
                 if row != self.cursor_row:

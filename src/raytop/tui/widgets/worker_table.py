@@ -14,7 +14,7 @@ from rich.text import Text
 from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.tui.format import fmt_bytes, fmt_rate
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, right
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell
 
 # Column key -> (header, content width). The order is the display order.
 _COLUMNS = {
@@ -48,12 +48,30 @@ def _state_class(state: str, stalled: bool) -> str:
     return "worker-table--stalled" if stalled else f"worker-table--{state}"
 
 
-def _cpu_cell(w: Worker) -> Text:
-    """Its CPU %, underlined in bold past its logical CPUs (Ray does not enforce them)."""
+def _cpu(w: Worker) -> tuple[str, str]:
+    """Its CPU % and style: underlined in bold past its logical CPUs (Ray does not
+    enforce them)."""
     if w.cpu_percent is None:
-        return right("-")
-    style = "bold underline" if w.cpu_over_declared else ""
-    return Text(f"{w.cpu_percent:.0f}", justify="right", style=style)
+        return "-", ""
+    return f"{w.cpu_percent:.0f}", "bold underline" if w.cpu_over_declared else ""
+
+
+CELL_CACHE_MAX = 8_192  # distinct cells kept for reuse (``WorkerTable._cell``)
+
+# Column key → the (kind, text, style) of a rank's cell there (the state column aside).
+_CELLS = {
+    "rank": lambda w: ("right", str(w.rank)),
+    "node": lambda w: ("left", (w.node_id or "-")[:8]),
+    "pid": lambda w: ("right", "-" if w.pid is None else str(w.pid)),
+    "entered": lambda w: ("right", str(w.reports_entered)),
+    "exited": lambda w: ("right", str(w.reports_exited)),
+    "behind": lambda w: ("right", str(w.behind) if w.behind else "", "bold"),
+    "last_report": lambda w: ("right", fmt_duration(w.last_report_age_s)),
+    "rate": lambda w: ("right", fmt_rate(w.reports_per_min())),
+    "heartbeat": lambda w: ("right", fmt_duration(w.heartbeat_age_s)),
+    "cpu": lambda w: ("right", *_cpu(w)),
+    "rss": lambda w: ("right", fmt_bytes(w.rss_bytes)),
+}
 
 
 class WorkerTable(KeyedTable):
@@ -68,6 +86,11 @@ class WorkerTable(KeyedTable):
         super().__init__(id=id)
         self._run: TrainRun | None = None
         self._stalled: frozenset[int] = frozenset()
+        # A 2,000-rank run redraws every rank each refresh (its ages tick): cells are made
+        # once per distinct (kind, text, style) and shared, and a rank whose cells are all
+        # the ones it had keeps its row tuple, so ``sync_rows`` passes it by.
+        self._made: dict[tuple[str, str, str], object] = {}
+        self._rows: dict[str, tuple[object, ...]] = {}
 
     def show_run(self, run: TrainRun | None, stalled: Collection[int] = ()) -> None:
         """Make the rows match ``run.workers``: add, update changed cells, remove."""
@@ -76,34 +99,55 @@ class WorkerTable(KeyedTable):
         workers = sorted(run.workers, key=lambda w: w.rank) if run else []
         columns = self._columns()
         keys = tuple(column.key for column in columns)
-        wanted = {str(w.rank): self._cells(w, keys) for w in workers}
+        wanted = {}
+        for w in workers:
+            key, cells = str(w.rank), self._cells(w, keys)
+            before = self._rows.get(key)
+            if (
+                before is not None
+                and len(before) == len(cells)
+                and all(a is b for a, b in zip(before, cells, strict=True))
+            ):
+                cells = before
+            wanted[key] = cells
+        self._rows = wanted
         self.sync_rows(wanted, columns)
 
     def on_resize(self) -> None:
         # Which columns fit depends on our width: rebuild them if that changed.
         self.show_run(self._run, self._stalled)
 
+    def _cell(self, kind: str, text: str, style: str = "") -> object:
+        """The cell drawing ``text`` as ``kind`` (right, left, state), made once."""
+        key = (kind, text, style)
+        cell = self._made.get(key)
+        if cell is None:
+            if len(self._made) >= CELL_CACHE_MAX:
+                self._made.clear()
+            if kind == "state":
+                cell = StyledCell(text, style, self)
+            elif kind == "left":
+                cell = Text(text, no_wrap=True)
+            else:
+                cell = Text(text, justify="right", no_wrap=True, style=style)
+            self._made[key] = cell
+        return cell
+
     def _cells(self, w: Worker, columns: tuple[str, ...]) -> tuple[object, ...]:
-        stalled = w.rank in self._stalled
-        everything: dict[str, object] = {
-            "rank": right(str(w.rank)),
-            "node": Text((w.node_id or "-")[:8], no_wrap=True),
-            "pid": right("-" if w.pid is None else str(w.pid)),
-            "entered": right(str(w.reports_entered)),
-            "exited": right(str(w.reports_exited)),
-            "behind": Text(str(w.behind) if w.behind else "", justify="right", style="bold"),
-            "last_report": right(fmt_duration(w.last_report_age_s)),
-            "rate": right(fmt_rate(w.reports_per_min())),
-            "heartbeat": right(fmt_duration(w.heartbeat_age_s)),
-            "cpu": _cpu_cell(w),
-            "rss": right(fmt_bytes(w.rss_bytes)),
-            "state": StyledCell(w.state, _state_class(w.state, stalled), self),
-        }
         if self._run is not None and not self._run.instrumented:
             # Known from the actor table only: what needs the probe says so, not "0".
-            everything.update({key: right(NEEDS_PROBE) for key in _PROBE_COLUMNS})
-            everything["state"] = StyledCell("no probe", "worker-table--done", self)
-        return tuple(everything[key] for key in columns)
+            return tuple(
+                self._cell("state", "no probe", "worker-table--done") if key == "state"
+                else self._cell("right", NEEDS_PROBE) if key in _PROBE_COLUMNS
+                else self._cell(*_CELLS[key](w))
+                for key in columns
+            )  # fmt: skip
+        stalled = w.rank in self._stalled
+        return tuple(
+            self._cell("state", w.state, _state_class(w.state, stalled)) if key == "state"
+            else self._cell(*_CELLS[key](w))
+            for key in columns
+        )  # fmt: skip
 
     def _columns(self) -> tuple[ColumnSpec, ...]:
         """The columns that fit the width, dropping the least needed first."""

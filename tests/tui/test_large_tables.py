@@ -1,0 +1,83 @@
+"""A table of thousands of rows whose every row changes each refresh (a 2,000-rank run's
+ages tick): only the rows on screen (and a screen either side) are written; the others
+are written when they come into view or are read, and a rank whose cells did not change
+keeps its row as it was. ``benchmarks/scale_bench.py`` measures what this saves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.app import App, ComposeResult
+
+from raytop.model import TrainRun, Worker
+from raytop.tui.widgets.worker_table import WorkerTable
+
+RANKS = 400
+
+
+def run(age: float, cpu: float = 50.0) -> TrainRun:
+    workers = tuple(
+        Worker(rank=r, reports_entered=4, reports_exited=4, pid=100 + r, last_enter_at=1.0,
+               last_report_age_s=age, heartbeat_age_s=1.0, cpu_percent=cpu, state="training")
+        for r in range(RANKS)
+    )  # fmt: skip
+    return TrainRun(run_id="r", run_name="n", attempt_id="a", world_size=RANKS, workers=workers)
+
+
+class OneTable(App[None]):
+    def compose(self) -> ComposeResult:
+        yield WorkerTable()
+
+
+def shown(table: WorkerTable, rank: int, column: str) -> str:
+    return str(table.get_row(str(rank))[table.columns_shown.index(column)])
+
+
+async def test_only_rows_in_view_are_written_and_the_rest_when_seen() -> None:
+    app = OneTable()
+    async with app.run_test(size=(100, 24)) as pilot:
+        table = app.query_one(WorkerTable)
+        table.show_run(run(age=3.0))
+        await pilot.pause()
+        written: list[str] = []
+        update_cell = table.update_cell
+
+        def counted(row_key, column_key, value, **kwargs):
+            written.append(row_key)
+            return update_cell(row_key, column_key, value, **kwargs)
+
+        table.update_cell = counted  # type: ignore[method-assign]
+        table.show_run(run(age=9.0))
+        await pilot.pause()
+        # a screen (~20 rows) and one either side, not 400
+        assert 0 < len(set(written)) <= 3 * 24
+        last = table.row_count - 1
+        assert str(last) not in written
+        assert shown(table, last, "last_report") == "9s"  # read: written first
+        table.move_cursor(row=last - 5)  # scrolled into view: written
+        await pilot.pause()
+        assert str(last - 5) in written and "9s" in str(table.get_row_at(last - 5))
+
+        # Nothing changed for any rank: no row is even compared.
+        written.clear()
+        rows = dict(table._rows)
+        table.show_run(run(age=9.0))
+        assert written == [] and all(table._rows[k] is rows[k] for k in rows)
+
+
+async def test_a_resync_after_a_sort_shows_every_row_as_given() -> None:
+    """Rows rebuilt (a sort moves them) are added with their current cells, none stale."""
+    app = OneTable()
+    async with app.run_test(size=(100, 24)) as pilot:
+        table = app.query_one(WorkerTable)
+        table.show_run(run(age=3.0))
+        await pilot.pause()
+        table.show_run(run(age=9.0, cpu=70.0))
+        ranks = {w.rank: w for w in run(age=9.0, cpu=70.0).workers}
+        ranks[RANKS - 1] = replace(ranks[RANKS - 1], cpu_percent=99.0)
+        table.show_run(replace(run(age=9.0), workers=tuple(ranks.values())))
+        table.set_sort("cpu", reverse=True)
+        await pilot.pause()
+        assert table.cursor_key() is not None
+        assert [shown(table, r, "cpu") for r in (RANKS - 1, 0, RANKS // 2)] == ["99", "70", "70"]
+        assert str(table.get_row_at(0)[0]) == str(RANKS - 1)

@@ -6,8 +6,9 @@ import threading
 from dataclasses import replace
 
 import pytest
+from textual.widgets import Static
 
-from raytop.tui.app import MAX_BACKOFF_S, backoff_delay
+from raytop.tui.app import MAX_BACKOFF_S, backoff_delay, paced_delay
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.trial_table import TrialTable
@@ -165,3 +166,28 @@ async def test_raytop_freezes_what_it_holds_after_the_first_snapshot(
                 assert gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()
+
+
+def test_a_slow_read_stretches_the_wait_and_says_so() -> None:
+    assert paced_delay(0.25, 0.1) == (0.25, None)
+    assert paced_delay(0.25, 0.6) == (0.6, "slow cluster: refresh 1.2s")
+
+
+async def test_the_tui_waits_longer_for_a_slow_cluster_and_says_so(make_app, sweep) -> None:
+    """A collect longer than the refresh asked: the poller waits as long as it took (the
+    cluster is asked at most half the time), and the bar beside the data's age says so."""
+    import time
+
+    class Slow:
+        def collect(self):
+            time.sleep(0.3)
+            return sweep
+
+    app = make_app(collector=Slow(), refresh_s=0.05, autostart=True)
+    asked: list[float] = []
+    sleep = app._sleep
+    app._sleep = lambda seconds: (asked.append(seconds), sleep(seconds))[1]
+    async with app.run_test(size=(120, 36)) as pilot:
+        age = app.screen.query_one("#age", Static)
+        await wait_until(pilot, lambda: "slow cluster: refresh" in str(age.visual), tries=400)
+    assert asked and min(asked) >= 0.3

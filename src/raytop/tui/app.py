@@ -44,6 +44,16 @@ def backoff_delay(refresh_s: float, failures: int) -> float:
     return min(refresh_s * 2 ** min(failures, 32), max(refresh_s, MAX_BACKOFF_S))
 
 
+def paced_delay(refresh_s: float, took_s: float) -> tuple[float, str | None]:
+    """Seconds to wait after a collect that took ``took_s``, and one line saying so when
+    that is longer than asked: never less than the collect itself took, so a cluster that
+    answers slowly is asked at most half the time (its reads are the load), and the user
+    sees why the data refreshes less often than ``--refresh``."""
+    if took_s <= refresh_s:
+        return refresh_s, None
+    return took_s, f"slow cluster: refresh {2 * took_s:.1f}s"
+
+
 def _describe(exc: Exception) -> str:
     """``Type: first line`` of what a source raised, bounded: a malformed ledger page or
     KV value can make a message of any size or shape, and the bar shows one line."""
@@ -163,15 +173,18 @@ class RaytopApp(App[None]):
         failures = 0
         while not self._stop.is_set():
             self._refresh_now.clear()
+            started = time.monotonic()
             try:
                 snapshot = self.collector.collect()
             except Exception as exc:  # the poller must survive anything a source does
                 failures += 1
                 self.post_message(SourceFailed(_describe(exc), failures))
+                self._sleep(backoff_delay(self.refresh_s, failures))
             else:
                 failures = 0
-                self.post_message(SnapshotReady(snapshot))
-            self._sleep(backoff_delay(self.refresh_s, failures))
+                delay, slow = paced_delay(self.refresh_s, time.monotonic() - started)
+                self.post_message(SnapshotReady(snapshot, slow))
+                self._sleep(delay)
 
     def _sleep(self, seconds: float) -> None:
         """Wait ``seconds``, waking at once on quit or on "refresh now"."""
@@ -183,7 +196,7 @@ class RaytopApp(App[None]):
                 return
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        self._show(self.state.with_snapshot(message.snapshot))
+        self._show(self.state.with_snapshot(message.snapshot, message.slow))
         if not self._frozen:
             # Once the first snapshot is on screen, what the app holds for its life (its
             # modules, widgets, the first table's rows) leaves the collector's generations:

@@ -19,14 +19,17 @@ class ViewState:
     """The newest snapshot whose cluster was reachable."""
     problem: str | None = None
     """Why the cluster is unreachable right now; ``None`` when healthy."""
+    slow: str | None = None
+    """The poller waits longer than asked because reads are slow (``SnapshotReady.slow``)."""
 
-    def with_snapshot(self, snapshot: Snapshot) -> ViewState:
+    def with_snapshot(self, snapshot: Snapshot, slow: str | None = None) -> ViewState:
         if snapshot.cluster.connected:
-            return ViewState(latest=snapshot, last_connected=snapshot)
+            return ViewState(latest=snapshot, last_connected=snapshot, slow=slow)
         if snapshot.cluster.history_only:  # history from storage (--storage): no fault
-            return ViewState(latest=snapshot, last_connected=None)
+            return ViewState(latest=snapshot, last_connected=None, slow=slow)
         reason = snapshot.cluster.error or "cluster unreachable"
-        return ViewState(latest=snapshot, last_connected=self.last_connected, problem=reason)
+        return ViewState(latest=snapshot, last_connected=self.last_connected, problem=reason,
+                         slow=slow)  # fmt: skip
 
     def with_failure(self, error: str, consecutive: int) -> ViewState:
         """The collector raised: keep every snapshot, only the problem changes."""

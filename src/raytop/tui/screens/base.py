@@ -71,4 +71,6 @@ class SnapshotScreen(Screen[None]):
         latest = self._state.latest
         if latest is not None:
             parts.append(f"updated {fmt_duration(self._clock() - latest.taken_at)} ago")
+        if self._state.slow:
+            parts.append(self._state.slow)
         return " · ".join(parts)

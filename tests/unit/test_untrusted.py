@@ -107,6 +107,9 @@ def test_a_ranks_report_history_is_read_capped_and_finite():
     # A non-finite time drops its entry (through real JSON text: NaN / Infinity).
     raw = json.loads("[[1.0, NaN], [2.0, 2.5], [Infinity, null], [3.0, -Infinity]]")
     assert report_times_of(raw) == [(2.0, 2.5)]
+    # An integer too large for a float, a bool, a null entry time: the entry goes, quietly.
+    raw = json.loads(f"[[{10**400}, 1.0], [true, 1.0], [null, 2.0], [4.0, {10**400}], [5, 6]]")
+    assert report_times_of(raw) == [(5.0, 6.0)]
 
 
 @pytest.mark.parametrize(

@@ -350,3 +350,20 @@ def test_a_rewritten_probe_table_rechecks_only_its_changed_rows():
     with pytest.raises(untrusted.Invalid, match=re.escape("trials[1].metric_history[0]")):
         untrusted.probe_trials(json.loads(json.dumps({"trials": rows})), known)
     assert {k: v[1] for k, v in known.items()} == {r["trial_id"]: r for r in second}
+
+
+def test_an_integer_too_large_for_a_float_is_a_named_error_never_an_overflow():
+    """JSON allows integers of any size; ``math.isfinite`` raises OverflowError on one too
+    large for a float, which no reader catches: every check says what it is instead."""
+    huge = json.loads("1" + "0" * 400)
+    assert not untrusted.is_finite_number(huge) and untrusted.is_finite_number(10**300)
+    assert "started_at: expected a finite number" in invalid(
+        untrusted_kv.ledger_index, {"started_at": huge, "published_at": 1.0, "pages": {}}
+    )
+    assert untrusted_kv.ledger_beats({"ranks": {"0": {"cpu_percent": 5}}})["0"]["cpu_percent"] == 5
+    assert "ranks.0.cpu_percent" in invalid(
+        untrusted_kv.ledger_beats, {"ranks": {"0": {"cpu_percent": huge}}}
+    )
+    from raytop.model.progress import _finite
+
+    assert _finite([1.0, huge, 2]) == [1.0, 2.0]

@@ -42,7 +42,15 @@ def expected_iterations(config: Mapping[str, Any] | None, stop_limit: int | None
 
 
 def _finite(values: Sequence[float]) -> list[float]:
-    return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    kept = []
+    for v in values:
+        if isinstance(v, (int, float)):
+            try:
+                if math.isfinite(v):  # an int too large for a float raises OverflowError
+                    kept.append(float(v))
+            except OverflowError:
+                continue
+    return kept
 
 
 def resample(values: Sequence[float], width: int) -> list[float]:

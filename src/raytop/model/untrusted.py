@@ -118,6 +118,18 @@ def at(where: str, key: str | int) -> str:
     return f"{where}.{key}" if where else key
 
 
+def is_finite_number(value: Any) -> bool:
+    """A number (not a bool) whose float is finite. JSON allows integers of any size, and
+    ``math.isfinite`` raises OverflowError (not a ValueError) on one too large for a
+    float: such a value is simply not a finite number here."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def fail(where: str, expected: str, value: Any) -> Invalid:
     """The error for a value of the wrong kind at ``where`` (raised by the caller)."""
     return Invalid(f"{where or 'top level'}: expected {expected}, got {kind(value)}")
@@ -180,7 +192,7 @@ def number(d: dict[str, Any], key: str, where: str = "", *,
         if optional:
             return None
         raise _missing(where, key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise fail(at(where, key), "a finite number", value)
     return float(value)
 
@@ -247,7 +259,7 @@ def _metric_history(row: dict[str, Any], where: str) -> tuple[float, ...]:
         return ()
     values = seq(value, where, MAX_METRIC_HISTORY)
     for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not is_finite_number(v):
             raise fail(at(where, i), "a finite number", v)
     return tuple(float(v) for v in values)
 

@@ -11,7 +11,6 @@ Pure and stdlib only (``model`` layer): no Ray, no I/O.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from raytop.model.records import (
@@ -41,6 +40,7 @@ from raytop.model.untrusted import (
     fail,
     flag,
     integer,
+    is_finite_number,
     number,
     obj,
     seq,
@@ -132,14 +132,7 @@ def _optional_text(value: Any, cap: int) -> str | None:
     return value[:cap] if isinstance(value, str) else None
 
 
-def _finite(value: Any) -> bool:
-    """A number (not a bool) that is a finite float: an int too large for a float is not."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
+_finite = is_finite_number
 
 
 def _report_times(value: Any) -> list[tuple[float, float | None]]:

@@ -11,7 +11,6 @@ Pure and stdlib only (``model`` layer): no Ray, no I/O.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from raytop.model.progress import MAX_METRIC_HISTORY, expected_iterations
@@ -19,6 +18,7 @@ from raytop.model.untrusted import (
     MAX_RECORDS,
     MAX_TRIALS,
     Invalid,
+    is_finite_number,
     kind,
 )
 
@@ -44,9 +44,7 @@ def _state_object(value: Any, what: str) -> dict[str, Any]:
 
 
 def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return value if math.isfinite(value) else None
+    return value if is_finite_number(value) else None
 
 
 def tune_state_rows(name: str, data: Any) -> list[Any]:

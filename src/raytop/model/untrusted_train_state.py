@@ -38,7 +38,6 @@ Pure and stdlib only (``model`` layer): no Ray, no I/O.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -56,6 +55,7 @@ from raytop.model.untrusted import (
     at,
     fail,
     integer,
+    is_finite_number,
     obj,
     seq,
     text,
@@ -114,7 +114,7 @@ def _resources(raw: Any, where: str) -> dict[str, float]:
         spot = at(at(where, "resources"), name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise fail(spot, "a finite number", value)
-        if not math.isfinite(value) or value < 0:
+        if not is_finite_number(value) or value < 0:
             raise Invalid(f"{spot}: {value} is not a finite amount of 0 or more")
         kept[name] = float(value)
     return kept

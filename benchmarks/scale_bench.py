@@ -47,6 +47,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import multiprocessing
 import os
 import random
 import resource
@@ -1114,6 +1115,41 @@ async def measure_tui(
 # -- one shape, in a process of its own ---------------------------------------------------
 
 
+def ledger_memory(shape: Shape) -> dict[str, Any]:
+    """What the Ledger actor holds for this shape: the real ``probe.ledger.Ledger`` given
+    every rank's ``RankReport`` twice (a report round, then a heartbeat round), each
+    unpickled as the actor receives it; Python's heap it keeps (tracemalloc), and the
+    rank records it holds against its bound (``MAX_RANK_RECORDS``)."""
+    import pickle
+    import tracemalloc
+
+    from raytop.probe import ledger as ledger_module
+
+    class Ledger(ledger_module.Ledger):
+        def _start_publisher(self) -> None:  # nothing is published here
+            pass
+
+    now = time.time()
+    with tempfile.TemporaryDirectory() as folder:
+        sent = [pickle.dumps(_rank_report(run, rank, shape, now, Path(folder)))
+                for run in range(shape.runs) for rank in range(shape.ranks)]  # fmt: skip
+    tracemalloc.start()
+    try:
+        ledger = Ledger()
+
+        async def receive() -> None:
+            for _ in range(2):
+                for message in sent:
+                    await ledger.update(pickle.loads(message))
+
+        asyncio.run(receive())
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return {"bytes": held, "ranks": ledger.ranks_held, "per_rank": held / max(1, ledger.ranks_held),
+            "max_ranks": ledger_module.MAX_RANK_RECORDS}  # fmt: skip
+
+
 def run_shape(key: str, refreshes: int, applies: int, presses: int,
               dead_actors: int | None = None, tui: bool = True) -> dict[str, Any]:  # fmt: skip
     """Everything for one shape; the caller's process is this shape's alone when its
@@ -1129,6 +1165,10 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
     import raytop.tui.app  # noqa: F401
 
     shape = SHAPES[key]
+    # In a child of its own (forked before any thread starts), so that the Ledger's heap
+    # is not in this process's peak RSS.
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        held = pool.apply(ledger_memory, (shape,))
     baseline = rss_now()
     with tempfile.TemporaryDirectory(prefix="raytop-scale-") as root:
         cluster = StandInCluster(shape, Path(root), dead_actors)
@@ -1148,6 +1188,7 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
                 "snapshot": describe_snapshot(snapshot),
                 "collect": measured["kinds"],
                 "screen_model": measure_screen_model(snapshot),
+                "ledger_memory": held,
             }  # fmt: skip
             result["rss_after_collect"] = rss_now()
             if tui:
@@ -1228,6 +1269,10 @@ def report(results: list[dict[str, Any]]) -> None:
                   f"{_ms(run['to_frame_p50_s'])}, p95 {_ms(run['to_frame_p95_s'])}, max "
                   f"{_ms(run['to_frame_max_s'])}; full GCs meanwhile "
                   f"{_pauses(run['full_gc_pauses_s'])}")  # fmt: skip
+        held = r["ledger_memory"]
+        print(f"   Ledger actor: {_size(held['bytes'])} held for {held['ranks']} ranks "
+              f"({_size(held['per_rank'])} a rank); at most {held['max_ranks']} ranks, "
+              f"~{_size(held['per_rank'] * held['max_ranks'])}")  # fmt: skip
         rss = r["rss"]
         print(f"   RSS: peak {_size(rss['peak'])}; the stand-ins' data "
               f"{_size(rss['stand_ins'])}; peak less the stand-ins "

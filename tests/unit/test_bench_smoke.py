@@ -51,6 +51,9 @@ def test_the_scale_benchmark_reads_its_stand_in_cluster_through_the_real_readers
     assert "kv_multi_get" not in result["collect"]["nothing changed"]["calls"]
     assert result["collect"]["trials.json rewritten"]["storage_bytes_p50"] > 0
     assert result["rss"]["peak"] > 0 and result["screen_model"]["overview_cpu_s"] >= 0
+    # The Ledger actor's heap, measured on the real class: every rank held, under its bound.
+    held = result["ledger_memory"]
+    assert held["ranks"] == shape.workers <= held["max_ranks"] and held["bytes"] > 0
 
 
 def test_the_scale_benchmarks_rank_reports_are_what_a_probe_sends(tmp_path):

@@ -142,6 +142,9 @@ class RankStrip:
     cell_width: int = 0
 
 
+MIN_CELL_WIDTH = len("r0 0 0s") + 2  # the narrowest a rank's cell can be, with its gap
+
+
 def _cell(w: Worker, stalled: frozenset[int]) -> RankCell:
     rate = 60.0 / w.usual_interval_s if w.usual_interval_s else None
     return RankCell(
@@ -160,14 +163,18 @@ def rank_strip(run: TrainRun, width: int, lines: int, stalled: Sequence[int] = (
     otherwise a histogram of report counts (most common count first) and a line of the
     ranks that are behind, stalled or unwell: with hundreds of ranks, those are the ones
     a user needs named."""
-    cells = rank_cells(run, stalled)
-    if not cells or lines <= 0:
+    if not run.workers or lines <= 0:
         return RankStrip()
-    cell_width = max(len(c.text) for c in cells) + 2
-    per_line = max(1, width // cell_width)
-    if len(cells) <= per_line * lines:
-        return RankStrip(cells=cells, cell_width=cell_width)
-    counts = Counter(c.reports for c in cells)
+    stall = frozenset(stalled)
+    if len(run.workers) <= max(1, width // MIN_CELL_WIDTH) * lines:  # they may fit
+        cells = rank_cells(run, stalled)
+        cell_width = max(len(c.text) for c in cells) + 2
+        per_line = max(1, width // cell_width)
+        if len(cells) <= per_line * lines:
+            return RankStrip(cells=cells, cell_width=cell_width)
+    # Too many to show each: counted from the workers, cells made for the laggards alone
+    # (a 2,000-rank run's strip took 5 ms a redraw making a cell and its text per rank).
+    counts = Counter(w.reports_entered for w in run.workers)
     top = counts.most_common(max(1, lines - 1))
     biggest = top[0][1]
     bars = tuple(
@@ -175,8 +182,11 @@ def rank_strip(run: TrainRun, width: int, lines: int, stalled: Sequence[int] = (
         for reports, ranks in sorted(top, key=lambda kv: -kv[0])
     )
     laggards = tuple(
-        c for c in cells if c.stalled or c.behind or c.state in ("silent", "dead", "behind")
+        _cell(w, stall)
+        for w in sorted(run.workers, key=lambda w: w.rank)
+        if w.rank in stall or w.behind or w.state in ("silent", "dead", "behind")
     )
+    cell_width = max((len(c.text) for c in laggards), default=MIN_CELL_WIDTH - 2) + 2
     room = max(1, (width - 10) // cell_width)
     return RankStrip(
         bars=bars,

@@ -136,3 +136,16 @@ def test_a_phase_counts_from_when_it_was_first_seen():
     assert clock.seen("t1", TRAINING, 140.0) == "for 0s"  # seen to begin
     assert clock.seen("t1", TRAINING, 205.0) == "for 1m05s"
     assert clock.seen("t2", WAITING, 205.0) == "for ≥0s"
+
+
+def test_a_run_of_thousands_of_laggards_names_those_that_fit_and_counts_the_rest():
+    workers = tuple(
+        Worker(rank=r, reports_entered=3, reports_exited=3, state="silent", last_report_age_s=9.0)
+        for r in range(2_000)
+    )
+    strip = rank_strip(TrainRun("r", "exp-t1", "a", world_size=2_000, workers=workers),
+                       width=80, lines=3)  # fmt: skip
+    assert [(b.reports, b.ranks) for b in strip.bars] == [(3, 2_000)]
+    shown = [c.rank for c in strip.laggards]
+    assert shown == list(range(len(shown))) and 0 < len(shown) * strip.cell_width <= 80
+    assert strip.more_laggards == 2_000 - len(shown)

@@ -181,16 +181,17 @@ def rank_strip(run: TrainRun, width: int, lines: int, stalled: Sequence[int] = (
         CountBar(reports, ranks, ranks / biggest)
         for reports, ranks in sorted(top, key=lambda kv: -kv[0])
     )
-    laggards = tuple(
-        _cell(w, stall)
-        for w in sorted(run.workers, key=lambda w: w.rank)
+    laggards = [
+        w for w in sorted(run.workers, key=lambda w: w.rank)
         if w.rank in stall or w.behind or w.state in ("silent", "dead", "behind")
-    )
-    cell_width = max((len(c.text) for c in laggards), default=MIN_CELL_WIDTH - 2) + 2
+    ]  # fmt: skip
+    # Cells for those that could be shown at all (at the narrowest cell width).
+    shown = tuple(_cell(w, stall) for w in laggards[: max(1, (width - 10) // MIN_CELL_WIDTH)])
+    cell_width = max((len(c.text) for c in shown), default=MIN_CELL_WIDTH - 2) + 2
     room = max(1, (width - 10) // cell_width)
     return RankStrip(
         bars=bars,
-        laggards=laggards[:room],
+        laggards=shown[:room],
         more_laggards=max(0, len(laggards) - room),
         cell_width=cell_width,
     )

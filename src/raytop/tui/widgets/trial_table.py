@@ -89,11 +89,13 @@ class TrialTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._experiment: Experiment | None = None
-        # trial id → (the trial, what else its cells depend on, its cells): an unchanged
-        # trial keeps its cells (the very tuple, which ``sync_rows`` then skips): of a
+        # trial id → (the trial, its cells): an unchanged trial keeps its cells (the very
+        # tuple, which ``sync_rows`` then skips) while what else they depend on (the
+        # metric, the swept keys, the widths, the glyphs: ``_cells_context``) is the same: of a
         # sweep's 10,000 trials a refresh changes a few, and building every row's cells
         # took most of a second.
-        self._cells_of: dict[str, tuple[Trial, tuple[object, ...], tuple[object, ...]]] = {}
+        self._cells_of: dict[str, tuple[Trial, tuple[object, ...]]] = {}
+        self._cells_context: tuple[object, ...] | None = None
 
     @property
     def selected_trial_id(self) -> str | None:
@@ -116,15 +118,16 @@ class TrialTable(KeyedTable):
         )
         widths = {column.key: column.width for column in columns}
         context = (metric, swept, tuple(widths.items()), glyphs_of(self))
-        known, self._cells_of = self._cells_of, {}
+        known = self._cells_of if context == self._cells_context else {}
+        self._cells_of, self._cells_context = {}, context
         wanted = {}
         for t in trials:
             kept = known.get(t.trial_id)
-            if kept is not None and kept[1] == context and (kept[0] is t or kept[0] == t):
-                cells = kept[2]
+            if kept is not None and (kept[0] is t or kept[0] == t):
+                cells = kept[1]
             else:
                 cells = self._cells(t, metric, swept, widths)
-            self._cells_of[t.trial_id] = (t, context, cells)
+            self._cells_of[t.trial_id] = (t, cells)
             wanted[t.trial_id] = cells
         self.sync_rows(wanted, columns)
 

@@ -44,7 +44,7 @@ MAX_KV_VALUE_BYTES = 1 * MiB  # any other KV value (trial/<actor id> registratio
 # Count caps (the planner's own bounds: 100,000 trials, 10,000 workers per trial).
 MAX_TRIALS = 100_000  # the planner's bound on a sweep
 MAX_RANKS = 10_000
-MAX_LEDGER_PAGES = 20_480  # keys: 256 attempts (probe.ledger.MAX_PAGES) of up to 80 chunks
+MAX_LEDGER_PAGES = 20_480  # keys; the ledger holds <= 16,384 ranks (~770 chunks of 32)
 MAX_REGISTERED = 100_000  # experiments.json entries
 MAX_RECORDS = 100_000  # upload / sync records of one rank
 

@@ -17,7 +17,7 @@ ledger heard from it), which move every second, go into one small ``ledger/beat/
 per attempt; the rest (counts, report history, barrier waits, checkpoints) into the
 attempt's pages of ``CHUNK_RANKS`` ranks each, whose version moves only when that rest
 does. So a heartbeat round reads the beats alone, and one rank's report of a 2,000-rank
-run reads its chunk of 128 ranks, not the whole run.
+run reads its chunk of 32 ranks, not the whole run.
 """
 
 from __future__ import annotations

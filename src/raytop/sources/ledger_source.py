@@ -65,8 +65,6 @@ def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = N
     """One rank of a validated page as the ``Worker`` the faces show (ages as of ``now``),
     with its heartbeat figures from ``beat`` (a ledger before beats kept them in the
     record)."""
-    if beat is not None:
-        record = {**record, **beat}  # type: ignore[typeddict-item]
     return Worker(
         rank=record["rank"],
         reports_entered=record["entered"],
@@ -78,11 +76,6 @@ def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = N
         last_enter_at=record["last_enter_at"],
         last_exit_at=record["last_exit_at"],
         last_report_age_s=_age(now, record["last_enter_at"]),
-        heartbeat_at=record["received_at"],
-        heartbeat_age_s=_age(now, record["received_at"]),
-        cpu_percent=record["cpu_percent"],
-        rss_bytes=record["rss_bytes"],
-        gpu_memory_bytes=record["gpu_memory_bytes"],
         gpu_ids=tuple(record["gpu_ids"]),
         usual_interval_s=record["usual_interval_s"],
         done=record["done"],
@@ -97,22 +90,27 @@ def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = N
         report_exits=tuple(exited for _, exited in record["report_times"]),
         declared_resources=record["declared"],
         restored_from=record["restored_from"],
-        activity=_activity(record["activity"]),
+        **_beat_fields(beat if beat is not None else record, now),
     )
+
+
+def _beat_fields(beat: RankBeat | RankRecord, now: float) -> dict[str, Any]:
+    """The ``Worker`` fields a heartbeat sets, from a beat (or the record itself, from a
+    ledger before beats)."""
+    return {
+        "heartbeat_at": beat["received_at"],
+        "heartbeat_age_s": _age(now, beat["received_at"]),
+        "cpu_percent": beat["cpu_percent"],
+        "rss_bytes": beat["rss_bytes"],
+        "gpu_memory_bytes": beat["gpu_memory_bytes"],
+        "activity": _activity(beat["activity"]),
+    }
 
 
 def _with_beat(worker: Worker, beat: RankBeat, now: float) -> Worker:
     """``worker`` with a newer heartbeat's figures (``worker_from_record``'s, from a beat)."""
-    return evolve(
-        worker,
-        last_report_age_s=_age(now, worker.last_enter_at),
-        heartbeat_at=beat["received_at"],
-        heartbeat_age_s=_age(now, beat["received_at"]),
-        cpu_percent=beat["cpu_percent"],
-        rss_bytes=beat["rss_bytes"],
-        gpu_memory_bytes=beat["gpu_memory_bytes"],
-        activity=_activity(beat["activity"]),
-    )
+    return evolve(worker, last_report_age_s=_age(now, worker.last_enter_at),
+                  **_beat_fields(beat, now))  # fmt: skip
 
 
 def _activity(record: ActivityRecord | None) -> Activity | None:
@@ -209,33 +207,30 @@ class LedgerReader:
         self._started_at = index["started_at"]
         self._last_published = index["published_at"]
         pages, beats = index["pages"], index.get("beats", {})
-        changed = [PAGE_PREFIX + k for k, v in pages.items() if self._versions.get(k) != v]
-        changed += [BEAT_PREFIX + k for k, v in beats.items() if self._beat_versions.get(k) != v]
+        # (prefix, listed versions, check, last good values, their versions) of each kind
+        kinds = (
+            (PAGE_PREFIX, pages, untrusted_kv.ledger_page, self._pages, self._versions),
+            (BEAT_PREFIX, beats, untrusted_kv.ledger_beats, self._beats, self._beat_versions),
+        )
+        changed = [prefix + k for prefix, listed, _, _, held in kinds
+                   for k, v in listed.items() if held.get(k) != v]  # fmt: skip
+        blobs = self._kv.multi_get(changed) if changed else {}
         warnings = []
-        for key, blob in (self._kv.multi_get(changed) if changed else {}).items():
-            if key.startswith(BEAT_PREFIX) and key[len(BEAT_PREFIX) :] in beats:
-                name = key[len(BEAT_PREFIX) :]
+        for prefix, listed, check, kept, held in kinds:
+            for key, blob in blobs.items():
+                name = key[len(prefix) :]
+                if not key.startswith(prefix) or name not in listed:
+                    continue  # not asked for
                 try:
-                    read = untrusted_kv.ledger_beats(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
+                    value = check(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
                 except ValueError as exc:
+                    # Its last good copy (if any) stays; it is fetched again next time.
                     warnings.append(untrusted.problem(key, exc))
                     continue
-                self._beats[name], self._beat_versions[name] = read, beats[name]
-            elif key.startswith(PAGE_PREFIX) and key[len(PAGE_PREFIX) :] in pages:
-                name = key[len(PAGE_PREFIX) :]
-                try:
-                    page = untrusted_kv.ledger_page(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
-                except ValueError as exc:
-                    # Its last good copy (if any) stays; the page is fetched again next time.
-                    warnings.append(untrusted.problem(key, exc))
-                    continue
-                self._pages[name], self._versions[name] = page, pages[name]
-        for gone in set(self._pages) - set(pages):
-            self._pages.pop(gone, None)
-            self._versions.pop(gone, None)
-        for gone in set(self._beats) - set(beats):
-            self._beats.pop(gone, None)
-            self._beat_versions.pop(gone, None)
+                kept[name], held[name] = value, listed[name]
+            for gone in set(kept) - set(listed):
+                kept.pop(gone, None)
+                held.pop(gone, None)
         self._attempts = {}
         for page in self._pages.values():
             key = page_key(page["run_id"], page["attempt_id"])

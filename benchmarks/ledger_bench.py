@@ -11,6 +11,10 @@
    the TUI sees it (poll at its refresh period, 0.25 s); reports 0.3 s apart.
 
     .venv/bin/python benchmarks/ledger_bench.py [--reports 300] [--rounds 2]
+
+``--address`` runs it on an existing cluster instead of a local one of its own (the test
+suite's smoke run, ``tests/integration/test_bench_ledger.py``), ``--fresh`` sets how many
+reports the freshness runs make.
 """
 
 from __future__ import annotations
@@ -112,12 +116,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reports", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--fresh", type=int, default=50, help="reports per freshness run")
+    parser.add_argument("--address", help="an existing cluster (default: a local one)")
     args = parser.parse_args()
 
     import ray
 
-    ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR",
-             log_to_driver=False)  # fmt: skip
+    if args.address:
+        ray.init(address=args.address, logging_level="ERROR", log_to_driver=False)
+    else:
+        ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR",
+                 log_to_driver=False)  # fmt: skip
     address = ray.get_runtime_context().gcs_address
     storage = tempfile.mkdtemp(prefix="raytop-ledger-bench-")
     plain, probed, hook = [], [], []
@@ -136,7 +145,7 @@ def main() -> None:
           f"p99 {percentile(probed, 0.99) * 1e3:.3f} ms")  # fmt: skip
     print(f"instrumented / plain (median): {p50_ratio:.4f}")
     for label, poll in (("status --json (20 ms poll)", 0.02), ("TUI (0.25 s refresh)", 0.25)):
-        lat = freshness(address, 50, storage, poll)
+        lat = freshness(address, args.fresh, storage, poll)
         p50, p95 = statistics.median(lat), percentile(lat, 0.95)
         print(f"freshness {label}: p50 {p50:.3f} s, p95 {p95:.3f} s, max {max(lat):.3f} s "
               f"(n={len(lat)})")  # fmt: skip

@@ -16,7 +16,6 @@ list of what ``--read-only`` refuses (both in ``faces.command_line``).
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -53,6 +52,7 @@ from raytop.faces.command_line import (
     theme_option,
     tui_options,
 )
+from raytop.faces.output import confirm, echo_json, echo_lines, echo_text, say
 from raytop.faces.progress import stderr_progress
 from raytop.faces.terminal import NO_TUI_HINT, color_system_problem, tui_look, tui_unavailable
 from raytop.faces.terminal import native_stderr_to_log as _native_stderr_to_log
@@ -60,7 +60,6 @@ from raytop.faces.text import (
     flight_recorder_text,
     follow,
     resume_preview_lines,
-    say,
     stacks_text,
     status_once,
     status_text,
@@ -237,11 +236,11 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
         shown, run_spec = plan_resume(experiment_path, errored)
     except ControlError as exc:
         fail(str(exc))
-    click.echo("\n".join(resume_preview_lines(shown)))
+    echo_lines(resume_preview_lines(shown))
     if not yes:
         if not sys.stdin.isatty():
             fail("resume needs confirmation: pass --yes")
-        if not click.confirm("resume as shown?", default=False):
+        if not confirm("resume as shown?"):
             info("nothing was changed")
             return
     _launch_and_watch(run_spec, address, no_tui, False, refresh_s, stall_after, errored=errored)
@@ -269,7 +268,7 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
     if not yes:
         if not sys.stdin.isatty():
             fail("stop needs confirmation: pass --yes")
-        if not click.confirm(f"stop {what}?", default=False):
+        if not confirm(f"stop {what}?"):
             info("nothing was changed")
             return
     try:
@@ -336,13 +335,13 @@ def status(
     if as_json:
         if note:
             info(note)  # stdout stays JSON
-        click.echo(json.dumps(snapshot.to_json(), indent=2, default=str))
+        echo_json(snapshot.to_json())
         return
-    click.echo(status_text(snapshot))
+    echo_text(status_text(snapshot))
     if stacks:
-        click.echo(stacks_text(snapshot))
+        echo_text(stacks_text(snapshot))
     if flight_recorder and snapshot.flight_recorder is not None:
-        click.echo(flight_recorder_text(snapshot.flight_recorder))
+        echo_text(flight_recorder_text(snapshot.flight_recorder))
 
 
 @main.command(epilog="\b\n" + EXIT_CODES_HELP)
@@ -376,19 +375,19 @@ def check(
         if not findings and not checked:
             fail("no experiment to check: name one with --experiment PATH")
         lines, code = faces_check.teardown(findings, checked)
-        click.echo("\n".join(lines))
+        echo_lines(lines)
         sys.exit(code)
     try:
         target = resolve(address)
     except RayUnsupported as exc:
         fail(str(exc))
     except ClusterUnreachable as exc:
-        click.echo(f"cluster_unreachable: {exc}")
+        echo_lines([f"cluster_unreachable: {exc}"])
         sys.exit(CLUSTER_UNREACHABLE)
     thresholds = Thresholds.given(stall_after, waiting_after_s=waiting_after)
     snapshot = collector_for(target, experiment_paths(experiments), thresholds).collect()
     lines, code = faces_check.health(snapshot)
-    click.echo("\n".join(lines))
+    echo_lines(lines)
     sys.exit(code)
 
 
@@ -412,7 +411,7 @@ def plan(spec: str, cluster: str, address: str | None, **_group) -> None:
             sweep = plan_for(run_spec, None, cluster_file=cluster)
     except LaunchError as exc:
         launch_error(exc)
-    click.echo("\n".join(describe(sweep)))
+    echo_lines(describe(sweep))
     sys.exit(sweep.exit_code)
 
 
@@ -423,7 +422,7 @@ def themes(**_group) -> None:
     from raytop.tui.theming import theme_listing
 
     lines, problems = theme_listing()
-    click.echo("\n".join(lines))
+    echo_lines(lines)
     for problem in problems:
         info(f"warning: {problem}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from raytop.diagnose.check import TEARDOWN_UNSAFE, exit_code
 from raytop.model import Finding, Snapshot
+from raytop.model.visible import visible_lines
 
 
 def health(snapshot: Snapshot) -> tuple[list[str], int]:
@@ -15,7 +16,7 @@ def health(snapshot: Snapshot) -> tuple[list[str], int]:
         lines.append(
             f"healthy: {len(snapshot.experiments)} experiment(s), {len(runs)} Train run(s)"
         )
-    return lines, exit_code(snapshot.findings)
+    return visible_lines(lines), exit_code(snapshot.findings)
 
 
 def teardown(findings: list[Finding], checked: int) -> tuple[list[str], int]:
@@ -24,4 +25,4 @@ def teardown(findings: list[Finding], checked: int) -> tuple[list[str], int]:
     lines = [f"{f.kind} {f.message}" for f in findings]
     if not findings:
         lines.append(f"safe to tear down: {checked} experiment(s) complete on storage")
-    return lines, TEARDOWN_UNSAFE if findings else 0
+    return visible_lines(lines), TEARDOWN_UNSAFE if findings else 0

@@ -16,9 +16,11 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
+from raytop.faces import output
 from raytop.model.format import one_line
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
@@ -94,9 +96,9 @@ def _os_error_line(exc: OSError) -> str:
     return f"cannot {'read' if unreadable else 'write'} {name}: {reason}"
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> None:
-    click.echo(f"raytop: error: {message}", err=True)
-    sys.exit(code)
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """The one error line (``faces.output.fail``: made visible) and exit ``code``."""
+    output.fail(message, code)
 
 
 def resolved(address: str | None):

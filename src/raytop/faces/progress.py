@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from raytop.model.visible import visible
+
 PREFIX = "raytop: "
 
 
@@ -40,14 +42,16 @@ class ProgressLine:
 
     def __call__(self, line: str) -> None:
         """A line of its own (kept on screen); an open progress line is redrawn below it
-        at its next ``waiting``."""
+        at its next ``waiting``. Lines, tasks and waits name experiments and folders:
+        each is made visible, so only this class's own line ends reach the stream."""
         self._clear()
-        self._write(f"{PREFIX}{line}\n")
+        self._write(f"{PREFIX}{visible(line)}\n")
 
     say = __call__
 
     def waiting(self, task: str, what: str) -> None:
         """Still on ``task``, now waiting for ``what``: called on every poll."""
+        task, what = visible(task), visible(what)
         if task != self._task:
             self._task, self._what, self._started = task, None, self.clock()
         changed = what != self._what
@@ -71,7 +75,7 @@ class ProgressLine:
     def finished(self, line: str) -> None:
         """The task is over: ``line`` replaces the progress line and stays."""
         self._clear()
-        self._write(f"{PREFIX}{line}\n")
+        self._write(f"{PREFIX}{visible(line)}\n")
         self._task = self._what = None
 
     def _draw(self, text: str) -> None:

@@ -11,17 +11,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import click
-
+from raytop.faces.output import echo_text, say
 from raytop.model import ExperimentStatus, Severity, Snapshot
 from raytop.model.collectives import FlightRecorderReport
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 from raytop.model.ports import Collector
 from raytop.model.resume import ResumePreview
-
-
-def say(message: str) -> None:
-    click.echo(f"raytop: {message}", err=True)
+from raytop.model.visible import visible, visible_lines
 
 
 def status_text(snapshot: Snapshot) -> str:
@@ -52,7 +48,7 @@ def status_text(snapshot: Snapshot) -> str:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
     lines += [f"warning: {w}" for w in snapshot.warnings]
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
-    return "\n".join(lines)
+    return "\n".join(visible_lines(lines))
 
 
 def stacks_text(snapshot: Snapshot) -> str:
@@ -77,7 +73,7 @@ def stacks_text(snapshot: Snapshot) -> str:
         lines.append("no rank to ask: no live Train run with the raytop probe")
     if snapshot.stacks_capture is not None:
         lines.append(snapshot.stacks_capture.note)
-    return "\n".join(lines)
+    return "\n".join(visible_lines(lines))
 
 
 def flight_recorder_text(report: FlightRecorderReport) -> str:
@@ -100,7 +96,7 @@ def flight_recorder_text(report: FlightRecorderReport) -> str:
     if not report.runs:
         lines.append("no run answered and no dump found (raytop enables the Flight Recorder "
                      "for the torch runs on GPUs it launches)")  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(visible_lines(lines))
 
 
 def status_once(collector: Collector, why: str) -> None:
@@ -109,7 +105,7 @@ def status_once(collector: Collector, why: str) -> None:
     from raytop.faces.terminal import NO_TUI_HINT
 
     try:
-        click.echo(status_text(collector.collect()))
+        echo_text(status_text(collector.collect()))
     finally:
         close = getattr(collector, "close", None)
         if close is not None:
@@ -137,7 +133,7 @@ def progress_line(snapshot: Snapshot) -> str:
     for finding in snapshot.findings:
         if finding.severity == Severity.ERROR:
             parts.append(f"{finding.kind}: {finding.message}")
-    return " | ".join(parts)
+    return visible(" | ".join(parts))
 
 
 def follow(
@@ -158,7 +154,7 @@ def follow(
             snapshot = collector.collect()
             line = progress_line(snapshot)
             if line != last:
-                click.echo(f"{time.strftime('%H:%M:%S')} {line}", nl=True)
+                echo_text(f"{time.strftime('%H:%M:%S')} {line}")
                 last = line
             exp = snapshot.experiments[0]
             if exp.status not in (ExperimentStatus.RUNNING, ExperimentStatus.STARTING):
@@ -188,4 +184,4 @@ def resume_preview_lines(shown: ResumePreview) -> list[str]:
     lines += [f"  {row.trial_id:<14} {row.status:<11} {row.checkpoint:<44} {row.action}"
               for row in shown.rows]  # fmt: skip
     lines += [f"  warning: {warning}" for warning in shown.warnings]
-    return lines
+    return visible_lines(lines)

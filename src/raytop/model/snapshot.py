@@ -6,11 +6,11 @@ The JSON form (``to_json`` / ``from_json``) is the documented schema of
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from raytop.model import strict_json
 from raytop.model.collectives import FlightRecorderReport
 
 SCHEMA_VERSION = 1
@@ -499,8 +499,10 @@ class Snapshot:
         return tuple(r for e in self.experiments for r in e.runs) + self.runs
 
     def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        """The schema's shape, strict: ``model.strict_json`` (no NaN, no credentials)."""
+        data, non_finite = strict_json.strict(self)
         data["schema_version"] = SCHEMA_VERSION
+        data["non_finite"] = non_finite
         return data
 
     @classmethod

@@ -130,6 +130,42 @@ def is_finite_number(value: Any) -> bool:
         return False
 
 
+MAX_VALUE_DEPTH = 32  # a trial's config and metrics: real ones nest a few levels
+TOO_DEEP = f"<nested deeper than {MAX_VALUE_DEPTH} levels: cut>"
+
+
+def cut_deep(value: Any, max_depth: int = MAX_VALUE_DEPTH) -> Any:
+    """``value`` (parsed JSON) with every dict or list deeper than ``max_depth`` levels
+    replaced by ``TOO_DEEP``: a config nested hundreds deep parses, but every ``repr`` and
+    recursive walk of it later would fail (RecursionError) far from here. Iterative; a
+    value within the limit comes back as the same object."""
+    if not isinstance(value, (dict, list)):
+        return value
+    # Depth-first: find the containers at the limit first; copy only what leads to one.
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack and deepest <= max_depth:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    if deepest <= max_depth:
+        return value
+    return _cut(value, max_depth)
+
+
+def _cut(value: Any, levels: int) -> Any:
+    """A copy of ``value`` down to ``levels`` levels of containers (bounded recursion:
+    ``levels`` is at most ``MAX_VALUE_DEPTH``)."""
+    if not isinstance(value, (dict, list)):
+        return value
+    if levels <= 0:
+        return TOO_DEEP
+    if isinstance(value, dict):
+        return {k: _cut(v, levels - 1) for k, v in value.items()}
+    return [_cut(v, levels - 1) for v in value]
+
+
 def fail(where: str, expected: str, value: Any) -> Invalid:
     """The error for a value of the wrong kind at ``where`` (raised by the caller)."""
     return Invalid(f"{where or 'top level'}: expected {expected}, got {kind(value)}")
@@ -217,8 +253,8 @@ def probe_trial(row: Any, where: str) -> dict[str, Any]:
     """One row of the TrialProbe's table → the keyword arguments of ``model.Trial`` (keys
     another raytop version may add are dropped)."""
     row = obj(row, where)
-    config = obj(row.get("config") or {}, at(where, "config"))
-    metrics = obj(row.get("metrics") or {}, at(where, "metrics"))
+    config = cut_deep(obj(row.get("config") or {}, at(where, "config")))
+    metrics = cut_deep(obj(row.get("metrics") or {}, at(where, "metrics")))
     return {
         "trial_id": text(row, "trial_id", where, nonempty=True),
         "status": text(row, "status", where),

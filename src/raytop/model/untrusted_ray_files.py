@@ -18,6 +18,7 @@ from raytop.model.untrusted import (
     MAX_RECORDS,
     MAX_TRIALS,
     Invalid,
+    cut_deep,
     is_finite_number,
     kind,
 )
@@ -88,7 +89,7 @@ def tune_state_trial(entry: Any) -> dict[str, Any]:
     return {
         "trial_id": trial_id,
         "status": status if isinstance(status, str) else "PENDING",
-        "config": {k: v for k, v in config.items() if not isinstance(v, dict)},
+        "config": cut_deep({k: v for k, v in config.items() if not isinstance(v, dict)}),
         "metrics": {
             k: v
             for k, v in last.items()

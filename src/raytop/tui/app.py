@@ -16,10 +16,12 @@ from collections.abc import Iterator
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from raytop.model import Snapshot
 from raytop.model.ports import Collector
+from raytop.model.visible import visible, visible_lines
 from raytop.tui.commands import REPLACED_SYSTEM_TITLES, key_commands
 from raytop.tui.controls import Controls
 from raytop.tui.glyphs import ASCII, UNICODE, Glyphs
@@ -215,6 +217,20 @@ class RaytopApp(App[None]):
             # Each draws only if it is on view; the others catch up on resume.
             if isinstance(screen, SnapshotScreen):
                 screen.show(state)
+
+    def notify(
+        self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+        timeout: float | None = None, markup: bool = True,
+    ) -> None:  # fmt: skip
+        """Every notice (screens' and widgets' ``notify`` come here) may carry a trial id,
+        a folder or an error's text: each of its lines is made visible and none is read as
+        markup, whatever the caller asked (``markup`` is accepted, and ignored)."""
+        del markup
+        lines = visible_lines(str(message).split("\n"))
+        kwargs = {} if timeout is None else {"timeout": timeout}
+        super().notify(
+            "\n".join(lines), title=visible(title), severity=severity, markup=False, **kwargs
+        )
 
     def action_cycle_theme(self) -> None:
         """The next of raytop's themes (``raytop themes`` lists them), said in a notice."""

@@ -1,12 +1,28 @@
-"""Human strings only the TUI needs (``raytop.model.format`` holds the shared ones)."""
+"""Human strings only the TUI needs (``raytop.model.format`` holds the shared ones), and
+the TUI's side of the output sanitiser (``shown``, ``shown_lines``).
+
+Nearly every string the TUI shows came from outside raytop (trial ids, folder names, the
+probe's words, Ray's), so, as in the text face, the unit of sanitising is the line: each
+widget hands its text to ``shown`` (one line) or ``shown_lines`` (a panel of lines), which
+make it ``model.visible``: an escape sequence is shown as ``\x1b``, a newline inside a
+trial id as ``\n`` (it cannot start a line of its own), a credential as ``***``. Styles
+survive: a span keeps its characters through the escapes. Tables do the same for every
+cell and header (``KeyedTable``); notifications go through ``RaytopApp.notify``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
-from textual.content import Content
+from rich.text import Span as RichSpan
+from rich.text import Text
+from textual.content import Content, Span
 
 from raytop.model.progress import bar_cells, spark_levels
+from raytop.model.visible import could_hold_secret, visible
+
+Line = TypeVar("Line", Content, Text)
 
 _UNITS = ("K", "M", "G", "T", "P")
 
@@ -103,3 +119,57 @@ def fmt_declared(resources: dict[str, float]) -> str:
         else:
             parts.append(f"{amount:g} {name}")
     return ", ".join(parts)
+
+
+def _escaped(plain: str) -> tuple[str, list[int]] | None:
+    """``plain`` made visible, and where each of its characters (and its end) went; None
+    when it needs nothing. When a credential was redacted the lengths change inside a
+    span: every position is then 0, so the styles go (the rare case) and the text stays."""
+    if plain.isprintable() and not could_hold_secret(plain):
+        return None
+    out, where = visible(plain), []
+    if out == plain:
+        return None
+    position = 0
+    for char in plain:
+        where.append(position)
+        position += len(visible(char)) if not char.isprintable() else 1
+    where.append(position)
+    return (out, where) if position == len(out) else (out, [0] * (len(plain) + 1))
+
+
+def shown(line: Line | str) -> Line | Content:
+    """One line as the TUI may show it: ``model.visible`` applied to its text, its styles
+    kept (a ``str`` becomes a ``Content``: never parsed as markup). Unchanged text comes
+    back as the very object."""
+    if isinstance(line, str):
+        return Content(visible(line))
+    escaped = _escaped(line.plain)
+    if escaped is None:
+        return line
+    text, where = escaped
+    # Textual drops BEL, BS, VT, FF and CR from a Content's text but not from its
+    # spans: a span may point past the end.
+    last = len(where) - 1
+    if isinstance(line, Content):
+        spans = [
+            Span(where[min(s.start, last)], where[min(s.end, last)], s.style) for s in line.spans
+        ]
+        return Content(text, spans)
+    copy = Text(
+        text, style=line.style, justify=line.justify, overflow=line.overflow,
+        no_wrap=line.no_wrap, end=line.end, tab_size=line.tab_size,
+    )  # fmt: skip
+    copy.spans = [
+        RichSpan(where[min(s.start, last)], where[min(s.end, last)], s.style) for s in line.spans
+    ]
+    return copy
+
+
+def shown_lines(lines: Iterable[Content | Text | str]) -> Content:
+    """A panel of ``lines``, each ``shown``: the newlines between them are the only ones."""
+    return Content("\n").join(_as_content(shown(line)) for line in lines)
+
+
+def _as_content(line: Content | Text) -> Content:
+    return line if isinstance(line, Content) else Content.from_rich_text(line)

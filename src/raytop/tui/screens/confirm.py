@@ -10,6 +10,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from raytop.tui.format import shown, shown_lines
+
 
 class ConfirmModal(ModalScreen[bool]):
     BINDINGS = [
@@ -17,17 +19,24 @@ class ConfirmModal(ModalScreen[bool]):
         Binding("n,escape", "cancel", "no", id="raytop.cancel"),
     ]
 
-    def __init__(self, question: str, *, title: str = "confirm", yes: str = "yes") -> None:
+    def __init__(
+        self, question: str, *, title: str = "confirm", yes: str = "yes",
+        warnings: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        """``question`` and each of ``warnings`` (a line each, ``⚠``) name what would
+        change: made visible line by line (``tui.format.shown_lines``)."""
         super().__init__()
         self.question = question
+        self.warnings = warnings
         self._title = title
         self._yes = yes
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog") as dialog:
-            dialog.border_title = self._title
+            dialog.border_title = shown(self._title)
             dialog.border_subtitle = "y/enter: yes · n/esc: no"
-            yield Static(Content(self.question), id="confirm-question")
+            lines = [self.question, *(f"⚠ {warning}" for warning in self.warnings)]
+            yield Static(shown_lines(lines), id="confirm-question")
             yield Static(
                 Content.assemble(
                     Content.styled("y", "bold $accent"),

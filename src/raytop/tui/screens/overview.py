@@ -28,8 +28,10 @@ from raytop.model.format import one_line
 from raytop.model.hangs import HANG_KINDS
 from raytop.model.paths import split_path
 from raytop.model.ports import Collector
+from raytop.model.visible import visible
 from raytop.tui.background import run_in_background
 from raytop.tui.controls import Controls, StopControls
+from raytop.tui.format import shown
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.messages import StopDone, StopFailed
 from raytop.tui.screens.base import SnapshotScreen, mark_bindings
@@ -42,7 +44,7 @@ from raytop.tui.screens.runs import RunsScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.experiment_header import ExperimentHeader
-from raytop.tui.widgets.findings_list import FindingsList, shown_lines
+from raytop.tui.widgets.findings_list import FindingsList, lines_taken
 from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.run_dashboard import RunDashboard
 from raytop.tui.widgets.stall_banner import (
@@ -197,6 +199,8 @@ class OverviewScreen(SnapshotScreen):
         choices again, and a resume in flight reports back (and is not sent twice)."""
         experiment = self._experiment()
         storage = parent_folder(experiment.path) if experiment else ""
+        if visible(storage) != storage:  # an odd or credentialed path: typed, not shown
+            storage = ""
         if self._resume_screen is None:
             self._resume_screen = ResumeScreen(
                 storage=storage, read_only=self._read_only, controls=self._controls
@@ -343,14 +347,14 @@ class OverviewScreen(SnapshotScreen):
             said = decided.scheduler_decision if now else f"earlier: {decided.scheduler_decision}"
             line.display = True
             line.styles.text_wrap, line.styles.text_overflow = "nowrap", "ellipsis"
-            line.update(Text(f"{decided.trial_id} {said}"))
+            line.update(shown(Text(f"{decided.trial_id} {said}")))
             return
         line.styles.text_wrap, line.styles.text_overflow = "wrap", "fold"
         waiting = [t for t in trials if t.pending_reason]
         trial = next((t for t in waiting if t.trial_id == chosen), waiting[0] if waiting else None)
         line.display = trial is not None
         if trial is not None:
-            line.update(f"{trial.trial_id} waits: {trial.pending_reason}")
+            line.update(shown(f"{trial.trial_id} waits: {trial.pending_reason}"))
 
     def _open_run(self, trial_id: str) -> None:
         run = self._run_of(trial_id)
@@ -440,7 +444,7 @@ class OverviewScreen(SnapshotScreen):
         stall_text = describe_stall_line(stalls(findings)).plain.splitlines()
         used += sum(-(-len(line) // width) for line in stall_text)  # wrapped lines
         used += 2 + len(experiment.warnings)  # experiment header
-        used += shown_lines(findings) + 1  # findings (with their rule) and the footer
+        used += lines_taken(findings) + 1  # findings (with their rule) and the footer
         used += bool(self.query_one("#pending-reason", Static).display)
         if not self.has_class("-wide"):  # trials' header and rows, the dashboard's rule
             used += 1 + min(len(experiment.trials), MIN_TRIAL_ROWS) + 1

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Static
 
 from raytop.model import PlacementGroup
 from raytop.model.format import fmt_duration
+from raytop.tui.format import shown, shown_lines
 from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
@@ -55,10 +56,11 @@ def describe_why(pg: PlacementGroup) -> Content:
         f"waiting {fmt_duration(pg.age_s)}",
         fmt_bundles(pg),
     ]
-    return Content.assemble(
-        Content.styled(pg.why_pending or "", style),
-        "\n",
-        Content.styled(" · ".join(about), "$text-muted"),
+    return shown_lines(
+        [
+            Content.styled(pg.why_pending or "", style),
+            Content.styled(" · ".join(about), "$text-muted"),
+        ]
     )
 
 
@@ -133,7 +135,7 @@ class PlacementScreen(SnapshotScreen):
         # Why nodes elsewhere show no host figures (a quiet note: hover, or status --json).
         nodes.tooltip = snapshot.cluster.host_note if snapshot else None
         self.query_one(GpuSlots).show(snapshot)
-        self.query_one("#placement-summary", Static).update(describe_groups(groups))
+        self.query_one("#placement-summary", Static).update(shown(describe_groups(groups)))
         self.query_one(PlacementTable).show_groups(groups)
         self._show_why()
 

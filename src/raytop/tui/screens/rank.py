@@ -20,6 +20,7 @@ from textual.widgets import Static
 from raytop.model import TrainRun, Worker
 from raytop.model.hangs import HANG_KINDS
 from raytop.model.ports import Collector
+from raytop.tui.format import shown, shown_lines
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.run_data import describe_ledger, find_run, run_findings
 from raytop.tui.screens.stacks import NO_ANSWER, describe_stack
@@ -130,26 +131,31 @@ class RankScreen(StacksRequestScreen):
         run, worker = self._run, self._worker
         if run is None or worker is None:
             title.update(
-                Content.styled(
-                    f"rank {self.rank} of run {self.run_id}: not in the snapshot", "$text-muted"
-                )  # fmt: skip
+                shown(
+                    Content.styled(
+                        f"rank {self.rank} of run {self.run_id}: not in the snapshot",
+                        "$text-muted",
+                    )
+                )
             )
             state.display = where.display = False
             return
         title.update(
-            Content.assemble(
-                Content.styled(f"rank {worker.rank}", "bold"),
-                " of run ",
-                Content.styled(run.run_name, "bold"),
+            shown(
+                Content.assemble(
+                    Content.styled(f"rank {worker.rank}", "bold"),
+                    " of run ",
+                    Content.styled(run.run_name, "bold"),
+                )
             )
         )
         state.display = where.display = True
-        state.update(Content(state_words(worker)))
+        state.update(shown(state_words(worker)))
         # Coloured as in the Run screen's table (raytop.tcss gives both the same rules).
         for name in (*STATES, "stalled", "unknown"):
             state.remove_class(f"-{name}")
         state.add_class(f"-{'stalled' if self._missing() else worker.state or 'unknown'}")
-        where.update(Content(describe_where(run, worker)))
+        where.update(shown(describe_where(run, worker)))
 
     def _missing(self) -> bool:
         """Is this the rank the others wait for (a barrier stall's missing rank)?"""
@@ -169,17 +175,17 @@ class RankScreen(StacksRequestScreen):
         if found is not None:
             line, severity = found
             widget.set_class(severity == "warning", "-warning")
-            widget.update(line)
+            widget.update(shown(line))
 
     def _show_age(self) -> None:
         """The parts that tick with the clock: the age, the notes, every "… ago"."""
         now = self._clock()
-        self.query_one("#rank-age", Static).update(Content(self._age_text()))
+        self.query_one("#rank-age", Static).update(shown(self._age_text()))
         self._show_notes()
         worker = self._worker
         health = self.query_one("#rank-health", Static)
         reports = self.query_one("#rank-reports", Static)
-        health.update(describe_health(worker, now) if worker else "")
+        health.update(shown(describe_health(worker, now)) if worker else "")
         reports.update(describe_reports(worker, now) if worker else "")
         self.query_one(IntervalChart).show(worker, now)
         self.query_one(ReportTable).show(worker, now)
@@ -196,7 +202,7 @@ class RankScreen(StacksRequestScreen):
             notes.append(GONE)
         widget = self.query_one("#rank-notes", Static)
         widget.display = bool(notes)
-        widget.update(Content("\n".join(notes)))
+        widget.update(shown_lines(notes))
 
     def _show_stack(self) -> None:
         """The answer to this screen's request (or that there was none), else the last

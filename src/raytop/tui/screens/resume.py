@@ -34,6 +34,7 @@ from raytop.model.format import one_line
 from raytop.model.resume import ERRORED_CHOICES, ResumePreview, StoredExperiment
 from raytop.tui.background import run_in_background
 from raytop.tui.controls import ResumeControls
+from raytop.tui.format import shown, shown_lines
 from raytop.tui.messages import (
     ExperimentsListed,
     ListingFailed,
@@ -207,7 +208,7 @@ class ResumeScreen(Screen[None]):
     def _note(self, text: str, *, error: bool = False) -> None:
         note = self.query_one("#resume-list-note", Static)
         note.set_class(error, "-error")
-        note.update(Content(text))
+        note.update(shown(text))
 
     # -- the preview --------------------------------------------------------------------
 
@@ -291,7 +292,7 @@ class ResumeScreen(Screen[None]):
         else:
             text = None
         detail.display = text is not None
-        detail.update(text or "")
+        detail.update(shown(text) if text is not None else "")
 
     def _show_preview(self) -> None:
         """The heading, the detail line, the warnings (or why it cannot be resumed) and
@@ -318,7 +319,7 @@ class ResumeScreen(Screen[None]):
             heading = Content.assemble(Content.styled(stored.name, "bold"), f" · {stored.status}")
         if self._resuming is not None and self._resuming.path == self._chosen:
             heading += Content.styled(" · resuming …", "bold $text-warning")
-        self.query_one("#resume-heading", Static).update(heading)
+        self.query_one("#resume-heading", Static).update(shown(heading))
         choices: list[Content | str] = ["errored trials (e):"]
         for choice in ERRORED_CHOICES:
             style = "bold reverse $accent" if choice == self._errored else "$text-muted"
@@ -329,7 +330,7 @@ class ResumeScreen(Screen[None]):
         box = self.query_one("#resume-warnings", Static)
         box.display = bool(lines)
         box.set_class(error, "-error")
-        box.update(Content("\n").join(Content(f"⚠ {line}") for line in lines))
+        box.update(shown_lines(f"⚠ {line}" for line in lines))
 
     # -- resuming -----------------------------------------------------------------------
 
@@ -354,7 +355,6 @@ class ResumeScreen(Screen[None]):
             "A detached driver runs Tuner.restore with the spec saved at launch. "
             "Nothing is deleted."
         )
-        question += "".join(f"\n⚠ {warning}" for warning in preview.warnings)
 
         def answered(yes: bool | None) -> None:
             if not yes or self._controls is None:
@@ -373,7 +373,9 @@ class ResumeScreen(Screen[None]):
                 name="raytop-resume",
             )
 
-        modal = ConfirmModal(question, title=f"resume {preview.name}", yes="resume")
+        modal = ConfirmModal(
+            question, title=f"resume {preview.name}", yes="resume", warnings=preview.warnings
+        )
         self.app.push_screen(modal, answered)
 
     def on_resume_done(self, message: ResumeDone) -> None:

@@ -23,6 +23,7 @@ from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS
 from raytop.model.ports import Collector
 from raytop.model.snapshot import RUN_FROM_TRAIN_STATE
+from raytop.tui.format import shown, shown_lines
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.rank import RankScreen
 from raytop.tui.screens.run_data import describe_ledger, find_run, run_findings
@@ -84,11 +85,11 @@ def describe_attempts(run: TrainRun) -> Content | None:
     attempts = run.attempts
     if len(attempts) < 2 and not any(a.status == "errored" for a in attempts):
         return None
-    shown = attempts[-MAX_ATTEMPT_LINES:]
-    lines = [describe_attempt(a) for a in shown]
-    if len(attempts) > len(shown):
-        lines.insert(0, Content(f"({len(attempts) - len(shown)} earlier attempts)"))
-    return Content("\n").join(lines)
+    latest = attempts[-MAX_ATTEMPT_LINES:]
+    lines = [describe_attempt(a) for a in latest]
+    if len(attempts) > len(latest):
+        lines.insert(0, Content(f"({len(attempts) - len(latest)} earlier attempts)"))
+    return shown_lines(lines)
 
 
 def describe_run(run: TrainRun) -> Content:
@@ -195,14 +196,16 @@ class RunScreen(StacksRequestScreen):
         self._show_age()
         title = self.query_one("#run-title", Static)
         if self._run is None:
-            title.update(Content.styled(f"run {self.run_id}: not in the snapshot", "$text-muted"))
+            title.update(
+                shown(Content.styled(f"run {self.run_id}: not in the snapshot", "$text-muted"))
+            )
             self.query_one("#run-attempts", Static).display = False
             self.query_one(StallBanner).show(None)
             self.query_one("#run-findings", RunFindings).show(())
             self.query_one(WorkerTable).show_run(None)
             self.query_one(CheckpointPanel).show(None, (), self._clock())
             return
-        title.update(describe_run(self._run))
+        title.update(shown(describe_run(self._run)))
         attempts = describe_attempts(self._run)
         panel = self.query_one("#run-attempts", Static)
         panel.display = attempts is not None
@@ -216,7 +219,7 @@ class RunScreen(StacksRequestScreen):
         self.query_one(CheckpointPanel).show(self._run, checkpoints, self._clock())
 
     def _show_age(self) -> None:
-        self.query_one("#run-age", Static).update(Content(self._age_text()))
+        self.query_one("#run-age", Static).update(shown(self._age_text()))
         self._show_notes()
         self.query_one(CheckpointPanel).tick(self._clock())
 
@@ -237,7 +240,7 @@ class RunScreen(StacksRequestScreen):
             notes.append(NO_PROBE_STATE_NOTE if from_state else NO_PROBE_NOTE)
         widget = self.query_one("#run-notes", Static)
         widget.display = bool(notes)
-        widget.update(Content("\n".join(notes)))
+        widget.update(shown_lines(notes))
 
     # -- stacks -------------------------------------------------------------------------
 
@@ -250,9 +253,9 @@ class RunScreen(StacksRequestScreen):
             next((f for f in run_findings(message.snapshot, run) if f.kind in HANG_KINDS), None)
             or self._stall()
         )
-        shown = self.app.screen
-        if isinstance(shown, StacksScreen) and shown.run.run_id == run.run_id:
-            shown.show(run, missing_ranks(stall))  # the answer to its ``n``
+        on_top = self.app.screen
+        if isinstance(on_top, StacksScreen) and on_top.run.run_id == run.run_id:
+            on_top.show(run, missing_ranks(stall))  # the answer to its ``n``
             return
         self.app.push_screen(
             StacksScreen(run, missing=missing_ranks(stall), ask_native=self.ask_native)

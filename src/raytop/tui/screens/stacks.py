@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from raytop.model import TrainRun, Worker
+from raytop.tui.format import shown, shown_lines
 from raytop.tui.widgets.key_footer import KeyFooter
 
 NO_ANSWER = "no answer (process gone or busy in C code)"
@@ -64,7 +65,7 @@ def describe_stack(stack: str) -> Content:
             lines.append(Content.styled(line, "bold"))
             continue
         lines.append(Content.styled(line, "$text-muted") if library else Content(line))
-    return Content("\n").join(lines)
+    return shown_lines(lines)
 
 
 def panel_title(rank: int, worker: Worker | None) -> str:
@@ -77,7 +78,8 @@ def panel_title(rank: int, worker: Worker | None) -> str:
 def native_text(stack: str) -> Content:
     """A native stack (py-spy's dump) under its heading; its frames stay as py-spy wrote
     them (innermost first in each thread)."""
-    return Content.assemble(Content.styled("native (py-spy)", "bold"), "\n", stack.rstrip("\n"))
+    heading = Content.styled("native (py-spy)", "bold")
+    return shown_lines([heading, *stack.rstrip("\n").splitlines()])
 
 
 class StacksScreen(Screen[None]):
@@ -126,10 +128,12 @@ class StacksScreen(Screen[None]):
         workers = {w.rank: w for w in run.workers}
         answered = sum(1 for r in self.order if workers.get(r) and workers[r].stack)
         yield Static(
-            Content.assemble(
-                "stacks of run ",
-                Content.styled(run.run_name, "bold"),
-                f" · attempt {run.attempt_index} · {answered}/{len(self.order)} ranks answered",
+            shown(
+                Content.assemble(
+                    "stacks of run ",
+                    Content.styled(run.run_name, "bold"),
+                    f" · attempt {run.attempt_index} · {answered}/{len(self.order)} ranks answered",
+                )
             ),
             id="stacks-title",
         )
@@ -146,7 +150,7 @@ class StacksScreen(Screen[None]):
                 if not stack:
                     classes.append("-no-answer")
                 with VerticalScroll(id=f"stack-{rank}", classes=" ".join(classes)) as panel:
-                    panel.border_title = panel_title(rank, worker)
+                    panel.border_title = shown(panel_title(rank, worker))
                     if stack:
                         yield Static(describe_stack(stack), classes="stack-text")
                     else:

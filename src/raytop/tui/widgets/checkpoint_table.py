@@ -14,7 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from raytop.model import CheckpointRecord, Finding, TrainRun
-from raytop.tui.format import fmt_bytes, fmt_seconds
+from raytop.tui.format import fmt_bytes, fmt_seconds, shown
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, left, right
 from raytop.tui.widgets.stall_banner import RunFindings
 
@@ -191,7 +191,7 @@ class CheckpointPanel(Vertical):
     def show(self, run: TrainRun | None, findings: Sequence[Finding], now: float) -> None:
         table = self.query_one(CheckpointTable)
         has_rows = bool(run and run.checkpoints)
-        self.border_title = describe_title(run)
+        self.border_title = shown(describe_title(run))
         table.display = has_rows
         self.query_one("#checkpoints-empty", Static).display = not has_rows
         table.show_run(run, now)

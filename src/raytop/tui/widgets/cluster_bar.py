@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from raytop.model import Cluster
 from raytop.model.format import fmt_value
+from raytop.tui.format import shown
 
 
 def describe_cluster(cluster: Cluster | None) -> Content:
@@ -45,8 +46,8 @@ class ClusterBar(Widget):
         self.set_class(problem is not None, "-disconnected")
         if problem is not None:
             banner = Content.assemble("DISCONNECTED — ", problem, " — retrying")
-            self.query_one("#banner", Static).update(banner)
-        self.query_one("#cluster", Static).update(describe_cluster(cluster))
+            self.query_one("#banner", Static).update(shown(banner))
+        self.query_one("#cluster", Static).update(shown(describe_cluster(cluster)))
 
     def show_age(self, text: str) -> None:
-        self.query_one("#age", Static).update(Content(text))
+        self.query_one("#age", Static).update(shown(text))

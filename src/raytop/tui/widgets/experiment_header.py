@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from raytop.model import Experiment, ExperimentStatus
 from raytop.model.format import plural
+from raytop.tui.format import shown_lines
 
 _STATUS_STYLE = {
     ExperimentStatus.RUNNING: "bold $primary",
@@ -17,7 +18,8 @@ _STATUS_STYLE = {
 _COUNT_ORDER = ("RUNNING", "PENDING", "PAUSED", "TERMINATED", "ERROR")
 
 
-def describe_experiment(experiment: Experiment, position: int, count: int) -> Content:
+def experiment_lines(experiment: Experiment, position: int, count: int) -> list[Content]:
+    """The header's lines (made visible by the widget, once)."""
     status_style = _STATUS_STYLE.get(experiment.status, "bold $text-muted")
     first: list[Content | str] = []
     if count > 1:
@@ -41,7 +43,7 @@ def describe_experiment(experiment: Experiment, position: int, count: int) -> Co
         Content(f"{plural(len(experiment.trials), 'trial')}: {tally}"),
     ]
     lines += [Content.styled(f"⚠ {w}", "$text-warning") for w in experiment.warnings]
-    return Content("\n").join(lines)
+    return lines
 
 
 class ExperimentHeader(Static):
@@ -56,8 +58,8 @@ class ExperimentHeader(Static):
     ) -> None:
         """``home_warnings``: problems of raytop's own records (``Snapshot.warnings``)."""
         if experiment is None:
-            shown = Content.styled("No Tune/Train experiment found yet.", "$text-muted")
+            lines = [Content.styled("No Tune/Train experiment found yet.", "$text-muted")]
         else:
-            shown = describe_experiment(experiment, position, count)
-        lines = [shown, *(Content.styled(f"⚠ {w}", "$text-warning") for w in home_warnings)]
-        self.update(Content("\n").join(lines))
+            lines = experiment_lines(experiment, position, count)
+        lines += [Content.styled(f"⚠ {w}", "$text-warning") for w in home_warnings]
+        self.update(shown_lines(lines))

@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from raytop.model import Finding, Severity
 from raytop.model.hangs import HANG_KINDS
-from raytop.tui.format import fit_words
+from raytop.tui.format import fit_words, shown, shown_lines
 from raytop.tui.glyphs import glyphs_of
 
 _MAX_SHOWN = 4
@@ -38,14 +38,15 @@ def describe_findings(
         )
         for f in ordered[:_MAX_SHOWN]
     ]
+    lines = [shown(line) for line in lines]
     if width is not None:
         lines = [fit_words(line, width, ellipsis) for line in lines]
     if len(ordered) > _MAX_SHOWN:
         lines.append(Content.styled(f"… and {len(ordered) - _MAX_SHOWN} more", "$text-muted"))
-    return Content("\n").join(lines)
+    return shown_lines(lines)
 
 
-def shown_lines(findings: Sequence[Finding]) -> int:
+def lines_taken(findings: Sequence[Finding]) -> int:
     """How many lines the list takes: its rule, the findings shown, the "more" line."""
     if not findings:
         return 0
@@ -62,6 +63,6 @@ def _urgency(finding: Finding) -> tuple[int, int]:
 class FindingsList(Static):
     def show(self, findings: Sequence[Finding]) -> None:
         self.display = bool(findings)
-        self.border_title = f"findings ({len(findings)})"
+        self.border_title = Content(f"findings ({len(findings)})")
         width = (self.size.width or self.app.size.width) - 2  # padding
         self.update(describe_findings(findings, width, glyphs_of(self).ellipsis))

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from raytop.model import Node, Snapshot, TrainRun
 from raytop.model.format import fmt_value
+from raytop.tui.format import shown_lines
 
 FREE = "·"
 NO_GPUS = "no alive node has GPUs"
@@ -91,4 +92,4 @@ class GpuSlots(Static):
         self._draw()
 
     def _draw(self) -> None:
-        self.update(Content("\n").join(slot_lines(self._snapshot, self.content_region.width)))
+        self.update(shown_lines(slot_lines(self._snapshot, self.content_region.width)))

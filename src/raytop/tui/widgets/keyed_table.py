@@ -31,6 +31,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
+from raytop.model.visible import visible
+from raytop.tui.format import shown
 from raytop.tui.glyphs import ASCII, glyphs_of
 from raytop.tui.widgets.table_filter import TableFilter
 
@@ -107,6 +109,24 @@ class ColumnSpec:
     @property
     def sorts_numerically(self) -> bool:
         return self.justify == "right" if self.numeric is None else self.numeric
+
+
+def shown_cell(cell: object) -> object:
+    """``cell`` as the table may draw it: its text ``shown`` (``tui.format``: escapes and
+    credentials made visible, one line), its style and sort number kept; a ``str`` (which
+    DataTable would parse as markup) becomes plain ``Text``. The very cell when it needs
+    nothing, so unchanged rows still compare by identity."""
+    if isinstance(cell, Text):
+        return shown(cell)
+    if isinstance(cell, StyledCell):
+        text = visible(cell.text)
+        return cell if text == cell.text else replace(cell, text=text)
+    if isinstance(cell, NumberedCell):
+        text_ = shown(cell.text)
+        return cell if text_ is cell.text else replace(cell, text=text_)
+    if isinstance(cell, str):
+        return Text(visible(cell), no_wrap=True, overflow="ellipsis")
+    return cell
 
 
 def plain(cell: object) -> str:
@@ -224,7 +244,9 @@ class KeyedTable(DataTable[object]):
     def _write(self, key: str, cells: tuple[object, ...]) -> None:
         for column, new, old in zip(self.columns_shown, cells, super().get_row(key), strict=True):
             if new is not old and new != old:
-                self.update_cell(key, column, new)
+                shown_new = shown_cell(new)
+                if shown_new is new or shown_new != old:
+                    self.update_cell(key, column, shown_new)
 
     def _write_in_view(self) -> None:
         """Write the deferred rows now in view."""
@@ -336,7 +358,8 @@ class KeyedTable(DataTable[object]):
     def _after_sync(self) -> None:
         """Say the filter's count, in the bar and the border title."""
         if self._filter:
-            self.border_title = f"filter: {self._filter} · {self.row_count} of {len(self._given)}"
+            filtered = f"filter: {self._filter} · {self.row_count} of {len(self._given)}"
+            self.border_title = shown(filtered)
         else:
             self.border_title = None
         if self._filter_bar is not None and self._filter_bar.is_mounted:
@@ -395,7 +418,7 @@ class KeyedTable(DataTable[object]):
                     self._deferred.pop(key, None)
             for key, cells in wanted.items():
                 if key not in present:
-                    self.add_row(*cells, key=key)
+                    self.add_row(*map(shown_cell, cells), key=key)
                     continue
                 if given_before.get(key) is cells:
                     continue  # what the row shows already, or is deferred
@@ -458,7 +481,7 @@ class KeyedTable(DataTable[object]):
             header = column.header
             if sort is not None and sort[0] == column.key:
                 header = self._with_arrow(header, column.width, reverse=sort[1])
-            label = Text(header, justify=column.justify, overflow="ellipsis", no_wrap=True)
+            label = Text(visible(header), justify=column.justify, overflow="ellipsis", no_wrap=True)
             self.add_column(label, key=column.key, width=column.width)
 
     def _with_arrow(self, header: str, width: int, *, reverse: bool) -> str:

@@ -16,7 +16,7 @@ from textual.content import Content
 from raytop.model import Finding, TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS
-from raytop.tui.format import fmt_bytes, fmt_declared, fmt_rate, fmt_seconds
+from raytop.tui.format import fmt_bytes, fmt_declared, fmt_rate, fmt_seconds, shown_lines
 from raytop.tui.widgets.stall_banner import missing_ranks
 
 SEP = " · "
@@ -92,15 +92,15 @@ def describe_reports(worker: Worker, now: float) -> Content:
         f"last entered {last} ago{SEP}usual interval {usual}{SEP}"
         f"rate {fmt_rate(worker.reports_per_min())}"
     )
-    lines: list[Content | str] = [counts, SEP, where, "\n", second]
+    lines: list[Content | str] = [Content.assemble(counts, SEP, where), second]
     if worker.activity is not None and not worker.done:
         activity = worker.activity
         style = "bold $text-warning" if activity.kind in ("collective", "backward") else ""
-        lines += ["\n", Content.styled(
+        lines.append(Content.styled(
             f"now in {activity.where} for {fmt_duration(now - activity.since)}"
             f"{SEP}waiting {activity.waiting:.0%} of the last {activity.samples}s", style,
-        )]  # fmt: skip
-    return Content.assemble(*lines)
+        ))  # fmt: skip
+    return shown_lines(lines)
 
 
 def rank_finding(findings: Sequence[Finding], rank: int) -> tuple[Content, str] | None:

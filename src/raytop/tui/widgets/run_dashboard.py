@@ -35,7 +35,7 @@ from raytop.model.dashboard import (
     rank_strip,
 )
 from raytop.model.format import fmt_duration, fmt_value
-from raytop.tui.format import fit_words, fmt_bytes, sparkline, wrap_words
+from raytop.tui.format import fit_words, fmt_bytes, shown, shown_lines, sparkline, wrap_words
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.widgets.checkpoint_table import TONES, fmt_mode, state_label
 
@@ -253,7 +253,7 @@ class RunDashboard(Vertical):
         trend = describe_trend(trial, metric, width, glyphs.spark, glyphs.arrow)
         panels = [ranks, trend, checkpoints, placement]
         phase_line = describe_phase(trial, run, phase, since)
-        phase_lines = wrap_words(phase_line, width, 2 if lines >= 4 else 1, glyphs.ellipsis)
+        phase_lines = wrap_words(shown(phase_line), width, 2 if lines >= 4 else 1, glyphs.ellipsis)
         budget = lines - len(phase_lines)
         for i, panel in enumerate(panels):  # compact forms, by priority
             panels[i] = panel[: max(0, budget)]
@@ -286,4 +286,4 @@ class RunDashboard(Vertical):
         panel = self.query_one(selector, Static)
         panel.display = bool(lines)
         if lines:
-            panel.update(Content("\n").join(fit_words(line, width, ellipsis) for line in lines))
+            panel.update(shown_lines(fit_words(shown(line), width, ellipsis) for line in lines))

@@ -18,6 +18,7 @@ from textual.widgets import Digits, Static
 from raytop.model import Finding, Severity
 from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS, HANG_LABELS, hang_ranks
+from raytop.tui.format import shown_lines
 
 RUN_KINDS = (*HANG_KINDS, "report_mispaired", "rank_dead", "rank_silent", "retry_loop",
              "progress_backwards", "budget_exhausted", "straggler")  # fmt: skip
@@ -49,7 +50,7 @@ def describe_stall_line(findings: Sequence[Finding]) -> Content:
                 Content.styled(f"{HANG_LABELS[f.kind]} {where}: ", "bold"), f.message, hint
             )
         )
-    return Content("\n").join(lines)
+    return shown_lines(lines)
 
 
 class StallLine(Static):
@@ -78,7 +79,7 @@ def describe_stall(finding: Finding) -> Content:
         head.append(f"report {evidence['report_index']}")
     if evidence.get("waited_s") is not None:
         head.append(f"waiting {fmt_duration(evidence['waited_s'])}")
-    return Content("\n").join(
+    return shown_lines(
         [
             Content.styled(" · ".join(head), "bold"),
             Content(finding.message),
@@ -125,4 +126,4 @@ class RunFindings(Static):
             )
             for f in findings
         ]
-        self.update(Content("\n").join(lines))
+        self.update(shown_lines(lines))

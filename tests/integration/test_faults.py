@@ -325,7 +325,7 @@ def tui_process(pane) -> psutil.Process:
 
 @needs_tmux
 def test_r2_terminal_hangup_leaves_the_run_going_and_reattach_shows_it(ray_cluster, example_copy):
-    from tests.integration.test_tui_tmux import Pane
+    from tests.tmux import Pane
 
     steps = 30
     spec = example_copy("scalar.toml", "scalar_objective.py",
@@ -384,7 +384,7 @@ def is_loopback(ip: str) -> bool:
 
 @needs_tmux
 def test_r6_the_tui_opens_no_listening_port(ray_cluster):
-    from tests.integration.test_tui_tmux import Pane
+    from tests.tmux import Pane
 
     pane = Pane([sys.executable, "-m", "raytop", "--address", ray_cluster.address])
     try:

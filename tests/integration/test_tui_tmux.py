@@ -5,59 +5,19 @@ the TUI's Resume screen, after its preview and a confirmation."""
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
-import time
-import uuid
 
 import pytest
 
 from tests.conftest import experiment_status, launch_run, run_raytop, wait_for
+from tests.tmux import Pane
 
 pytestmark = [
     pytest.mark.ray,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
-
-
-class Pane:
-    def __init__(self, command: list[str], size=(100, 30)) -> None:
-        self.name = f"raytop-e2e-{uuid.uuid4().hex[:8]}"
-        env = " ".join(
-            f"{k}={shlex.quote(os.environ[k])}" for k in ("RAYTOP_HOME", "PATH") if k in os.environ
-        )
-        shell = f"env {env} TERM=xterm-256color {shlex.join(command)}; echo EXITED=$?; sleep 60"
-        # A tmux server of its own (-L): no race with another pane's server shutting down.
-        self.tmux = ["tmux", "-L", self.name]
-        subprocess.run(
-            [*self.tmux, "new-session", "-d", "-s", self.name, "-x", str(size[0]),
-             "-y", str(size[1]), shell],
-            check=True,
-        )  # fmt: skip
-
-    def screen(self) -> str:
-        return subprocess.run(
-            [*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
-        ).stdout
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
-
-    def wait_for(self, predicate, timeout: float, what: str) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if predicate(text):
-                return text
-            time.sleep(0.5)
-        raise AssertionError(f"timed out waiting for {what}; screen:\n{self.screen()}")
-
-    def close(self) -> None:
-        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 RANK_COUNT = re.compile(r"\br(\d+) +(\d+)\b")

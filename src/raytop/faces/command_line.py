@@ -79,8 +79,10 @@ class RaytopGroup(click.Group):
 
 
 def _debug_traceback() -> None:
+    """With ``RAYTOP_DEBUG=1``, the traceback on stderr, each line made visible (an
+    exception's message may quote a folder's text)."""
     if os.environ.get("RAYTOP_DEBUG") == "1":
-        traceback.print_exc()
+        output.echo_lines(traceback.format_exc().rstrip("\n").splitlines(), err=True)
 
 
 def _os_error_line(exc: OSError) -> str:

@@ -15,6 +15,14 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
+# What an adversarial folder puts in a name, one character at a time (for generated
+# text): ESC sequences (OSC 2 retitles the pane, CSI moves the cursor), C0 and C1 controls
+# (U+009B is a one-character CSI), bidi overrides, zero-width characters, line and
+# paragraph separators, lone surrogates, a tag character.
+HOSTILE_CHARS = (
+    "\x1b]2;PWNED\x07\x1b[1A\r\n\t\x00\x7f\x9b\x85\u202e\u2066\u200b\u200d\ufeff"
+    "\u2028\u2029\ud800\udfff\U000e0041"
+)
 # An OSC 2 (retitle the pane) and a CSI (cursor up), a newline and what follows it (a
 # forged line), C1 CSI, a bidi override, a zero-width space, a lone surrogate.
 MARK = "FORGED"

@@ -14,9 +14,22 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.text import Text
+from textual.content import Content
 
-from raytop.model import Snapshot
+from raytop.model import (
+    Cluster,
+    Experiment,
+    ExperimentStatus,
+    Finding,
+    Severity,
+    Snapshot,
+    Trial,
+)
 from raytop.model.resume import StoredExperiment
+from raytop.tui.format import shown, shown_lines
 from raytop.tui.screens.confirm import ConfirmModal
 from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.rank import RankScreen
@@ -24,7 +37,8 @@ from raytop.tui.screens.resume import ResumeScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.screens.runs import RunsScreen
 from raytop.tui.screens.stacks import StacksScreen
-from tests.hostile import TAIL, hostile, raw_in
+from raytop.tui.widgets.keyed_table import StyledCell, shown_cell
+from tests.hostile import HOSTILE_CHARS, TAIL, hostile, raw_in
 
 from .conftest import STORED, FakeResumeControls, lr_search_preview
 from .helpers import show, wait_until
@@ -156,3 +170,55 @@ def test_the_text_faces_too(everything) -> None:
     for face, text in outputs.items():
         assert "PWNED" in text, f"{face}: nothing hostile was shown"
         assert raw_in(text) == [], f"{face}: {raw_in(text)[:5]}"
+
+
+hostile_text = st.text(
+    st.one_of(st.sampled_from(HOSTILE_CHARS), st.characters(exclude_categories=())), max_size=30
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hostile_text, hostile_text)
+def test_generated_text_never_leaves_shown_raw(a, b):
+    """``shown`` (the TUI's sanitiser) on generated text in every container it is given:
+    one printable line out, the styles still inside it."""
+    content = Content.assemble(Content.styled(a, "bold"), " · ", b)
+    rich = Text(a, style="red")
+    rich.append(b, style="bold")
+    for line in (shown(content), shown(rich), shown(a), shown_cell(rich),
+                 shown_cell(StyledCell(a, "x", None)), shown_cell(a)):  # fmt: skip
+        plain = str(line) if isinstance(line, StyledCell) else line.plain
+        assert "\n" not in plain and all(c.isprintable() for c in plain), repr(plain)
+        spans = getattr(line, "spans", ())
+        assert all(0 <= s.start <= s.end <= len(plain) for s in spans)
+    panel = shown_lines([content, rich, a])
+    assert panel.plain.count("\n") == 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(hostile_text, hostile_text, hostile_text)
+def test_generated_text_never_leaves_the_text_faces_raw(trial_id, key, value):
+    from raytop.faces.text import progress_line, status_text
+
+    trial = Trial(trial_id or "t", "RUNNING", config={key: value}, metrics={"loss": 1.0})
+    experiment = Experiment(
+        name=value, path=f"/r/{key}", status=ExperimentStatus.RUNNING, metric="loss",
+        mode="min", trials=(trial,), warnings=(f"{key}: unreadable",),
+    )  # fmt: skip
+    finding = Finding("barrier_stall", Severity.ERROR, trial_id, f"rank {value} waits")
+    snapshot = Snapshot(taken_at=0.0, cluster=Cluster(None, False, error=key),
+                        experiments=(experiment,), findings=(finding,))  # fmt: skip
+    for text in (status_text(snapshot), progress_line(snapshot)):
+        assert all(c.isprintable() or c == "\n" for c in text), repr(text)
+    lines = status_text(snapshot).split("\n")
+    assert len(lines) == len(status_text(hostile_free(snapshot)).split("\n"))
+
+
+def hostile_free(snapshot: Snapshot) -> Snapshot:
+    """The same snapshot with plain names: how many lines an honest one prints."""
+    experiment = snapshot.experiments[0]
+    trial = replace(experiment.trials[0], trial_id="t", config={"k": "v"})
+    experiment = replace(experiment, name="e", path="/r/k", trials=(trial,), warnings=("w",))
+    finding = replace(snapshot.findings[0], subject="t", message="m")
+    cluster = replace(snapshot.cluster, error="e")
+    return replace(snapshot, cluster=cluster, experiments=(experiment,), findings=(finding,))

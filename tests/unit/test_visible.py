@@ -11,13 +11,10 @@ from hypothesis import strategies as st
 
 from raytop.model.strict_json import TOO_DEEP, dumps, strict
 from raytop.model.visible import redact, visible, visible_lines
+from tests.hostile import HOSTILE_CHARS
 
-# What an adversarial folder puts in a name: ESC sequences (OSC 2 retitles the pane, CSI
-# moves the cursor), C1 controls (U+009B is a one-character CSI), bidi overrides, zero-
-# width characters, line and paragraph separators, lone surrogates, a tag character.
-HOSTILE = "\x1b]2;PWNED\x07\x1b[1A\r\n\t\x00\x7f\x9b\x85\u202e\u2066\u200b\u200d\ufeff\u2028\u2029\ud800\udfff\U000e0041"  # noqa: E501
 hostile_text = st.text(
-    st.one_of(st.sampled_from(HOSTILE), st.characters(exclude_categories=())), max_size=40
+    st.one_of(st.sampled_from(HOSTILE_CHARS), st.characters(exclude_categories=())), max_size=40
 )
 
 

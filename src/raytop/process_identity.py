@@ -29,11 +29,12 @@ DRIVER_MODULE = "raytop.launch.driver"
 class DriverCheck:
     """What ``driver.json`` says and whether its pid is provably the driver raytop started.
 
-    ``alive``: True (proven), False (gone, finished, or a live pid that is clearly another
-    process: see ``problem``), None (cannot tell: another host, no valid record (pid None
-    too), or a live raytop driver for this dir whose start time cannot be proven — it is
-    never signalled, and never taken for stopped either). ``record_problem``: a
-    ``driver.json`` that is there but is no valid record (what is wrong, naming it)."""
+    ``alive``: True (proven, even beside an ``exit.json``), False (gone, finished, or a live
+    pid that is clearly another process: see ``problem``), None (cannot tell: another
+    host, no valid record (pid None too), or a live raytop driver for this dir whose start
+    time cannot be proven — it is never signalled, and never taken for stopped either).
+    ``record_problem``: a ``driver.json`` that is there but is no valid record (what is
+    wrong, naming it)."""
 
     pid: int | None
     alive: bool | None
@@ -61,9 +62,17 @@ def _same_path(arg: str, path: Path) -> bool:
 
 def check_driver(raytop_dir: Path) -> DriverCheck:
     """The driver recorded in ``raytop_dir``, proven by pid, start time and command line
-    (the module and this raytop dir). Never raises on a malformed ``driver.json``."""
+    (the module and this raytop dir). Never raises on a malformed ``driver.json``.
+
+    ``exit.json`` is the driver's last write on its way out, so it says "ended" wherever
+    the recorded pid cannot be shown to be that driver still running: the pid is gone or
+    provably another process, or it cannot be checked from here (another host). It never
+    outweighs a driver proven live (that file can be left behind, or written by anyone),
+    nor a live raytop driver of this very dir whose start time cannot be proven."""
     record = raytop_dir / "driver.json"
     info = read_json(record)
+    # .exists() stats, never opens: a FIFO planted as exit.json cannot block.
+    ended = (raytop_dir / "exit.json").exists()
     try:
         untrusted.driver_record(info)
     except untrusted.Invalid as exc:
@@ -72,15 +81,13 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
         why = "unreadable, or not JSON" if info is None else str(exc)
         bad = f"{record} is not a valid driver record ({why}): cannot tell whether its driver runs"
         # exit.json is the driver's own word that it ended; without it nothing is proven.
-        return DriverCheck(None, False if (raytop_dir / "exit.json").exists() else None,
+        return DriverCheck(None, False if ended else None,
                            f"{bad}; not signalled", record_problem=bad)  # fmt: skip
     pid = int(info["pid"])
     if pid <= 1:
         return DriverCheck(None, None)
-    if (raytop_dir / "exit.json").exists():
-        return DriverCheck(pid, False)
     if info.get("host") != socket.gethostname():
-        return DriverCheck(pid, None)
+        return DriverCheck(pid, False if ended else None)
     name = info.get("experiment_name")
     name = name if isinstance(name, str) and name else raytop_dir.parent.name
     try:
@@ -91,6 +98,8 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
     except psutil.NoSuchProcess:
         return DriverCheck(pid, False)
     except (psutil.Error, OSError):
+        if ended:
+            return DriverCheck(pid, False)
         return DriverCheck(pid, None, f"pid {pid} cannot be inspected; not signalled")
     refused = f"pid {pid} is not the driver raytop started for {name}"
     try:
@@ -98,12 +107,17 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
     except psutil.NoSuchProcess:
         return DriverCheck(pid, False)
     except (psutil.Error, OSError):
+        if ended:
+            return DriverCheck(pid, False)
         return DriverCheck(pid, None, f"{refused} (its command line is unreadable); not signalled")
     if DRIVER_MODULE not in argv or not any(_same_path(a, raytop_dir) for a in argv):
+        if ended:  # the driver ended and its pid went to another process: nothing to say
+            return DriverCheck(pid, False)
         why = f"its command line does not name {DRIVER_MODULE} with {raytop_dir}"
         return DriverCheck(pid, False, f"{refused} ({why}); not signalled")
     # A raytop driver for this very dir: if its start time is not the recorded one it may
-    # still be running this experiment, so it is "cannot tell", never "stopped".
+    # still be running this experiment, so it is "cannot tell", never "stopped" (exit.json
+    # or not: a launch deletes it before it starts a driver).
     recorded = info.get("pid_create_time")
     if not _is_number(recorded):
         why = "driver.json records no start time (an older raytop), so it cannot be proven"

@@ -186,7 +186,7 @@ def test_a_run_folder_that_cannot_be_listed_is_not_safe(tmp_path):
     runs.symlink_to(runs.name)
     (problem,) = teardown_problems(teardown_facts(exp))
     assert "train_runs is there but cannot be listed" in problem
-    # A trial with no run folder at all (a function trial) is no problem.
+    # A finished trial with no run folder at all (a function trial) is no problem.
     runs.unlink()
     assert teardown_problems(teardown_facts(exp)) == []
 

@@ -214,6 +214,8 @@ def test_the_drivers_last_table_is_read_when_it_ends_before_the_watch_says_so(tm
         assert reader.read().status == ExperimentStatus.RUNNING
         write_json_atomic(rdir / "trials.json", {"trials": [trial_row("t1", "TERMINATED", 0.4)]})
         write_json_atomic(rdir / "exit.json", {"code": 0})
+        fake_driver.kill()  # and ends: exit.json alone never outweighs a driver proven live
+        fake_driver.wait()
         exp = reader.read()
         assert (exp.driver_alive, exp.status) == (False, ExperimentStatus.FINISHED)
         assert exp.trials[0].metrics == {"loss": 0.4}

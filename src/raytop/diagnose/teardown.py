@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from raytop.model import Finding, Severity
-from raytop.model.teardown import ExperimentFacts
+from raytop.model import TERMINAL_TRIAL_STATUSES, Finding, Severity
+from raytop.model.paths import PLAIN_NAME_RULE, quoted
+from raytop.model.teardown import FUNCTION, TORCH, ExperimentFacts, RunFacts
 
 KIND = "teardown_unsafe"
 
@@ -21,6 +22,7 @@ KIND = "teardown_unsafe"
 DRIVER_RUNNING = "driver_running"
 DRIVER_UNPROVEN = "driver_unproven"  # a pid raytop cannot prove has stopped
 DRIVER_RECORD_INVALID = "driver_record_invalid"
+DRIVER_RECORD_ELSEWHERE = "driver_record_elsewhere"  # driver.json names another folder
 STATE_MISSING = "state_missing"
 STATE_UNREADABLE = "state_unreadable"
 NO_TRIALS = "no_trials"
@@ -28,6 +30,9 @@ SNAPSHOT_UNUSABLE = "snapshot_unusable"
 CHECKPOINT_MISSING = "checkpoint_missing"
 UNCOMMITTED = "checkpoint_uncommitted"
 SNAPSHOT_UNREADABLE = "snapshot_unreadable"
+RUN_MISSING = "run_missing"  # an unfinished torch trial's Train run folder is not there
+TRAINABLE_UNKNOWN = "trainable_unknown"  # ... and nothing says whether it is a torch trial
+TRIAL_ID_NOT_PLAIN = "trial_id_not_plain"
 UNLISTED = "registry_unreadable"  # experiments left out of an unreadable list
 
 
@@ -40,7 +45,9 @@ def teardown_findings(facts: ExperimentFacts) -> list[Finding]:
 
     Safe only on positive evidence: Tune's experiment state read as valid and listing the
     trials, every torch trial's snapshot parsed and its latest checkpoint present, nothing
-    uncommitted, the driver stopped."""
+    uncommitted, every unfinished trial's run folder there unless it is known to be a
+    function trial, every trial id a plain name, and the driver stopped as recorded in a
+    driver.json of this very folder (one naming another folder is no evidence here)."""
     name = facts.name
     found = []
     if facts.driver_alive:
@@ -48,6 +55,13 @@ def teardown_findings(facts: ExperimentFacts) -> list[Finding]:
             f"{name}: the Tune driver is running; its state reaches storage only every "
             "10 s or more: stop it first (`raytop stop`), it saves and syncs on the way out"
         ), DRIVER_RUNNING))  # fmt: skip
+    elif facts.record_elsewhere is not None:
+        # Not a record of this folder: its driver's pid, alive or gone, says nothing here.
+        found.append(_unsafe(
+            name, f"{name}: {facts.record_elsewhere}: cannot tell whether that driver has "
+            "stopped; make sure it has, then fix or remove that record",
+            DRIVER_RECORD_ELSEWHERE, problem=facts.record_elsewhere,
+        ))  # fmt: skip
     elif facts.driver_alive is None and facts.driver_pid is not None:
         found.append(_unsafe(name, (
             f"{name}: cannot tell whether its Tune driver (pid {facts.driver_pid}) has "
@@ -73,8 +87,16 @@ def teardown_findings(facts: ExperimentFacts) -> list[Finding]:
         found.append(_unsafe(
             name, f"{name}: the experiment state lists no trials: nothing to resume", NO_TRIALS
         ))  # fmt: skip
+    for odd in facts.odd_trial_ids:
+        found.append(_unsafe(name, (
+            f"{name}: trial id {quoted(odd)} is not a plain name ({PLAIN_NAME_RULE}): its "
+            "checkpoints are not looked for, so cannot tell whether they are on storage"
+        ), TRIAL_ID_NOT_PLAIN, trial_id=odd))  # fmt: skip
     for run in facts.runs:
         where, trial = f"{name} trial {run.trial_id}", {"trial_id": run.trial_id}
+        if run.absent:
+            found += _absent_run(facts, run, where)
+            continue
         if run.snapshot_problem is not None:
             found.append(_unsafe(
                 name, f"{where}: checkpoint snapshot unusable: {run.snapshot_problem}",
@@ -103,6 +125,28 @@ def teardown_findings(facts: ExperimentFacts) -> list[Finding]:
         if run not in flagged
     ]
     return found
+
+
+def _absent_run(facts: ExperimentFacts, run: RunFacts, where: str) -> list[Finding]:
+    """A trial whose Train run folder is not on storage. Nothing is lost when it has
+    ended (a resume does not run it again), never started (PENDING, nothing reported, no
+    failure), or is a function trial (no run folder: its checkpoints are Tune's). An
+    unfinished torch trial's checkpoints are gone (or were never on this storage), and
+    with no evidence either way nobody can tell: both unsafe."""
+    status = run.status or "PENDING"
+    if status in TERMINAL_TRIAL_STATUSES or not run.started or facts.trainable == FUNCTION:
+        return []
+    trial = {"trial_id": run.trial_id, "status": status}
+    if facts.trainable == TORCH:
+        return [_unsafe(facts.name, (
+            f"{where}: {status}, but its Train run folder is not on storage "
+            f"({facts.trainable_evidence}): its checkpoints are not there"
+        ), RUN_MISSING, **trial)]  # fmt: skip
+    return [_unsafe(facts.name, (
+        f"{where}: {status} with no Train run folder, and nothing says whether it is a "
+        f"Train trial ({facts.trainable_evidence}): cannot tell whether its checkpoints "
+        "are on storage"
+    ), TRAINABLE_UNKNOWN, **trial)]  # fmt: skip
 
 
 def teardown_problems(facts: ExperimentFacts) -> list[str]:

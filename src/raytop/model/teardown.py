@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# What an experiment's trials are (``ExperimentFacts.trainable``): each torch trial keeps
+# its checkpoints in its own Train run folder; a function trial has none.
+TORCH, FUNCTION = "torch", "function"
+
 
 @dataclass(frozen=True)
 class RunFacts:
@@ -13,6 +17,11 @@ class RunFacts:
     latest_present: bool  # that folder exists on storage
     uncommitted: tuple[str, ...] = ()  # checkpoint folders the snapshot does not list yet
     snapshot_problem: str | None = None  # why the run's snapshot could not be used (else None)
+    # The trial's run folder is not on storage at all: then its Tune status, and whether it
+    # started (False only for a PENDING trial that never reported nor failed).
+    absent: bool = False
+    status: str | None = None
+    started: bool = True
 
 
 @dataclass(frozen=True)
@@ -28,3 +37,9 @@ class ExperimentFacts:
     trials: int = 1  # trials known (from the probe or the state)
     driver_pid: int | None = None  # the pid driver.json records (None: not launched by raytop)
     driver_problem: str | None = None  # driver.json is there but is no valid record
+    # driver.json names another experiment folder: why it is no record of this one's driver.
+    record_elsewhere: str | None = None
+    # TORCH or FUNCTION on positive evidence (said by ``trainable_evidence``), else None.
+    trainable: str | None = None
+    trainable_evidence: str = ""
+    odd_trial_ids: tuple[str, ...] = ()  # not plain names: no path is made of them

@@ -25,6 +25,9 @@ def storage_findings(named: list[tuple[str, Path | None]] | None) -> tuple[list[
         storages = Storages()  # local folders and remote (pyarrow) storage alike
         # Safe only on positive evidence: Tune's state read as valid (``state_read``),
         # every snapshot parsed; torn, wrong-shape, unreachable or unknown is unsafe.
-        experiment = ExperimentReader(path, raytop_dir, storages).read(require_state=True)
-        findings += teardown_findings(teardown_facts(experiment, storages))
+        reader = ExperimentReader(path, raytop_dir, storages)
+        experiment = reader.read(require_state=True)
+        facts = teardown_facts(experiment, storages, raytop_dir=reader.raytop_dir,
+                               record_elsewhere=reader.record_elsewhere)  # fmt: skip
+        findings += teardown_findings(facts)
     return findings, len(chosen)

@@ -10,14 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from raytop.model import Experiment, untrusted_ray_files
-from raytop.model.paths import join_path, split_path
+from raytop.model import Experiment, Trial, untrusted_ray_files
+from raytop.model.paths import is_plain_name, join_path, split_path
 from raytop.model.resume import Checkpoint
-from raytop.model.teardown import ExperimentFacts, RunFacts
+from raytop.model.teardown import FUNCTION, TORCH, ExperimentFacts, RunFacts
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 from raytop.sources.storage import Entry, Storages
+from raytop.sources.tune_dir import SPEC_COPY, launched_kind
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
+NO_SPEC_COPY = "no spec copy of raytop's"
 
 
 class CheckpointSnapshots:
@@ -82,15 +84,16 @@ class CheckpointSnapshots:
         """Trial id → its Train run's latest committed checkpoint."""
         found = {}
         for trial in experiment.trials:
-            snapshot = self.read(run_path(experiment, trial.trial_id))
+            path = run_path(experiment, trial.trial_id)
+            if path is None:  # not a plain name: the reader warned about it
+                continue
+            snapshot = self.read(path)
             latest = (snapshot or {}).get("latest_checkpoint_result")
             if latest and latest.get("checkpoint_dir_name"):
                 epoch = (latest.get("metrics") or {}).get("epoch")
                 epoch = epoch if isinstance(epoch, int) else None
                 checkpoint = Checkpoint(latest["checkpoint_dir_name"], epoch)
-                found[trial.trial_id] = self._with_coverage(
-                    checkpoint, run_path(experiment, trial.trial_id), snapshot or {}
-                )
+                found[trial.trial_id] = self._with_coverage(checkpoint, path, snapshot or {})
         return found
 
     def _with_coverage(self, checkpoint: Checkpoint, path: str, snapshot: dict) -> Checkpoint:
@@ -117,23 +120,66 @@ def _join(rel: str, name: str) -> str:
     return join_path(rel, name) if rel else name
 
 
-def run_path(experiment: Experiment, trial_id: str) -> str:
-    """Where a torch trial's Train run keeps its checkpoints (see ``rundir``)."""
+def run_path(experiment: Experiment, trial_id: str) -> str | None:
+    """Where a torch trial's Train run keeps its checkpoints (see ``rundir``); None for a
+    trial id that is not a plain name (``model.paths.is_plain_name``), which no reader
+    joins into a path: ``../x`` would lead out of the experiment folder."""
+    if not is_plain_name(trial_id):
+        return None
     return join_path(experiment.path, TRAIN_RUNS_DIR, train_run_name(experiment.name, trial_id))
 
 
-def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> ExperimentFacts:
-    """What is on storage for ``experiment`` (local or remote), for the teardown check."""
+def _trainable(
+    experiment: Experiment, snapshots: CheckpointSnapshots, raytop_dir: Path | None
+) -> tuple[str | None, str]:
+    """(TORCH, FUNCTION or None, the evidence in words): what the experiment's trials are,
+    on positive evidence only. A ``train_runs`` folder (where raytop's torch trials keep
+    their runs) outweighs a spec copy saying "function"; with neither, nobody can tell."""
+    kind, problem = launched_kind(raytop_dir)
+    copy = raytop_dir / SPEC_COPY if raytop_dir is not None else None
+    if kind == TORCH:
+        return TORCH, f'{copy} says [trainable] kind = "torch"'
+    storage, rel = snapshots.storages.locate(join_path(experiment.path, TRAIN_RUNS_DIR))
+    if storage.listing(rel) is not None:
+        return TORCH, f"{TRAIN_RUNS_DIR}/ holds its Train runs"
+    if kind == FUNCTION:
+        return FUNCTION, f'{copy} says [trainable] kind = "function"'
+    return None, f"{problem or NO_SPEC_COPY}; no {TRAIN_RUNS_DIR}/ folder"
+
+
+def _started(trial: Trial) -> bool:
+    """Whether the trial ever ran: a result reported, or a failure. A PENDING trial with
+    neither never started a Train run, so it has no checkpoints to lose."""
+    return trial.iterations > 0 or trial.num_failures > 0 or trial.status != "PENDING"
+
+
+def teardown_facts(
+    experiment: Experiment,
+    storages: Storages | None = None,
+    *,
+    raytop_dir: Path | None = None,
+    record_elsewhere: str | None = None,
+) -> ExperimentFacts:
+    """What is on storage for ``experiment`` (local or remote), for the teardown check.
+    ``raytop_dir``: where raytop's copy of the launched spec says what the trials are;
+    ``record_elsewhere``: why its driver.json is no record of this folder
+    (``ExperimentReader.record_elsewhere``)."""
     snapshots = CheckpointSnapshots(storages)
     storage = snapshots.storages.root(experiment.path)
-    runs = []
+    runs, odd = [], []
     for trial in experiment.trials:
         path = run_path(experiment, trial.trial_id)
+        if path is None:
+            odd.append(trial.trial_id)
+            continue
         folders = snapshots.folders(path)
         if folders is None:
             unlistable = snapshots.unlistable(path, experiment.path)
-            if unlistable is None:
-                continue  # a function trial, or a torch trial that never started its run
+            if unlistable is None:  # not there: a function trial, or a torch trial's is lost
+                absent = RunFacts(trial.trial_id, None, False, absent=True,
+                                  status=trial.status, started=_started(trial))  # fmt: skip
+                runs.append(absent)
+                continue
             runs.append(RunFacts(trial.trial_id, None, False, snapshot_problem=unlistable))
             continue
         snapshot, problem = snapshots.read_checked(path)
@@ -159,6 +205,7 @@ def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> 
                 uncommitted=tuple(uncommitted),
             )
         )
+    trainable, evidence = _trainable(experiment, snapshots, raytop_dir)
     return ExperimentFacts(
         name=experiment.name,
         driver_alive=experiment.driver_alive,
@@ -170,4 +217,8 @@ def teardown_facts(experiment: Experiment, storages: Storages | None = None) -> 
         state_read=experiment.state_read,
         state_reason=experiment.state_reason,
         trials=len(experiment.trials),
+        record_elsewhere=record_elsewhere,
+        trainable=trainable,
+        trainable_evidence=evidence,
+        odd_trial_ids=tuple(odd),
     )

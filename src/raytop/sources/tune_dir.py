@@ -10,19 +10,93 @@ when a file is half-written (``sources.storage``).
 
 from __future__ import annotations
 
+import os
+import stat
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from raytop.model import Experiment, ExperimentStatus, Trial, untrusted, untrusted_ray_files
-from raytop.model.paths import is_uri, local_path, split_path
+from raytop.model.paths import (
+    PLAIN_NAME_RULE,
+    is_plain_name,
+    is_uri,
+    local_path,
+    quoted,
+    split_path,
+)
 from raytop.process_identity import check_driver
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
+from raytop.sources.history import same_place
 from raytop.sources.storage import Storages
 
 STATE_OK, STATE_MISSING, STATE_TORN = "ok", "missing", "torn"
 STATE_INVALID, STATE_INCOMPLETE = "invalid", "incomplete"
 STATE_UNREACHABLE, STATE_UNKNOWN = "unreachable", "unknown"
+SPEC_COPY = "spec.toml"  # in the raytop dir: the spec as launched (launch.driver copies it)
+MAX_SPEC_COPY_BYTES = 1024 * 1024
+TRAINABLE_KINDS = ("torch", "function")
+
+
+def _odd_trial_ids(source: str, trials: list[Trial]) -> list[str]:
+    """One warning (naming ``source``) when trial ids in it are not plain names: no path
+    is ever made of them (``model.paths.is_plain_name``), so their runs go unread."""
+    odd = [t.trial_id for t in trials if not is_plain_name(t.trial_id)]
+    if not odd:
+        return []
+    more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
+    return [f"{source}: trial id {quoted(odd[0])}{more} is not a plain name "
+            f"({PLAIN_NAME_RULE}): its Train run's checkpoints are not looked for"]  # fmt: skip
+
+
+def _same_folder(recorded: str, path: str) -> bool:
+    """Whether ``recorded`` (from driver.json) names the folder ``path``, however spelt;
+    a path that cannot even be resolved (a NUL, a lone surrogate) names none."""
+    if is_uri(recorded) != is_uri(path):
+        return False
+    try:
+        return same_place(recorded) == same_place(path)
+    except (OSError, ValueError):
+        return False
+
+
+def launched_kind(raytop_dir: Path | None) -> tuple[str | None, str | None]:
+    """(kind, problem): the ``[trainable] kind`` ("torch" or "function") of the spec as
+    launched, raytop's copy in ``raytop_dir``; (None, None) when there is no copy, (None,
+    why) when it cannot be used. Evidence of what an experiment's trials are, so it is read
+    as data only: opened O_NONBLOCK before its type is known (a FIFO must not block), a
+    regular file only, capped, parsed by ``tomllib``; never through ``launch.spec`` (which
+    this floor may not import), and nothing it names is imported."""
+    if raytop_dir is None:
+        return None, None
+    path = raytop_dir / SPEC_COPY
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"{path} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    try:
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None, f"{path}: not a regular file: not read"
+            untrusted.check_size(info.st_size, MAX_SPEC_COPY_BYTES)
+            raw = f.read(MAX_SPEC_COPY_BYTES + 1)
+        untrusted.check_size(len(raw), MAX_SPEC_COPY_BYTES)
+        table = tomllib.loads(raw.decode("utf-8")).get("trainable")
+    except untrusted.Invalid as exc:
+        return None, f"{path}: {exc}"
+    except OSError as exc:
+        return None, f"{path} cannot be read ({exc.strerror or exc})"
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not TOML (or nested too deep)
+        return None, f"{path}: not a TOML spec ({type(exc).__name__})"
+    kind = table.get("kind") if isinstance(table, dict) else None
+    if kind not in TRAINABLE_KINDS:
+        shown = quoted(kind) if isinstance(kind, str) else type(kind).__name__
+        return None, f"{path}: [trainable] kind is {shown}, not 'torch' or 'function'"
+    return kind, None
 
 
 def _parse_state(name: str, data: Any) -> tuple[list[Trial], list[str]]:
@@ -55,8 +129,9 @@ class ExperimentReader:
             self.raytop_dir = candidate if candidate.is_dir() else None
         self._storages = storages or Storages()
         self._storage = self._storages.root(self.path)
-        # The trials of the last state read: a watched, unchanged file is not parsed again.
-        self._parsed: tuple[Any, list[Trial], list[str]] | None = None
+        # The trials of the last state read, its problems and its odd-trial-id warning: a
+        # watched, unchanged file is not parsed again.
+        self._parsed: tuple[Any, list[Trial], list[str], list[str]] | None = None
         # The probe's table: its rows as last checked (``untrusted.probe_trials``' memo),
         # and each checked row's Trial: a rewritten table costs only its changed rows.
         self._probe_checked: dict[str, tuple[Any, dict[str, Any]]] = {}
@@ -68,6 +143,9 @@ class ExperimentReader:
         # The driver's liveness at the last read: when it turns to ended, the probe's
         # table is read afresh (its last write came just before exit.json).
         self._alive_before: bool | None = None
+        # Why driver.json, at the last read, is no record of this folder (``_elsewhere``).
+        self.record_elsewhere: str | None = None
+        self._probe_odd: list[str] = []  # the odd-trial-id warning of the probe's table
         if self.raytop_dir is not None:
             # Inside a local experiment folder it shares that watch; else it gets its own.
             self._storages.locate(str(self.raytop_dir))
@@ -86,7 +164,8 @@ class ExperimentReader:
         warnings = [warning] if warning else []
         if rows is None:
             return None, warnings
-        return self._as_trials(rows), warnings
+        trials = self._as_trials(rows)
+        return trials, warnings + self._probe_odd
 
     def _check_probe_table(self, data: Any) -> list[dict[str, Any]]:
         return untrusted.probe_trials(data, self._probe_checked)
@@ -96,6 +175,7 @@ class ExperimentReader:
         since) keeps its Trial."""
         if rows is self._probe_rows:  # the file did not change: the very same Trials
             return list(self._probe_list)
+        self._probe_odd = []
         before, self._probe_trials = self._probe_trials, {}
         trials = []
         for row in rows:
@@ -104,6 +184,7 @@ class ExperimentReader:
             self._probe_trials[id(row)] = (row, trial)  # holding the row keeps its id unique
             trials.append(trial)
         self._probe_rows, self._probe_list = rows, tuple(trials)
+        self._probe_odd = _odd_trial_ids("trials.json", trials)
         return trials
 
     def _with_probe_histories(self, trials: list[Trial] | None) -> list[Trial] | None:
@@ -146,13 +227,14 @@ class ExperimentReader:
         if data is None:
             return None, warnings
         if self._parsed is not None and self._parsed[0] is data:  # unchanged since last time
-            trials, problems = self._parsed[1], self._parsed[2]
+            trials, problems, odd = self._parsed[1], self._parsed[2], self._parsed[3]
         else:
             trials, problems = _parse_state(name, data)
-            self._parsed = (data, trials, problems)
+            odd = _odd_trial_ids(name, trials)
+            self._parsed = (data, trials, problems, odd)
         if warning is None:
             self.state = (STATE_INVALID, problems[0]) if problems else (STATE_OK, None)
-        return list(trials), warnings + problems
+        return list(trials), warnings + problems + odd
 
     def _job_id(self) -> str | None:
         if self.raytop_dir is None:
@@ -160,6 +242,23 @@ class ExperimentReader:
         data, _ = self._read_raytop("job.json")
         job_id = data.get("job_id") if isinstance(data, dict) else None
         return job_id if isinstance(job_id, str) else None
+
+    def _elsewhere(self, info: dict[str, Any]) -> str | None:
+        """Why ``driver.json`` is no record of this folder: it names another experiment
+        folder (or experiment) than the one being read. The folder read is the one given,
+        always: the record never says where the experiment is, else a record naming another,
+        finished folder would have that folder shown and judged in this one's place."""
+        assert self.raytop_dir is not None
+        record = self.raytop_dir / "driver.json"
+        recorded, named = info.get("experiment_path"), info.get("experiment_name")
+        here = split_path(self.path)[1]
+        if isinstance(recorded, str) and not _same_folder(recorded, self.path):
+            other = f"another experiment folder, {quoted(recorded, 240)}"
+        elif isinstance(named, str) and named != here:
+            other = f"another experiment, {quoted(named)}"
+        else:
+            return None
+        return f"{record} names {other}, not this folder ({self.path}): no record of its driver"
 
     def read(self, require_state: bool = False) -> Experiment:
         """The experiment now. ``require_state``: read Tune's experiment state even when the
@@ -175,6 +274,14 @@ class ExperimentReader:
             check = check_driver(self.raytop_dir)
             pid, alive, driver_problem = check.pid, check.alive, check.record_problem
         info = info if isinstance(info, dict) else {}
+        self.record_elsewhere = None
+        if self.raytop_dir is not None and driver_problem is None:
+            self.record_elsewhere = self._elsewhere(info)
+        fields = info
+        if self.record_elsewhere is not None:
+            # Its driver having ended says nothing about this folder; only a driver proven
+            # running with this very raytop dir (its command line names it) still counts.
+            alive, fields = (True if alive else None), {}
         if alive is False and self._alive_before is not False and self.raytop_dir is not None:
             storage, rel = self._storages.locate(str(self.raytop_dir / "trials.json"))
             storage.forget(rel)
@@ -199,25 +306,28 @@ class ExperimentReader:
         trials = trials or []
         if driver_problem is not None:
             warnings.insert(0, driver_problem)
+        if self.record_elsewhere is not None:
+            warnings.insert(0, self.record_elsewhere)
         state_read, state_reason = self.state
         if state_read == STATE_OK and state_trials is not None:
             listed = {t.trial_id for t in state_trials}
             lacking = sorted(t.trial_id for t in trials if t.trial_id not in listed)
             if lacking:
                 state_read = STATE_INCOMPLETE
+                shown = (t if is_plain_name(t) else quoted(t) for t in lacking[:3])
                 state_reason = (f"the experiment state lists {len(listed)} trial(s) but not "
-                                f"{', '.join(lacking[:3])}: not yet synced")  # fmt: skip
+                                f"{', '.join(shown)}: not yet synced")  # fmt: skip
 
-        def text(key: str, default: str | None) -> str | None:
-            value = info.get(key, default)
-            return value if isinstance(value, str) else default
+        def text(key: str) -> str | None:
+            value = fields.get(key)
+            return value if isinstance(value, str) else None
 
         return Experiment(
-            name=text("experiment_name", name) or name,
-            path=text("experiment_path", self.path) or self.path,
+            name=name,
+            path=self.path,
             status=_status(trials, alive, found=bool(info) or bool(trials)),
-            metric=text("metric", None),
-            mode=text("mode", None),
+            metric=text("metric"),
+            mode=text("mode"),
             trials=tuple(trials),
             driver_pid=pid,
             driver_alive=alive,

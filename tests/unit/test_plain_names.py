@@ -123,3 +123,13 @@ def test_a_probe_table_with_an_odd_trial_id_is_named_and_never_joined(tmp_path):
     )
     findings, _ = storage_findings([(str(exp), None)])
     assert [f.evidence["reason"] for f in findings] == ["state_unreadable", "trial_id_not_plain"]
+
+
+def test_a_flight_recorder_dump_folder_is_never_made_of_an_odd_trial_id(tmp_path):
+    """The trial id comes from the cluster's KV store (the ledger): ``../x`` would read
+    dumps outside the raytop dir."""
+    from raytop.sources.flight_recorder import dump_folder
+
+    assert dump_folder(tmp_path, "a1b2_00001") == tmp_path / "flight_recorder" / "a1b2_00001"
+    for odd in ("../x", "a/b", "..", "aa_\ud800", "a\x00b"):
+        assert dump_folder(tmp_path, odd) is None

@@ -100,8 +100,8 @@ def test_a_driver_record_naming_another_folder_is_no_evidence(tmp_path, cli):
 
 def test_an_unfinished_trial_needs_its_run_folder_unless_it_is_known_not_to_have_one(tmp_path):
     """Positive evidence of torch (the spec copy, a train_runs/ folder) makes a missing run
-    folder unsafe; none at all is "cannot tell"; a function spec, a finished or a
-    never-started trial keep today's "safe"."""
+    folder unsafe; none at all is "cannot tell"; a function spec, a finished trial, one
+    that errored before its first result and one never started are "safe"."""
     cases = {
         "no evidence": (None, False, "RUNNING", 1, [teardown.TRAINABLE_UNKNOWN]),
         "spec torch": ("torch", False, "PAUSED", 1, [teardown.RUN_MISSING]),
@@ -110,7 +110,8 @@ def test_an_unfinished_trial_needs_its_run_folder_unless_it_is_known_not_to_have
         "retried, pending again": ("torch", False, "PENDING", 3, [teardown.RUN_MISSING]),
         "spec function": ("function", False, "RUNNING", 1, []),
         "finished, no evidence": (None, False, "TERMINATED", 1, []),
-        "errored, spec torch": ("torch", False, "ERROR", 1, []),
+        "errored after a result, spec torch": ("torch", False, "ERROR", 1, [teardown.RUN_MISSING]),
+        "errored before any result": ("torch", False, "ERROR", 0, []),
         "never started": ("torch", False, "PENDING", 0, []),
     }
     for i, (case, (kind, runs, status, iterations, expected)) in enumerate(cases.items()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raytop.model import TERMINAL_TRIAL_STATUSES, Finding, Severity
+from raytop.model import Finding, Severity
 from raytop.model.paths import PLAIN_NAME_RULE, quoted
 from raytop.model.teardown import FUNCTION, TORCH, ExperimentFacts, RunFacts
 
@@ -128,13 +128,16 @@ def teardown_findings(facts: ExperimentFacts) -> list[Finding]:
 
 
 def _absent_run(facts: ExperimentFacts, run: RunFacts, where: str) -> list[Finding]:
-    """A trial whose Train run folder is not on storage. Nothing is lost when it has
-    ended (a resume does not run it again), never started (PENDING, nothing reported, no
-    failure), or is a function trial (no run folder: its checkpoints are Tune's). An
-    unfinished torch trial's checkpoints are gone (or were never on this storage), and
-    with no evidence either way nobody can tell: both unsafe."""
+    """A trial whose Train run folder is not on storage. Nothing is lost when it
+    finished (a resume does not run it again), errored before its first result (no
+    checkpoint: ``--errored resume`` would start it afresh anyway), never started
+    (PENDING, nothing reported, no failure), or is a function trial (no run folder: its
+    checkpoints are Tune's). An unfinished torch trial's checkpoints, or an errored one's
+    that ``raytop resume --errored resume`` would continue from, are gone (or were never
+    on this storage), and with no evidence either way nobody can tell: both unsafe."""
     status = run.status or "PENDING"
-    if status in TERMINAL_TRIAL_STATUSES or not run.started or facts.trainable == FUNCTION:
+    nothing_to_resume = status == "TERMINATED" or (status == "ERROR" and not run.reported)
+    if nothing_to_resume or not run.started or facts.trainable == FUNCTION:
         return []
     trial = {"trial_id": run.trial_id, "status": status}
     if facts.trainable == TORCH:

@@ -17,11 +17,13 @@ class RunFacts:
     latest_present: bool  # that folder exists on storage
     uncommitted: tuple[str, ...] = ()  # checkpoint folders the snapshot does not list yet
     snapshot_problem: str | None = None  # why the run's snapshot could not be used (else None)
-    # The trial's run folder is not on storage at all: then its Tune status, and whether it
-    # started (False only for a PENDING trial that never reported nor failed).
+    # The trial's run folder is not on storage at all: then its Tune status, whether it
+    # started (False only for a PENDING trial that never reported nor failed) and whether
+    # it reported a result (an errored trial that did may be resumed from a checkpoint).
     absent: bool = False
     status: str | None = None
     started: bool = True
+    reported: bool = True
 
 
 @dataclass(frozen=True)

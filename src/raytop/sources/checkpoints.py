@@ -176,9 +176,10 @@ def teardown_facts(
         if folders is None:
             unlistable = snapshots.unlistable(path, experiment.path)
             if unlistable is None:  # not there: a function trial, or a torch trial's is lost
-                absent = RunFacts(trial.trial_id, None, False, absent=True,
-                                  status=trial.status, started=_started(trial))  # fmt: skip
-                runs.append(absent)
+                runs.append(RunFacts(
+                    trial.trial_id, None, False, absent=True, status=trial.status,
+                    started=_started(trial), reported=trial.iterations > 0,
+                ))  # fmt: skip
                 continue
             runs.append(RunFacts(trial.trial_id, None, False, snapshot_problem=unlistable))
             continue

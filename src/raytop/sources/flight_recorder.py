@@ -20,6 +20,7 @@ from pathlib import Path
 
 from raytop.model import untrusted
 from raytop.model.flight_recorder import RankDump, parse_dump
+from raytop.model.paths import is_plain_name
 from raytop.model.untrusted_pickle import MAX_PICKLE_BYTES, load_plain_pickle
 from raytop.rundir import FLIGHT_RECORDER_DIR
 
@@ -34,7 +35,12 @@ class DumpFile:
     mtime: float
 
 
-def dump_folder(raytop_dir: Path, trial_id: str) -> Path:
+def dump_folder(raytop_dir: Path, trial_id: str) -> Path | None:
+    """Where the trial's ranks dump (``launch.trainable`` made it); None for a trial id
+    that is not a plain name (``model.paths.is_plain_name``: it comes from the cluster's
+    KV store, and ``../x`` would lead out of the raytop dir)."""
+    if not is_plain_name(trial_id):
+        return None
     return raytop_dir / FLIGHT_RECORDER_DIR / trial_id
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -44,6 +45,8 @@ from raytop.launch.spec import (
     TrainableSection,
     TuneSection,
 )
+from raytop.launch.toml_text import MAX_TOML_BYTES
+from tests.unit.bounded import raised_within
 
 CPU1 = {"CPU": 1.0}
 NO_CPU = {"CPU": 0.0, "memory": 1.0}  # the fixed torch trial bundle
@@ -792,6 +795,44 @@ def test_nodes_file_of_binary_bytes_is_one_line(tmp_path: Path) -> None:
 def test_nodes_file_toml_error_is_one_line(tmp_path: Path) -> None:
     path = write(tmp_path, "[[nodes]]\nCPU = 4\nCPU = 5\n")
     assert nodes_error(path).startswith(f"{path}: TOML syntax error: ")
+
+
+def bounded_nodes_error(path: Path) -> str:
+    """``nodes_error``, failing (not hanging) when the read blocks."""
+    message = str(raised_within(2, lambda: nodes_from_file(path), SpecError))
+    assert "\n" not in message, message
+    return message
+
+
+def test_a_fifo_nodes_file_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "NODES.toml"
+    os.mkfifo(path)
+    assert bounded_nodes_error(path) == f"{path}: not a regular file (a FIFO): not read"
+
+
+def test_a_device_nodes_file_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "NODES.toml"
+    path.symlink_to("/dev/zero")
+    assert bounded_nodes_error(path) == (
+        f"{path}: not a regular file (a character device): not read"
+    )
+
+
+def test_a_nodes_file_over_the_cap_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "NODES.toml"
+    path.write_bytes(b"[[nodes]]\nCPU = 1\n" + b"#" * MAX_TOML_BYTES)
+    assert bounded_nodes_error(path).endswith(", over the 1,048,576 bytes (1.0 MiB) cap: not read")
+
+
+def test_a_nodes_file_nested_too_deep_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[" + ".".join(["nodes"] * 20_000) + "]]\n")
+    assert "nested too deep" in bounded_nodes_error(path)
+
+
+def test_a_nodes_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "NODES.toml"
+    path.write_bytes(b"\xef\xbb\xbf[[nodes]]\nCPU = 4\n")
+    assert [n.resources["CPU"] for n in nodes_from_file(path)] == [4.0]
 
 
 @pytest.mark.parametrize("count", ["100000000", "100_000_000"])

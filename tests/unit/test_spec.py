@@ -4,6 +4,7 @@ storage are ``preflight``'s, tests/unit/test_preflight.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 import uuid
@@ -25,6 +26,8 @@ from raytop.launch.spec import (
     SpecError,
     load_spec,
 )
+from raytop.launch.toml_text import MAX_TOML_BYTES
+from tests.unit.bounded import raised_within
 
 GOOD_MODULE = """
 def train_func(config):
@@ -225,6 +228,56 @@ def test_missing_spec(tmp_path: Path) -> None:
 def test_spec_is_a_directory(tmp_path: Path) -> None:
     message = spec_error(tmp_path)
     assert "directory" in message and str(tmp_path) in message
+
+
+def bounded_error(spec: Path) -> str:
+    """``spec_error``, failing (not hanging) when the read blocks."""
+    message = str(raised_within(2, lambda: load_spec(spec), SpecError))
+    assert "\n" not in message, message
+    return message
+
+
+def test_a_fifo_spec_is_refused_unread(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "spec.toml")
+    assert bounded_error(tmp_path / "spec.toml") == (
+        f"{tmp_path / 'spec.toml'}: not a regular file (a FIFO): not read"
+    )
+
+
+def test_a_device_spec_is_refused_unread(tmp_path: Path) -> None:
+    assert bounded_error(Path("/dev/zero")) == (
+        "/dev/zero: not a regular file (a character device): not read"
+    )
+    (tmp_path / "spec.toml").symlink_to("/dev/zero")
+    assert bounded_error(tmp_path / "spec.toml").endswith("(a character device): not read")
+
+
+def test_a_spec_over_the_cap_is_refused_unread(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_bytes(b"# " + b"x" * MAX_TOML_BYTES)
+    assert bounded_error(spec) == (
+        f"{spec}: 1,048,578 bytes (1.0 MiB), over the 1,048,576 bytes (1.0 MiB) cap: not read"
+    )
+
+
+def test_a_spec_nested_twenty_thousand_deep_is_one_line(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text("x = " + "[" * 20_000 + "]" * 20_000 + "\n")
+    assert "nested too deep" in bounded_error(spec)
+
+
+def test_a_spec_starting_with_a_byte_order_mark_is_read(make_spec) -> None:
+    spec = make_spec('[tune]\nmetric = "loss"\nmode = "min"\n')
+    spec.write_bytes(b"\xef\xbb\xbf" + spec.read_bytes())
+    assert load_spec(spec).tune.metric == "loss"
+
+
+def test_the_spec_keeps_the_bytes_it_was_validated_from(make_spec) -> None:
+    spec_path = make_spec("")
+    read = spec_path.read_bytes()
+    spec = load_spec(spec_path)
+    spec_path.write_text("# changed after the read\n")
+    assert spec.source == read
 
 
 def test_toml_syntax_error(make_spec) -> None:

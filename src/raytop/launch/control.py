@@ -10,8 +10,9 @@ Nothing here deletes anything. The CLI and the TUI both act through these functi
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import io
-import json
+import os
 import signal
 import sys
 import time
@@ -20,8 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from raytop.diagnose.resume import preview
-from raytop.jsonfile import write_json_atomic
-from raytop.model import Experiment
+from raytop.jsonfile import MISSING, Unread, read_capped, read_json, write_json_atomic
+from raytop.launch.toml_text import MAX_TOML_BYTES
+from raytop.model import Experiment, untrusted
 from raytop.model.paths import is_uri, join_path, local_path, split_path
 from raytop.model.resume import ResumePreview, StoredExperiment
 from raytop.process_identity import check_driver, driver_alive
@@ -31,7 +33,7 @@ from raytop.wire.version import import_ray
 if TYPE_CHECKING:
     from raytop.launch.driver import Launched
     from raytop.launch.spec import RunSpec
-    from raytop.sources.storage import Storage
+    from raytop.sources.storage import Entry, Storage
 
 
 class ControlError(RuntimeError):
@@ -45,7 +47,8 @@ def stop_trial(raytop_dir: Path, trial_id: str) -> None:
             check.problem or f"{raytop_dir.parent.name}: its driver is not running here"
         )
     requests = raytop_dir / STOP_REQUESTS
-    stopping = set(json.loads(requests.read_text())) if requests.exists() else set()
+    asked = read_json(requests)  # bounded; one that is not a list of ids is replaced
+    stopping = {t for t in asked if isinstance(t, str)} if isinstance(asked, list) else set()
     write_json_atomic(requests, sorted(stopping | {trial_id}))
 
 
@@ -79,8 +82,14 @@ def stop_experiment(
 
 
 def _holds(storage: Storage) -> bool:
-    """Whether the storage's root holds Tune's state (a local folder or remote)."""
-    return storage.exists("tuner.pkl") or bool(storage.glob("", "experiment_state-*.json"))
+    """Whether the storage's root holds Tune's state (a local folder or remote), from one
+    listing of it (a remote one that cannot be reached takes seconds to say so)."""
+    return _lists_tune_state(storage.listing("") or [])
+
+
+def _lists_tune_state(entries: list[Entry]) -> bool:
+    names = [e.name for e in entries]
+    return "tuner.pkl" in names or bool(fnmatch.filter(names, "experiment_state-*.json"))
 
 
 def holds_tune_experiment(experiment_path: str) -> bool:
@@ -117,30 +126,37 @@ def _can_restore(path: str) -> bool:
         return False
 
 
+def where_is(path: str) -> str:
+    """A storage path as read: a URI (``s3://bucket/prefix``, read through pyarrow) as
+    given, a local one absolute and symlink-free (``os.path.realpath``, not
+    ``Path.resolve``: a symlink loop must not raise); ControlError for a path no system
+    call can take (a NUL byte, a lone surrogate)."""
+    if is_uri(path):
+        return path.rstrip("/")
+    try:
+        return os.path.realpath(os.path.expanduser(local_path(path)))
+    except ValueError as exc:  # UnicodeEncodeError too
+        raise ControlError(f"{path!r}: not a usable path ({exc})") from None
+
+
 def experiments_under(storage_path: str) -> list[StoredExperiment]:
     """The experiment folders in ``storage_path`` (or ``storage_path`` itself if it is
     one), local or remote (``s3://…``), newest first. Each folder is read on its own: one
     that cannot be read is listed as UNKNOWN, and the others still are."""
-    import os
-
     from raytop.model import ExperimentStatus
     from raytop.sources.storage import Storages
     from raytop.sources.tune_dir import ExperimentReader
 
     storages = Storages()
-    if is_uri(storage_path):
-        root = storage_path.rstrip("/")
-    else:
-        # realpath, not Path.resolve: a symlink loop must not raise (RuntimeError)
-        root = os.path.realpath(os.path.expanduser(local_path(storage_path)))
-        if not Path(root).is_dir():
-            raise ControlError(f"{storage_path}: no such folder")
+    root = where_is(storage_path)
+    if not is_uri(root) and not Path(root).is_dir():
+        raise ControlError(f"{storage_path}: no such folder")
     top = storages.root(root)
     entries = top.listing("")
     if entries is None:
         why = getattr(top, "error", None) or "not found or not readable"
         raise ControlError(f"{storage_path}: cannot be listed ({why})")
-    if _holds(top):
+    if _lists_tune_state(entries):
         candidates = [(root, max((e.mtime or 0.0 for e in entries), default=0.0))]
     else:
         candidates = [(join_path(root, e.name), e.mtime or 0.0) for e in entries if e.is_dir]
@@ -190,12 +206,13 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     )
 
     storages = Storages()
-    if is_uri(experiment_path):  # e.g. s3://bucket/prefix/name: read through pyarrow
-        where = experiment_path.rstrip("/")
-    else:
-        where = str(Path(local_path(experiment_path)).expanduser().resolve())
+    where = where_is(experiment_path)
     parent, name = split_path(where)
-    if not _holds(storages.root(where)):
+    top = storages.root(where)
+    entries = top.listing("")
+    if entries is None and top.error:  # a remote store that did not answer
+        raise ControlError(f"{experiment_path}: storage unreachable ({top.error}); nothing read")
+    if not _lists_tune_state(entries or []):
         raise ControlError(
             f"{experiment_path}: no Tune experiment there (no tuner.pkl / experiment_state)"
         )
@@ -204,9 +221,7 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     if alive:
         raise ControlError(f"{name} is still running (driver pid {pid}): nothing to resume")
     info_file = raytop_dir / "driver.json"
-    if not info_file.exists():
-        raise ControlError(f"{where}: not launched by raytop here (no {info_file})")
-    spec_path = _launched_spec(info_file)
+    spec_path = _launched_spec(info_file, where)
     # The spec as launched (its copy), resolved against the original's folder.
     launched_copy = raytop_dir / "spec.toml"
     chosen = launched_copy if launched_copy.exists() else spec_path
@@ -227,11 +242,8 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     rows, warnings = preview(experiment, checkpoints, errored, spec.tune.max_concurrent_trials)
     if experiment.state_read == STATE_INCOMPLETE:  # Tune restores what its state lists
         warnings.append(f"{experiment.state_reason}; Tune resumes only the trials it lists")
-    if chosen is launched_copy and _differs(launched_copy, spec_path):
-        warnings.append(
-            f"{spec_path} changed since launch; the resume uses the spec as launched "
-            f"({launched_copy})"
-        )
+    if chosen is launched_copy and (changed := _changed_since_launch(spec, spec_path)):
+        warnings.append(f"{changed}; the resume uses the spec as launched ({launched_copy})")
     shown = ResumePreview(
         path=where,
         name=name,
@@ -243,12 +255,17 @@ def plan_resume(experiment_path: str, errored: str) -> tuple[ResumePreview, RunS
     return shown, spec
 
 
-def _launched_spec(info_file: Path) -> Path:
+def _launched_spec(info_file: Path, where: str) -> Path:
     """The spec file ``driver.json`` names (the user's, not the saved copy); one line
-    (ControlError) when the file is unreadable or not of that shape."""
+    (ControlError) when there is none, or it cannot be read or is not of that shape."""
+    cap = untrusted.MAX_RECORD_BYTES
     try:
-        info = json.loads(info_file.read_bytes())
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+        info = untrusted.parse(read_capped(info_file, cap), cap)
+    except Unread as exc:
+        if exc.kind == MISSING:
+            raise ControlError(f"{where}: not launched by raytop here (no {info_file})") from None
+        raise ControlError(str(exc)) from None
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError too
         raise ControlError(f"{info_file}: unreadable ({exc})") from None
     spec = info.get("spec") if isinstance(info, dict) else None
     if not isinstance(spec, str) or not spec.strip():
@@ -256,11 +273,14 @@ def _launched_spec(info_file: Path) -> Path:
     return Path(spec)
 
 
-def _differs(a: Path, b: Path) -> bool:
+def _changed_since_launch(launched: RunSpec, original: Path) -> str | None:
+    """How the user's spec file differs from the spec as launched (``launched.source``,
+    its saved copy), in a few words; None when it is the same."""
     try:
-        return a.read_bytes() != b.read_bytes()
-    except OSError:
-        return True  # the original is gone or unreadable: say so
+        now = read_capped(original, MAX_TOML_BYTES)
+    except Unread as exc:
+        return f"{original} is gone since launch" if exc.kind == MISSING else str(exc)
+    return None if now == launched.source else f"{original} changed since launch"
 
 
 def start_resume(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raytop.home import register_experiment
-from raytop.jsonfile import read_json, write_json_atomic
+from raytop.jsonfile import read_json, write_atomic, write_json_atomic
 from raytop.launch.cluster import LOOPBACK_ENV, Target
 from raytop.launch.spec import RunSpec, load_spec
 from raytop.process_identity import process_create_time
@@ -60,11 +59,13 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     raytop_dir.mkdir(parents=True, exist_ok=True)
     spec_file = str(spec.path)
     if errored is not None:  # a resume runs the copy saved at launch: keep naming the user's
-        spec_file = (read_json(raytop_dir / "driver.json") or {}).get("spec", spec_file)
+        previous = read_json(raytop_dir / "driver.json")
+        if isinstance(previous, dict) and isinstance(previous.get("spec"), str):
+            spec_file = previous["spec"]
     for stale in ("exit.json", "trials.json", "job.json", STOP_MARKER):
         (raytop_dir / stale).unlink(missing_ok=True)
-    if errored is None:
-        shutil.copyfile(spec.path, raytop_dir / "spec.toml")
+    if errored is None:  # the bytes validated, not the file as it may be by now
+        write_atomic(raytop_dir / "spec.toml", spec.source)
     log_path = raytop_dir / "driver.log"
     env = {**DRIVER_ENV_DEFAULTS, **os.environ}
     env.pop("RAY_ADDRESS", None)  # the driver gets the resolved address explicitly

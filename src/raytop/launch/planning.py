@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from raytop.diagnose.plan import NodeShape, Plan, TrialShape, plan
 from raytop.diagnose.search import SweepIntent, search_not_adaptive
+from raytop.jsonfile import DIRECTORY, MISSING, Unread, read_capped
 from raytop.launch.spec import RunSpec, SpecError
+from raytop.launch.toml_text import MAX_TOML_BYTES, TomlUnusable, parse_toml
 from raytop.model import Finding
 from raytop.model.paths import is_uri
 from raytop.model.resources import resource_name
@@ -61,19 +62,18 @@ def nodes_from_spec(spec: RunSpec) -> list[NodeShape]:
 
 def nodes_from_file(path: Path) -> list[NodeShape]:
     """NODES.toml: ``[[nodes]]`` tables with an optional ``count`` and ``name``; every other
-    key is a resource (``CPU = 16``, ``GPU = 4``, ``memory = 64e9``, custom ones)."""
+    key is a resource (``CPU = 16``, ``GPU = 4``, ``memory = 64e9``, custom ones). Read
+    and parsed within the bounds of a spec (``toml_text``)."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecError(f"cluster description not found: {path}") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not valid UTF-8 text ({exc.reason})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(" ".join(f"{path}: TOML syntax error: {exc}".split())) from None
+        data = parse_toml(read_capped(path, MAX_TOML_BYTES), str(path))
+    except Unread as exc:
+        if exc.kind == MISSING:
+            raise SpecError(f"cluster description not found: {path}") from None
+        if exc.what == DIRECTORY:
+            raise SpecError(f"{path}: cannot read it (Is a directory)") from None
+        raise SpecError(str(exc)) from None
+    except TomlUnusable as exc:
+        raise SpecError(str(exc)) from None
     entries = data.get("nodes")
     if not isinstance(entries, list) or not entries:
         raise SpecError(f"{path}: expected one or more [[nodes]] tables")

@@ -87,6 +87,9 @@ class RunSpec:
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
     cluster: ClusterSection = field(default_factory=ClusterSection)
     base_dir: Path | None = None  # set when it is not the file's folder (a saved copy)
+    # The bytes read and validated: what a launch saves as the spec as launched, and what
+    # a resume compares the user's file with.
+    source: bytes = field(default=b"", repr=False, compare=False)
 
     @property
     def spec_dir(self) -> Path:
@@ -114,7 +117,7 @@ def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
     not the file's own (the copy saved at launch, read back for a resume)."""
     given = Path(path)
     label = str(path)
-    data = read_toml(given, label)
+    source, data = read_toml(given, label)
     spec_path = Path(os.path.abspath(given))
     base = Path(os.path.abspath(base_dir)) if base_dir is not None else spec_path.parent
     ctx = SpecFile(label)
@@ -151,4 +154,5 @@ def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
         failure=failure,
         checkpoint=checkpoint,
         cluster=cluster,
+        source=source,
     )

@@ -3,7 +3,7 @@
 Each checker takes the file (``SpecFile``), where the value sits (``[section] key``) and
 the value; it returns the value checked, or raises ``SpecError`` with one line that names
 the file, the section and the key and shows what was given (docs/spec.md). Pure: reading
-the TOML file is the only I/O.
+the TOML file (``read_toml``, bounded) is the only I/O.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, NoReturn
 
+from raytop.jsonfile import DIRECTORY, MISSING, Unread, read_capped
+from raytop.launch.toml_text import MAX_TOML_BYTES, TomlUnusable, parse_toml
 from raytop.model.format import one_line
 from raytop.model.resources import resource_name
 
@@ -36,27 +37,24 @@ class SpecFile:
         raise SpecError(one_line(f"{self.label}: {where}: {message}", joined_by=" "))
 
 
-def read_toml(path: Path, label: str) -> dict[str, Any]:
-    if not path.exists():
-        raise SpecError(one_line(f"spec not found: {label}", joined_by=" "))
-    if path.is_dir():
-        raise SpecError(one_line(f"spec is a directory, not a file: {label}", joined_by=" "))
+def read_toml(path: Path, label: str) -> tuple[bytes, dict[str, Any]]:
+    """The spec file's bytes and its TOML, read bounded (a regular file of at most
+    ``MAX_TOML_BYTES``, never blocking on a FIFO) and parsed within ``toml_text``'s depth
+    limit."""
     try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise SpecError(
-            one_line(f"cannot read spec {label}: {err.strerror or err}", joined_by=" ")
-        ) from None
+        raw = read_capped(path, MAX_TOML_BYTES)
+    except Unread as err:
+        if err.kind == MISSING:
+            raise SpecError(one_line(f"spec not found: {label}", joined_by=" ")) from None
+        if err.what == DIRECTORY:
+            raise SpecError(
+                one_line(f"spec is a directory, not a file: {label}", joined_by=" ")
+            ) from None
+        raise SpecError(one_line(f"{label}: {err.reason}", joined_by=" ")) from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise SpecError(
-            one_line(f"{label}: not valid UTF-8 text ({err.reason})", joined_by=" ")
-        ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise SpecError(one_line(f"{label}: TOML syntax error: {err}", joined_by=" ")) from None
+        return raw, parse_toml(raw, label)
+    except TomlUnusable as err:
+        raise SpecError(str(err)) from None
 
 
 def did_you_mean(word: str, choices: Any, fmt: str = "'{}'") -> str:

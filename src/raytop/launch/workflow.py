@@ -11,6 +11,7 @@ imports this module on every command, and tests replace ``launch.cluster.resolve
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -253,7 +254,8 @@ def stop_target(experiment_path: str | None, trial_id: str | None) -> tuple[Path
     from raytop.rundir import raytop_dir_for
 
     if experiment_path:
-        folder = Path(experiment_path).expanduser().resolve()
+        # realpath, not Path.resolve: a symlink loop must not raise (RuntimeError)
+        folder = Path(os.path.realpath(os.path.expanduser(experiment_path)))
         experiment_path, raytop_dir = str(folder), raytop_dir_for(str(folder), folder.name)
     else:
         running = running_experiments(registered_experiments())

@@ -8,12 +8,13 @@ regular files only and never past its cap: ``read_capped`` says why it did not r
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from raytop.model import untrusted
 
@@ -117,3 +118,24 @@ def read_json(path: Path, max_bytes: int = untrusted.MAX_RECORD_BYTES) -> Any | 
         return untrusted.parse(read_capped(path, max_bytes), max_bytes)
     except (Unread, ValueError):
         return None
+
+
+def open_log(path: Path, mode: str = "ab") -> BinaryIO:
+    """``path`` opened for writing a child process's log (``"ab"`` appends, ``"wb"``
+    truncates), created if missing. Opened non-blocking and checked: a FIFO planted under
+    the log's name (with no reader, ``open`` would wait forever) or a device is an
+    ``OSError`` naming the file, which the CLI turns into one line."""
+    if mode not in ("ab", "wb"):
+        raise ValueError(f"mode {mode!r}: 'ab' or 'wb'")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags | (os.O_APPEND if mode == "ab" else 0), 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        if mode == "wb":  # only once it is known to be a file
+            os.ftruncate(fd, 0)
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise

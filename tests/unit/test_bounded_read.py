@@ -83,3 +83,25 @@ def test_read_json_says_nothing_of_what_read_capped_refuses(tmp_path):
     assert answered_within(2, lambda: read_json(tmp_path / "pipe")) == ("value", None)
     assert read_json(tmp_path / "ok.json") == {"a": 1}
     assert read_json(tmp_path) is None
+
+
+def test_a_log_is_opened_without_waiting_on_a_fifo_and_only_as_a_file(tmp_path):
+    """The driver's and the cluster's logs are opened for writing in folders anyone may
+    write: a FIFO planted there (no reader) must not block the launch, a device is
+    refused, a file is appended to or truncated as asked."""
+    from raytop.jsonfile import open_log
+
+    log = tmp_path / "driver.log"
+    log.write_bytes(b"before\n")
+    with open_log(log, "ab") as f:
+        f.write(b"after\n")
+    assert log.read_bytes() == b"before\nafter\n"
+    with open_log(log, "wb") as f:
+        f.write(b"fresh\n")
+    assert log.read_bytes() == b"fresh\n"
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError):  # ENXIO: no reader; never a wait
+        open_log(fifo, "ab")
+    with pytest.raises(OSError, match="not a regular file"):
+        open_log(Path("/dev/null"), "ab")

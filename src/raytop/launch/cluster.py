@@ -26,7 +26,7 @@ from typing import Protocol
 import psutil
 
 from raytop.home import raytop_home
-from raytop.jsonfile import read_json, write_json_atomic
+from raytop.jsonfile import open_log, read_json, write_json_atomic
 from raytop.launch.spec import ClusterSection
 from raytop.model import untrusted
 from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
@@ -272,7 +272,7 @@ def start_embedded(
         cmd.append(f"--resources={json.dumps(cluster.resources)}")
     log_path = raytop_home() / "cluster.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)  # reading never creates the home
-    with open(log_path, "w") as log:
+    with open_log(log_path, "wb") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env={**os.environ, **LOOPBACK_ENV, **NO_DRAIN_ENV},

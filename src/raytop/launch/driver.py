@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raytop.home import register_experiment
-from raytop.jsonfile import read_json, write_atomic, write_json_atomic
+from raytop.jsonfile import open_log, read_json, write_atomic, write_json_atomic
 from raytop.launch.cluster import LOOPBACK_ENV, Target
 from raytop.launch.spec import RunSpec, load_spec
 from raytop.process_identity import process_create_time
@@ -71,7 +71,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
     env.pop("RAY_ADDRESS", None)  # the driver gets the resolved address explicitly
     if target.loopback_only:
         env.update(LOOPBACK_ENV)
-    with open(log_path, "ab") as log:
+    with open_log(log_path, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "raytop.launch.driver", str(spec.path),
              "--address", target.address, "--raytop-dir", str(raytop_dir),

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -321,6 +322,39 @@ def exp_with(**files: str | bytes | None):
     return setup
 
 
+def trials_named(*trial_ids: str, config: object = 1, score: object = 1.0):
+    """A setup: the finished experiment whose Tune state lists trials with these ids (as
+    an adversary may write them) and no probe table, so status reads Tune's state."""
+
+    def setup(tmp: Path) -> None:
+        rows = [
+            [json.dumps({"trial_id": t, "status": "TERMINATED", "config": {"x": config}}),
+             json.dumps({"last_result": {"score": score, "training_iteration": 3}})]
+            for t in trial_ids
+        ]  # fmt: skip
+        spec()(tmp)
+        experiment(tmp, **{STATE: json.dumps({"trial_data": rows}), ".raytop/trials.json": None})
+
+    return setup
+
+
+def nested(levels: int) -> object:
+    value: list = []
+    inner = value
+    for _ in range(levels - 1):
+        inner.append([])
+        inner = inner[0]
+    return value
+
+
+SECRET_S3 = "s3://AKIAEXAMPLE:SECRETKEY@bucket/p?endpoint_override=127.0.0.1:1&scheme=http"
+SECRET_QUERY = (
+    "s3://bucket/p?endpoint_override=127.0.0.1:1&scheme=http&access_key=AKIAEXAMPLE"
+    "&secret_key=SECRETKEY"
+)
+NO_CLUSTER = ("--address", "127.0.0.1:1")
+
+
 FILES = {
     "state": STATE,
     "snapshot": SNAPSHOT,
@@ -446,6 +480,81 @@ def a_file(tmp: Path) -> None:
 
 def loop_folder(tmp: Path) -> None:
     (tmp / "loop").symlink_to("loop")
+
+
+def fifo_at(rel: str, setup: Callable[[Path], object] | None = None):
+    """A setup: ``setup`` (default: the valid spec and nodes), then a FIFO at ``rel``."""
+
+    def make(tmp: Path) -> None:
+        (setup or spec())(tmp)
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)
+        os.mkfifo(target)
+
+    return make
+
+
+def linked_to(rel: str, to: str):
+    """A setup: the finished experiment with ``rel`` a symlink to ``to`` (e.g. /dev/zero)."""
+
+    def make(tmp: Path) -> None:
+        spec()(tmp)
+        target = experiment(tmp) / rel
+        target.unlink(missing_ok=True)
+        target.symlink_to(to)
+
+    return make
+
+
+def spec_bytes(content: bytes):
+    def make(tmp: Path) -> None:
+        spec()(tmp)
+        (tmp / "spec.toml").write_bytes(content)
+
+    return make
+
+
+def deep_spec(tmp: Path) -> None:
+    spec()(tmp)
+    (tmp / "spec.toml").write_text(SPEC + "deep = " + "[" * 20_000 + "]" * 20_000 + "\n")
+
+
+def unfinished_torch_trial(spec_copy: bool):
+    """A setup: trial a_00000 RUNNING, its Train run folder (and train_runs/) gone; the
+    launched spec's copy says torch, or there is none."""
+
+    def make(tmp: Path) -> None:
+        trial = {"trial_id": TRIAL_ID, "status": "RUNNING", "config": {"x": 1}}
+        last = {"score": 1.0, "training_iteration": 3}
+        state = json.dumps({"trial_data": [[json.dumps(trial), json.dumps({"last_result": last})]]})
+        spec()(tmp)
+        path = experiment(tmp, **{STATE: state, ".raytop/trials.json": None})
+        shutil.rmtree(path / "train_runs")
+        if spec_copy:
+            (path / ".raytop" / "spec.toml").write_text(SPEC.replace('"function"', '"torch"'))
+
+    return make
+
+
+def driver_names_another_folder(tmp: Path) -> None:
+    """driver.json of exp names the complete folder ``other`` as its experiment."""
+    spec()(tmp)
+    other = experiment(tmp, "other")
+    path = experiment(tmp)
+    record = json.loads((path / ".raytop" / "driver.json").read_text())
+    record.update(experiment_path=str(other), experiment_name="other")
+    (path / ".raytop" / "driver.json").write_text(json.dumps(record))
+
+
+def live_driver_and_exit_json(tmp: Path) -> list[subprocess.Popen]:
+    """The proven live driver, and beside it an empty exit.json."""
+    procs = running_driver()(tmp)
+    (tmp / "store" / "exp" / ".raytop" / "exit.json").write_text("")
+    return procs
+
+
+UNREACHABLE_S3 = "s3://bucket/exp?endpoint_override=127.0.0.1:1&scheme=http"
 
 
 E = "{tmp}/store/exp"
@@ -1426,6 +1535,223 @@ CASES: list[Case] = [
         r"^teardown_unsafe .*experiments\.json",
         home_json("experiments.json", '[{{"name": 5}}]'),
         kind=VERDICT,
+    ),
+    # --- every read bounded: regular files only, capped, depth-limited -------------------
+    Case(
+        "spec a FIFO",
+        ("plan", "{tmp}/fifo.toml", "--cluster", "{tmp}/nodes.toml"),
+        2,
+        r"fifo\.toml: not a regular file \(a FIFO\)",
+        fifo_at("fifo.toml"),
+        within_s=10,
+    ),
+    Case(
+        "spec a FIFO (run)",
+        ("run", "{tmp}/fifo.toml"),
+        2,
+        r"fifo\.toml: not a regular file \(a FIFO\)",
+        fifo_at("fifo.toml"),
+        within_s=10,
+    ),
+    Case(
+        "NODES.toml a FIFO",
+        ("plan", "{tmp}/spec.toml", "--cluster", "{tmp}/fifo.toml"),
+        2,
+        r"fifo\.toml: not a regular file \(a FIFO\)",
+        fifo_at("fifo.toml"),
+        within_s=10,
+    ),
+    Case(
+        "spec /dev/zero",
+        ("plan", "/dev/zero", "--cluster", "{tmp}/nodes.toml"),
+        2,
+        r"/dev/zero: not a regular file \(a character device\)",
+        spec(),
+        within_s=10,
+    ),
+    Case(
+        "spec over 1 MiB",
+        PLAN,
+        2,
+        r"spec\.toml: .* cap: not read",
+        spec_bytes(b"# " + b"x" * 2**20 + b"\n" + SPEC.encode()),
+    ),
+    Case(
+        "spec nested 20,000 deep", PLAN, 2, r"spec\.toml: nested too deep", deep_spec, within_s=10
+    ),
+    Case(
+        "spec starting with a BOM (control)",
+        PLAN,
+        0,
+        r"FITS",
+        spec_bytes(b"\xef\xbb\xbf" + SPEC.encode()),
+        kind=OUTPUT,
+    ),
+    Case(
+        "resume: driver.json a FIFO",
+        ("resume", E),
+        2,
+        r"driver\.json: not a regular file \(a FIFO\)",
+        fifo_at("store/exp/.raytop/driver.json", exp_with()),
+        within_s=10,
+    ),
+    Case(
+        "resume: spec.toml linked to /dev/zero",
+        ("resume", E),
+        2,
+        r"spec\.toml: not a regular file \(a character device\)",
+        linked_to(".raytop/spec.toml", "/dev/zero"),
+        within_s=10,
+    ),
+    Case(
+        "resume: storage unreachable",
+        ("resume", UNREACHABLE_S3),
+        2,
+        r"storage unreachable",
+        within_s=30,
+    ),
+    Case("resume: a symlink loop", ("resume", "{tmp}/loop"), 2, r"loop", loop_folder),
+    Case("stop: a symlink loop", ("stop", "{tmp}/loop", "--yes"), 2, r"loop", loop_folder),
+    # --- teardown judges the folder it was given, on evidence found there ------------------
+    Case(
+        "teardown: an unfinished torch trial's run folder gone",
+        TEARDOWN,
+        14,
+        r"^teardown_unsafe exp trial a_00000: RUNNING, but its Train run folder is not on",
+        unfinished_torch_trial(spec_copy=True),
+        kind=VERDICT,
+    ),
+    Case(
+        "teardown: an unfinished trial, nothing says torch or function",
+        TEARDOWN,
+        14,
+        r"^teardown_unsafe exp trial a_00000: RUNNING with no Train run folder",
+        unfinished_torch_trial(spec_copy=False),
+        kind=VERDICT,
+    ),
+    Case(
+        "teardown: a trial id ../../etc",
+        TEARDOWN,
+        14,
+        r"^teardown_unsafe exp: trial id '\.\./\.\./etc' is not a plain name",
+        trials_named("../../etc"),
+        kind=VERDICT,
+    ),
+    Case(
+        "teardown: driver.json names another folder",
+        TEARDOWN,
+        14,
+        r"^teardown_unsafe exp: .*driver\.json names another experiment folder",
+        driver_names_another_folder,
+        kind=VERDICT,
+    ),
+    Case(
+        "teardown: an empty exit.json beside a live driver",
+        TEARDOWN,
+        14,
+        r"^teardown_unsafe exp: the Tune driver is running",
+        live_driver_and_exit_json,
+        kind=VERDICT,
+    ),
+    Case(
+        "status: driver.json names another folder",
+        STATUS,
+        0,
+        r"driver\.json names another experiment folder",
+        driver_names_another_folder,
+        kind=WARNING,
+    ),
+    # --- text from outside raytop: shown escaped, never interpreted (model.visible) ------
+    Case(
+        "status: an OSC 2 title and a cursor-up in a trial id",
+        STATUS,
+        0,
+        r"a_00000\\x1b\]2;PWNED\\x07\\x1b\[1A",
+        trials_named("a_00000\x1b]2;PWNED\x07\x1b[1A"),
+        kind=OUTPUT,
+    ),
+    Case(
+        "status: a newline in a trial id starts no line",
+        STATUS,
+        0,
+        r"a_00000\\nsafe to tear down",
+        trials_named("a_00000\nsafe to tear down: 1 experiment(s) complete on storage"),
+        kind=OUTPUT,
+    ),
+    Case(
+        "teardown: a newline in a trial id starts no line",
+        TEARDOWN,
+        14,
+        r"^teardown_unsafe exp: trial id 'a_00000\\nsafe",
+        trials_named("a_00000\nsafe to tear down: 1 experiment(s) complete on storage"),
+        kind=VERDICT,
+    ),
+    Case(
+        "status: a bidi override and a zero-width space in a trial id",
+        STATUS,
+        0,
+        r"a_\\u202e00000\\u200b",
+        trials_named("a_\u202e00000\u200b"),
+        kind=OUTPUT,
+    ),
+    Case(
+        "status: a lone surrogate in a trial id",
+        STATUS,
+        0,
+        r"a_00000\\ud800",
+        trials_named("a_00000\ud800"),
+        kind=OUTPUT,
+    ),
+    Case(
+        "status: a C1 CSI in a config value",
+        STATUS,
+        0,
+        r"x=1\\x9b31m",
+        trials_named(TRIAL_ID, config="1\x9b31m"),
+        kind=OUTPUT,
+    ),
+    Case(
+        "status --json: a metric of NaN",
+        ("status", "--json", "--experiment", E),
+        0,
+        r'"score": null',
+        trials_named(TRIAL_ID, score=float("nan")),
+        kind=OUTPUT,
+    ),
+    Case(
+        "status --json: a config value nested 900 deep",
+        ("status", "--json", "--experiment", E),
+        0,
+        r"nested deeper than 32 levels",
+        trials_named(TRIAL_ID, config=nested(900)),
+        kind=OUTPUT,
+    ),
+    Case(
+        "status: credentials in a --storage URI",
+        ("status", *NO_CLUSTER, "--storage", SECRET_S3),
+        0,
+        r"--storage s3://\*\*\*@bucket",
+        kind=WARNING,
+    ),
+    Case(
+        "status: a secret_key in a --storage URI",
+        ("status", *NO_CLUSTER, "--storage", SECRET_QUERY),
+        0,
+        r"secret_key=\*\*\*",
+        kind=WARNING,
+    ),
+    Case(
+        "teardown: credentials in an --experiment URI",
+        ("check", "--teardown", "--experiment", SECRET_S3),
+        14,
+        r"s3://\*\*\*@bucket|\*\*\*@bucket",
+        kind=VERDICT,
+    ),
+    Case(
+        "resume: credentials in the URI",
+        ("resume", SECRET_S3),
+        2,
+        r"\*\*\*@bucket",
     ),
 ]
 

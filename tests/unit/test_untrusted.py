@@ -159,8 +159,34 @@ def test_too_many_ranks_or_pages_are_refused():
 def test_parse_refuses_oversize_and_deep_nesting():
     with pytest.raises(untrusted.Refused, match="over the 10 bytes cap"):
         untrusted.parse(b"[" * 11, 10)
-    with pytest.raises(ValueError, match="nested too deeply"):
+    too_deep = r"^nested too deep \(over 64 levels\): not read$"
+    with pytest.raises(untrusted.TooDeep, match=too_deep):
         untrusted.parse("[" * 100_000 + "]" * 100_000, untrusted.MiB)
+
+
+def test_parse_caps_the_depth_itself_not_the_brackets_in_strings():
+    """A depth Python's json takes is still refused over the cap, as ``TooDeep``: a
+    ``Refused``, which the storage keeps its last good copy for and does not re-read as
+    torn. The cap itself, brackets inside strings and 4,000-digit integers still parse."""
+    deep = [
+        "[" * 65 + "]" * 65,  # parses in Python: only the explicit cap refuses it
+        '{"a": ' * 65 + "1" + "}" * 65,
+        ("[" * 65 + "]" * 65).encode("utf-16"),  # json.loads reads UTF-16 too
+        '[{"x": "]]]}}}\\\\", "y": [' + "[" * 62 + "]" * 62 + "]}]",
+    ]
+    for raw in deep:
+        with pytest.raises(untrusted.TooDeep) as caught:
+            untrusted.parse(raw, untrusted.MiB)
+        assert isinstance(caught.value, untrusted.Refused)
+    fine = [
+        json.loads("[" * 64 + "]" * 64),
+        ["[" * 100, "{" * 100, '"\\' * 40 + "[[[", {"k[": "]{", "\\": ['\\"[[']}],
+        {"n": int("9" * 4000)},
+    ]
+    for value in fine:
+        raw = json.dumps(value)
+        assert untrusted.parse(raw, 64 * untrusted.MiB) == value
+        assert untrusted.parse(raw.encode(), 64 * untrusted.MiB) == value
 
 
 def test_driver_and_cluster_records():

@@ -12,8 +12,10 @@ machine, and reading them mid-write gives a parse error. So (DESIGN decision 8):
 - a file that does not parse, or parses into the wrong shape (a ``model.untrusted``
   validator given by the caller), is re-read a few times, then its last good copy is kept
   and a one-line warning names the file and what was wrong;
-- a file over its size cap, or that is not a regular file (a FIFO would block the read), is
-  not read at all; a symlink loop is an unreadable entry, never an exception.
+- a file over its size cap, nested too deep, or that is not a regular file (a FIFO would
+  block the read; a folder is said to be one), is not read at all and not retried; a
+  symlink loop, or a path no OS call can take (a NUL byte, a lone surrogate: a name from a
+  file joined into a path), is an unreadable entry, never an exception.
 
 Paths are relative to the storage's root (``"experiment_state-….json"``,
 ``"train_runs/<run>/checkpoint_manager_snapshot.json"``).
@@ -56,7 +58,7 @@ class Storage:
 
     def unreachable(self) -> str | None:
         """A one-line warning while the storage cannot be reached (else None)."""
-        return f"{self.root} unreachable ({self.error})" if self.error else None
+        return unreachable(self.root, self.error) if self.error else None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -66,6 +68,7 @@ class Storage:
         self._listings: dict[str, tuple[float, list[Entry] | None]] = {}
         self._tails: dict[str, tuple[float, Tail]] = {}
         self.reads = 0  # files actually read (for tests and benchmarks)
+        self.lists = 0  # folders actually listed (likewise)
 
     # -- what subclasses provide ----------------------------------------------------
 
@@ -101,8 +104,9 @@ class Storage:
         """(data, warning): the parsed file (None if absent), passed through ``validate``
         (a ``model.untrusted`` check: its result is what is returned and kept). A file that
         does not parse or validate is retried, then its last good copy is returned with a
-        one-line warning naming ``label`` (default: the file's name); one over
-        ``max_bytes`` is not read."""
+        one-line warning naming ``label`` (default: the file's name); one refused unread
+        (over ``max_bytes``, nested too deep, not a regular file) or that the OS cannot
+        read (no permission) is not retried: its warning says which."""
         with self._lock:
             cached = self._files.get(rel)
             if cached is not None and self._fresh(rel, cached[0]):
@@ -120,7 +124,7 @@ class Storage:
                 if data is not None and validate is not None:
                     data = validate(data)
             except StorageUnreachable as exc:
-                warning = f"{self.root} unreachable ({exc})"
+                warning = unreachable(self.root, str(exc))
                 with self._lock:
                     self._files[rel] = (read_at, self._last_good.get(rel), warning)
                 return self._last_good.get(rel), warning
@@ -131,7 +135,9 @@ class Storage:
                 if attempt + 1 < PARSE_RETRIES:
                     time.sleep(0.05)
                 continue
-            except (OSError, ValueError):
+            except OSError as exc:  # not torn: re-reading at once will not help
+                return self._keep(rel, read_at, f"{name} is unreadable ({exc.strerror or exc})")
+            except ValueError:  # not JSON (yet): torn mid-write, or never JSON
                 invalid = None
                 if attempt + 1 < PARSE_RETRIES:
                     time.sleep(0.05)
@@ -194,14 +200,20 @@ class Storage:
             if cached is not None and self._fresh(rel, cached[0]):
                 return cached[1]
         read_at = time.time()
+        self.lists += 1
         entries = self._list(rel)
         with self._lock:
             self._listings[rel] = (read_at, entries)
         return entries
 
     def glob(self, rel: str, pattern: str) -> list[str]:
-        """Names in folder ``rel`` matching ``pattern``, sorted."""
-        return sorted(e.name for e in self.listing(rel) or [] if fnmatch.fnmatch(e.name, pattern))
+        """Names of the files (not folders) in folder ``rel`` matching ``pattern``, sorted:
+        a folder named ``experiment_state-….json`` is not Tune's newest state."""
+        return sorted(
+            e.name
+            for e in self.listing(rel) or []
+            if not e.is_dir and fnmatch.fnmatch(e.name, pattern)
+        )
 
     def exists(self, rel: str) -> bool:
         folder, _, name = rel.rpartition("/")
@@ -222,8 +234,33 @@ def _join(root: str, rel: str) -> str:
     return join_path(root, rel) if rel else root
 
 
+def unreachable(root: str, why: str) -> str:
+    """The one line for a storage that cannot be reached: never "no experiment"."""
+    return f"{root}: storage unreachable ({why})"
+
+
 class StorageUnreachable(OSError):
     """The filesystem could not be reached (not a torn file: no point re-reading)."""
+
+
+def usable_path(path: str, encoding_errors: str = "surrogateescape") -> str:
+    """``path`` if an OS call can take it; else ``untrusted.Refused`` saying why. A name
+    read from a file (a trial id in Tune's state) may hold a NUL byte or a lone surrogate,
+    on which ``os.open`` raises ValueError / UnicodeEncodeError. Local names keep the
+    surrogates Python made of undecodable bytes (``surrogateescape``: real files); a remote
+    filesystem takes UTF-8 only (``strict``)."""
+    if "\0" in path:
+        raise untrusted.Refused("its path holds a NUL byte: not read")
+    try:
+        path.encode("utf-8", encoding_errors)
+    except UnicodeEncodeError:
+        raise untrusted.Refused(
+            "its path holds a character no file name can (a lone surrogate): not read"
+        ) from None
+    return path
+
+
+IS_A_FOLDER = "is a folder, not a file"
 
 
 class LocalStorage(Storage):
@@ -283,37 +320,49 @@ class LocalStorage(Storage):
             return False
         return self._changed.get(_join(self.root, rel).rstrip("/"), 0.0) < read_at
 
-    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
+    def _open(self, rel: str) -> tuple[int, os.stat_result] | None:
+        """An fd open on regular file ``rel`` and its stat; None if it does not exist;
+        ``untrusted.Refused`` (closed again) if it is anything but a regular file."""
         try:
             # Non-blocking: a FIFO planted under the file's name must not hang the reader.
-            fd = os.open(_join(self.root, rel), os.O_RDONLY | os.O_NONBLOCK)
+            fd = os.open(usable_path(_join(self.root, rel)), os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise untrusted.Refused(IS_A_FOLDER)
             if not stat.S_ISREG(info.st_mode):
                 raise untrusted.Refused("not a regular file: not read")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, info
+
+    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
+        opened = self._open(rel)
+        if opened is None:
+            return None
+        fd, info = opened
+        with os.fdopen(fd, "rb") as f:
             untrusted.check_size(info.st_size, max_bytes)
             return f.read(max_bytes + 1)
 
     def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
-        try:
-            fd = os.open(_join(self.root, rel), os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
+        opened = self._open(rel)
+        if opened is None:
             return None
+        fd, info = opened
         with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise untrusted.Refused("not a regular file: not read")
             start = max(0, info.st_size - max_bytes)
             f.seek(start)
             return f.read(max_bytes), start > 0
 
     def _list(self, rel: str) -> list[Entry] | None:
         try:
-            with os.scandir(_join(self.root, rel)) as it:
+            with os.scandir(usable_path(_join(self.root, rel))) as it:
                 return [entry for e in it if (entry := _entry(e)) is not None]
-        except OSError:
+        except (OSError, untrusted.Refused):
             return None
 
     def close(self) -> None:
@@ -334,8 +383,12 @@ def _entry(e: os.DirEntry) -> Entry | None:
 
 def _real(path: str) -> str:
     """The absolute, symlink-free path. ``os.path.realpath``, not ``Path.resolve``: on a
-    symlink loop that raises RuntimeError, this leaves the looping part as it is."""
-    return os.path.realpath(local_path(path))
+    symlink loop that raises RuntimeError, this leaves the looping part as it is. A path
+    no OS call can take (``usable_path``) is only made absolute: its reads say why."""
+    try:
+        return os.path.realpath(local_path(path))
+    except ValueError:  # UnicodeEncodeError included
+        return os.path.abspath(local_path(path))
 
 
 def open_storage(root: str, watch: bool = True) -> Storage:

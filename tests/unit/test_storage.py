@@ -7,8 +7,9 @@ import json
 import os
 import time
 
+from raytop.sources.local_storage import LocalStorage
 from raytop.sources.remote_storage import RemoteStorage
-from raytop.sources.storage import LocalStorage, Storages
+from raytop.sources.storage import Storages
 
 
 def wait_until(predicate, timeout_s: float = 10.0) -> None:
@@ -55,7 +56,7 @@ def test_unwatched_reads_always_go_to_disk(tmp_path):
     storage.read_json("a.json")
     (tmp_path / "a.json").write_text("2")
     assert storage.read_json("a.json") == (2, None)
-    assert storage._watcher is None
+    assert storage._watch is None
 
 
 def test_a_half_written_file_keeps_the_last_good_copy(tmp_path):
@@ -122,7 +123,7 @@ def test_a_closed_watcher_stops_its_thread(tmp_path):
     storage = storages.root(str(tmp_path))
     wait_until(lambda: storage.watching)
     storages.close()
-    wait_until(lambda: not storage._watcher.is_alive())
+    wait_until(lambda: not storage._watch.alive())
     assert not storage.watching
 
 
@@ -135,7 +136,7 @@ def test_closing_a_watching_collector_stops_its_watchers(tmp_path):
     assert watched
     wait_until(lambda: all(s.watching for s in watched))
     collector.close()
-    wait_until(lambda: not any(s._watcher.is_alive() for s in watched))
+    wait_until(lambda: not any(s._watch.alive() for s in watched))
 
 
 # -- what a read says, when it cannot read -------------------------------------------------

@@ -15,8 +15,9 @@ from raytop.jsonfile import write_json_atomic
 from raytop.model import untrusted, untrusted_kv
 from raytop.model.progress import MAX_METRIC_HISTORY
 from raytop.model.records import MAX_REPORT_HISTORY
+from raytop.sources.local_storage import LocalStorage
 from raytop.sources.placement_source import PlacementReader
-from raytop.sources.storage import LocalStorage, Storages
+from raytop.sources.storage import Storages
 from raytop.wire.kv_keys import TRIAL_PREFIX
 from tests.fakes import FakeKv
 

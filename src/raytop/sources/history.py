@@ -1,5 +1,5 @@
 """History from storage alone (``--storage PATH``): which folders under a storage path are
-Tune experiments, and what Tune left in each trial's folder (RAY_NOTES f): the last
+Tune experiments, and what Tune left in each trial's folder: the last
 results of ``result.json`` (JSON lines, only its end is read) and the last failure of
 ``error.txt``.
 

@@ -56,7 +56,7 @@ class RemoteStorage(Storage):
                 raise StorageUnreachable(self.error) from None
         return self._fs
 
-    def _fresh(self, rel: str, read_at: float) -> bool:
+    def _fresh(self, rel: str, read_at: float, listing: bool = False) -> bool:
         return time.time() - read_at < self.period_s
 
     def read_json(

@@ -1,12 +1,13 @@
 """Reading an experiment's storage: Tune's and Train's state files and folder listings.
 
 ``experiment_state-*.json`` can be megabytes and ``checkpoint_manager_snapshot.json`` is
-rewritten in place (RAY_NOTES b, f); re-reading them at the TUI's 4 Hz would waste the
-machine, and reading them mid-write gives a parse error. So (DESIGN decision 8):
+rewritten in place by Train; re-reading them at the TUI's 4 Hz would waste the machine,
+and reading them mid-write gives a parse error. So:
 
-- a local folder is watched with ``watchfiles``: a file or listing is read again only after
-  the watcher saw it change, or when the cached copy is ``max_age_s`` old (a safety net for
-  filesystems whose changes inotify cannot see, e.g. NFS written from another node);
+- a local folder's files and listings are read again only after a watch saw them change,
+  or when the cached copy is ``max_age_s`` old (a safety net for filesystems whose changes
+  inotify cannot see, e.g. NFS written from another node): ``local_storage.py``, watching
+  only the folders it reads inside the root (``folder_watch.py``);
 - any other filesystem (``s3://``, ``gs://``… through pyarrow, as Ray Train reads it) is
   polled, each file and listing at most once per ``period_s`` (``remote_storage.py``);
 - a file that does not parse, or parses into the wrong shape (a ``model.untrusted``
@@ -25,12 +26,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from raytop.model import untrusted
@@ -86,8 +85,15 @@ class Storage:
         does not exist; OSError if unreadable; ``untrusted.Refused`` if not a file."""
         raise NotImplementedError
 
-    def _fresh(self, rel: str, read_at: float) -> bool:
+    def _fresh(self, rel: str, read_at: float, listing: bool = False) -> bool:
+        """Whether the copy of file (or, ``listing``, folder) ``rel`` read at ``read_at``
+        is still good."""
         raise NotImplementedError
+
+    def notices(self) -> tuple[str, ...]:
+        """One-line warnings about the storage itself (not one file), e.g. folders it
+        cannot watch; shown with the experiment it holds."""
+        return ()
 
     def close(self) -> None:
         """Stop watching (if watching)."""
@@ -109,8 +115,8 @@ class Storage:
         read (no permission) is not retried: its warning says which."""
         with self._lock:
             cached = self._files.get(rel)
-            if cached is not None and self._fresh(rel, cached[0]):
-                return cached[1], cached[2]
+        if cached is not None and self._fresh(rel, cached[0]):
+            return cached[1], cached[2]
         read_at = time.time()
         name = label or rel.rsplit("/", 1)[-1]
         invalid: untrusted.Invalid | None = None
@@ -170,8 +176,8 @@ class Storage:
         that cannot be read is a ``Tail`` with a warning naming ``label``."""
         with self._lock:
             cached = self._tails.get(rel)
-            if cached is not None and self._fresh(rel, cached[0]):
-                return cached[1]
+        if cached is not None and self._fresh(rel, cached[0]):
+            return cached[1]
         read_at = time.time()
         name = label or rel.rsplit("/", 1)[-1]
         try:
@@ -197,8 +203,8 @@ class Storage:
         """The entries of a folder under the root (None: absent or unlistable)."""
         with self._lock:
             cached = self._listings.get(rel)
-            if cached is not None and self._fresh(rel, cached[0]):
-                return cached[1]
+        if cached is not None and self._fresh(rel, cached[0], listing=True):
+            return cached[1]
         read_at = time.time()
         self.lists += 1
         entries = self._list(rel)
@@ -263,124 +269,6 @@ def usable_path(path: str, encoding_errors: str = "surrogateescape") -> str:
 IS_A_FOLDER = "is a folder, not a file"
 
 
-class LocalStorage(Storage):
-    """A local folder, watched for changes by a ``watchfiles`` thread; unwatched
-    (``watch=False``: one-shot commands) every read goes to the disk."""
-
-    def __init__(
-        self, root: str | Path, max_age_s: float = LOCAL_MAX_AGE_S, watch: bool = True
-    ) -> None:
-        super().__init__()
-        self.root = _real(str(root))
-        self.max_age_s = max_age_s
-        self.watch = watch
-        self._changed: dict[str, float] = {}  # abs path → when the watcher saw it change
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
-        self.watching = False
-        # Copies read before this moment may predate the watch: they are not trusted.
-        self._watching_since = float("inf")
-        self._start_watching()
-
-    def _start_watching(self) -> None:
-        """Start the watcher once the root exists (an experiment folder appears late)."""
-        if not self.watch or self._stop.is_set():
-            return
-        if self._watcher is not None and self._watcher.is_alive():
-            return
-        if not os.path.isdir(self.root):
-            return
-        self._watcher = threading.Thread(target=self._watch, name="raytop-watch", daemon=True)
-        self._watcher.start()
-
-    def _watch(self) -> None:
-        import watchfiles
-
-        try:
-            # A short debounce: a changed file must not wait long to be re-read.
-            for changes in watchfiles.watch(
-                self.root, debounce=50, step=10, stop_event=self._stop, rust_timeout=1000,
-                yield_on_timeout=True, raise_interrupt=False, watch_filter=None,
-            ):  # fmt: skip
-                now = time.time()
-                if not self.watching:
-                    self._watching_since, self.watching = now, True
-                with self._lock:
-                    for _change, path in changes:
-                        # A file's change also changes its folder's listing.
-                        self._changed[path] = now
-                        self._changed[os.path.dirname(path)] = now
-        except Exception:
-            pass  # not watchable (inotify limits, gone): the max-age re-reads still work
-        self.watching, self._watching_since = False, float("inf")
-
-    def _fresh(self, rel: str, read_at: float) -> bool:
-        self._start_watching()
-        if read_at < self._watching_since or time.time() - read_at >= self.max_age_s:
-            return False
-        return self._changed.get(_join(self.root, rel).rstrip("/"), 0.0) < read_at
-
-    def _open(self, rel: str) -> tuple[int, os.stat_result] | None:
-        """An fd open on regular file ``rel`` and its stat; None if it does not exist;
-        ``untrusted.Refused`` (closed again) if it is anything but a regular file."""
-        try:
-            # Non-blocking: a FIFO planted under the file's name must not hang the reader.
-            fd = os.open(usable_path(_join(self.root, rel)), os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            return None
-        try:
-            info = os.fstat(fd)
-            if stat.S_ISDIR(info.st_mode):
-                raise untrusted.Refused(IS_A_FOLDER)
-            if not stat.S_ISREG(info.st_mode):
-                raise untrusted.Refused("not a regular file: not read")
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, info
-
-    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
-        opened = self._open(rel)
-        if opened is None:
-            return None
-        fd, info = opened
-        with os.fdopen(fd, "rb") as f:
-            untrusted.check_size(info.st_size, max_bytes)
-            return f.read(max_bytes + 1)
-
-    def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
-        opened = self._open(rel)
-        if opened is None:
-            return None
-        fd, info = opened
-        with os.fdopen(fd, "rb") as f:
-            start = max(0, info.st_size - max_bytes)
-            f.seek(start)
-            return f.read(max_bytes), start > 0
-
-    def _list(self, rel: str) -> list[Entry] | None:
-        try:
-            with os.scandir(usable_path(_join(self.root, rel))) as it:
-                return [entry for e in it if (entry := _entry(e)) is not None]
-        except (OSError, untrusted.Refused):
-            return None
-
-    def close(self) -> None:
-        self._stop.set()
-
-
-def _entry(e: os.DirEntry) -> Entry | None:
-    """One listed entry; a dangling link or a symlink loop is listed as a plain file (its
-    own time), so one bad entry cannot hide the folder's others."""
-    try:
-        return Entry(e.name, e.is_dir(), e.stat().st_mtime)
-    except OSError:
-        try:
-            return Entry(e.name, False, e.stat(follow_symlinks=False).st_mtime)
-        except OSError:
-            return None
-
-
 def _real(path: str) -> str:
     """The absolute, symlink-free path. ``os.path.realpath``, not ``Path.resolve``: on a
     symlink loop that raises RuntimeError, this leaves the looping part as it is. A path
@@ -394,11 +282,13 @@ def _real(path: str) -> str:
 def open_storage(root: str, watch: bool = True) -> Storage:
     """Local folders are watched (if ``watch``); URIs are read through pyarrow and polled
     (``watch=False``: read at every call, for one-shot commands)."""
+    # Imported here: both build on this module's Storage.
     if is_uri(root):
-        # Imported here: remote_storage builds on this module's Storage.
         from raytop.sources.remote_storage import REMOTE_PERIOD_S, RemoteStorage
 
         return RemoteStorage(root, REMOTE_PERIOD_S if watch else 0.0)
+    from raytop.sources.local_storage import LocalStorage
+
     return LocalStorage(root, watch=watch)
 
 

@@ -9,6 +9,8 @@ import os
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raytop.home import registered_experiments
 from raytop.jsonfile import write_json_atomic
@@ -394,3 +396,31 @@ def test_an_integer_too_large_for_a_float_is_a_named_error_never_an_overflow():
     from raytop.model.progress import _finite
 
     assert _finite([1.0, huge, 2]) == [1.0, 2.0]
+
+
+def _depth(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+_tricky = st.text(alphabet='[]{}"\\ab\n/', max_size=6)
+_json = st.recursive(
+    st.none() | st.integers() | _tricky,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_tricky, inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json, cap=st.integers(min_value=1, max_value=8), ascii_only=st.booleans())
+def test_parse_refuses_exactly_what_nests_over_the_cap(value, cap, ascii_only):
+    """Brackets, quotes and backslashes inside strings never count; nesting always does."""
+    raw = json.dumps(value, ensure_ascii=ascii_only)
+    if _depth(value) > cap:
+        with pytest.raises(untrusted.TooDeep):
+            untrusted.parse(raw, untrusted.MiB, max_depth=cap)
+    else:
+        assert untrusted.parse(raw, untrusted.MiB, max_depth=cap) == value

@@ -157,3 +157,34 @@ def test_watches_stop_at_the_cap_with_one_warning_naming_the_root(tmp_path, monk
         wait_until(lambda: len(ours & watched_inodes()) == 5)
     finally:
         collector.close()
+
+
+def test_a_watch_that_cannot_start_says_so_and_its_folders_are_read_afresh(
+    tmp_path, storages, monkeypatch
+):
+    """The user's inotify limit reached (watchfiles raises): the folders it could not
+    watch are one warning, and their files are read from the disk each time."""
+    import watchfiles
+
+    real_watch = watchfiles.watch
+
+    def limited(*folders, **kwargs):
+        if len(folders) > 1:
+            raise OSError("OS file watch limit reached. about [...]")
+        return real_watch(*folders, **kwargs)
+
+    monkeypatch.setattr(watchfiles, "watch", limited)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.json").write_text("1")
+    storage = LocalStorage(tmp_path, max_age_s=60)
+    storages.append(storage)
+    wait_until(lambda: storage.watching)  # the root alone: within the limit
+    assert storage.read_json("a/x.json") == (1, None)
+    wait_until(lambda: storage.notices() != ())
+    assert storage.notices() == (
+        f"{tmp_path}: 1 folder(s) cannot be watched (OS file watch limit reached. about "
+        "[...]): their files are read again at every refresh",
+    )
+    reads = storage.reads
+    assert storage.read_json("a/x.json") == (1, None) and storage.reads == reads + 1
+    assert storage.watching  # the root's watch runs on

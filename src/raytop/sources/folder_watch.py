@@ -113,9 +113,12 @@ class FolderWatch:
     def warning(self) -> str | None:
         """One line while some folders read are not watched: past the cap, or the watch
         failed (e.g. the user's inotify limit)."""
-        if self._error is not None:
-            return (f"{self.root}: its folders cannot be watched ({self._error}): "
-                    "its files are read again at every refresh")  # fmt: skip
+        with self._lock:
+            watched = self._current.folders if self._current is not None else frozenset()
+            unwatched = len(self._wanted - watched)
+        if self._error is not None and unwatched:
+            return (f"{self.root}: {unwatched} folder(s) cannot be watched ({self._error}): "
+                    "their files are read again at every refresh")  # fmt: skip
         if self._over_cap:
             return (f"{self.root}: {self._over_cap} folder(s) read past the {self.max_folders} "
                     f"watched: their files are read again every {self.max_age_s:g} s")  # fmt: skip
@@ -154,11 +157,12 @@ class FolderWatch:
         error = None
         try:
             # A short debounce: a changed file must not wait long to be re-read. The
-            # timeout's empty yield says the watches are in place.
+            # timeout's empty yield says the watches are in place. A folder it may not
+            # watch is skipped, not the end of all watching (its copies: max age).
             for changes in watchfiles.watch(
                 *sorted(watcher.folders), recursive=False, debounce=50, step=10,
                 stop_event=watcher.stop, rust_timeout=1000, yield_on_timeout=True,
-                raise_interrupt=False, watch_filter=None,
+                raise_interrupt=False, watch_filter=None, ignore_permission_denied=True,
             ):  # fmt: skip
                 now = time.time()
                 with self._lock:

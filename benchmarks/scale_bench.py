@@ -785,7 +785,7 @@ def rss_peak() -> int:
 @contextlib.contextmanager
 def storage_meter():
     """Counts the files ``sources.storage`` reads from local disk and their bytes."""
-    from raytop.sources import storage
+    from raytop.sources import local_storage as storage
 
     read = storage.LocalStorage._read_bytes
     seen = {"files": 0, "bytes": 0}

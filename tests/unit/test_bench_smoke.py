@@ -84,3 +84,12 @@ async def test_the_scale_benchmark_drives_the_tui_under_load(tmp_path, monkeypat
     assert result["rows"] == bench.SHAPES["tall-10"].trials
     assert result["apply"]["n"] == 1 and result["first_apply"]["to_frame_s"] > 0
     assert result["keys"]["n"] == 2 and result["keys"]["p95_s"] > 0
+
+
+def test_the_history_benchmark_reads_every_trial_of_the_experiment_it_makes():
+    """benchmarks/history_bench.py at 5 and 20 trials: each read found every trial's
+    history and every failed trial's error, reading about one file per trial."""
+    small, large = load("history_bench").main(["--sizes", "5,20"])
+    assert (small["trials"], large["trials"]) == (5, 20)
+    assert (large["with_history"], large["with_error"]) == (20, 2)
+    assert large["opened"] < 2 * 20 and large["listed"] <= 6 and large["seconds"] > 0

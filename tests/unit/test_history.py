@@ -23,7 +23,7 @@ from raytop.model.progress import MAX_METRIC_HISTORY
 from raytop.model.untrusted_ray_files import MAX_ERROR_CHARS, error_line, result_tail
 from raytop.pipeline.collect import HISTORY_ONLY, SnapshotCollector
 from raytop.sources.history import ExperimentFolders
-from raytop.sources.storage import LocalStorage
+from raytop.sources.local_storage import LocalStorage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "history" / "torch_sweep"
 TRIALS = ("38fb7_00000", "38fb7_00001")

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
+from raytop.sources.local_storage import LocalStorage
 from raytop.sources.remote_storage import RemoteStorage
-from raytop.sources.storage import LocalStorage, Storages
+from raytop.sources.storage import Storages
 
 
 def wait_until(predicate, timeout_s: float = 10.0) -> None:
@@ -54,7 +56,7 @@ def test_unwatched_reads_always_go_to_disk(tmp_path):
     storage.read_json("a.json")
     (tmp_path / "a.json").write_text("2")
     assert storage.read_json("a.json") == (2, None)
-    assert storage._watcher is None
+    assert storage._watch is None
 
 
 def test_a_half_written_file_keeps_the_last_good_copy(tmp_path):
@@ -112,7 +114,7 @@ def test_a_polled_remote_refreshes_in_the_background_without_blocking(tmp_path):
 def test_an_unreachable_remote_is_a_warning_not_an_error():
     storage = RemoteStorage("nosuchfs://bucket/exp", period_s=0)
     data, warning = storage.read_json("experiment_state-1.json")
-    assert data is None and warning.startswith("nosuchfs://bucket/exp unreachable (")
+    assert data is None and warning.startswith("nosuchfs://bucket/exp: storage unreachable (")
     assert storage.listing("") is None and storage.glob("", "*.json") == []
 
 
@@ -121,7 +123,7 @@ def test_a_closed_watcher_stops_its_thread(tmp_path):
     storage = storages.root(str(tmp_path))
     wait_until(lambda: storage.watching)
     storages.close()
-    wait_until(lambda: not storage._watcher.is_alive())
+    wait_until(lambda: not storage._watch.alive())
     assert not storage.watching
 
 
@@ -134,4 +136,58 @@ def test_closing_a_watching_collector_stops_its_watchers(tmp_path):
     assert watched
     wait_until(lambda: all(s.watching for s in watched))
     collector.close()
-    wait_until(lambda: not any(s._watcher.is_alive() for s in watched))
+    wait_until(lambda: not any(s._watch.alive() for s in watched))
+
+
+# -- what a read says, when it cannot read -------------------------------------------------
+
+
+def test_a_path_no_os_call_can_take_is_an_unreadable_entry_not_an_exception(tmp_path):
+    """A trial id with a lone surrogate or a NUL byte, joined into a path, makes os.open
+    and os.scandir raise UnicodeEncodeError / ValueError: each read says so, once."""
+    storage = LocalStorage(tmp_path, watch=False)
+    for bad, why in (("aa_\ud800", "a lone surrogate"), ("aa\x00b", "a NUL byte")):
+        data, warning = storage.read_json(f"train_runs/{bad}/snap.json", "snap")
+        assert data is None and why in warning and warning.startswith("snap: its path holds")
+        tail = storage.read_tail(f"{bad}/result.json", 100, "result.json")
+        assert tail.data is None and why in tail.warning
+        assert storage.listing(bad) is None and storage.glob(bad, "*") == []
+        located, rel = Storages().locate(str(tmp_path / bad / "x"))  # realpath raised
+        assert located.listing(rel) is None
+    assert storage.reads == 4  # refused, not re-read as if torn
+    # An undecodable byte in a real file's name is not refused (Python's surrogateescape).
+    name = os.fsdecode(b"r\xff.json")
+    (tmp_path / name).write_text("[1]")
+    assert storage.read_json(name) == ([1], None)
+    remote = RemoteStorage(f"file://{tmp_path}", period_s=0)
+    assert "a lone surrogate" in remote.read_json("aa_\ud800.json")[1]
+    assert remote.listing("aa_\ud800") is None and remote.error is None
+
+
+def test_a_folder_where_a_file_is_expected_is_said_to_be_one_unretried(tmp_path):
+    (tmp_path / "experiment_state-2026.json").mkdir()
+    storage = LocalStorage(tmp_path, watch=False)
+    assert storage.read_json("experiment_state-2026.json") == (
+        None, "experiment_state-2026.json: is a folder, not a file; no good copy yet",
+    )  # fmt: skip
+    assert storage.reads == 1
+    tail = storage.read_tail("experiment_state-2026.json", 100)
+    assert tail.warning == "experiment_state-2026.json: is a folder, not a file"
+    remote = RemoteStorage(f"file://{tmp_path}", period_s=0)
+    assert remote.read_json("experiment_state-2026.json") == (
+        None, "experiment_state-2026.json: is a folder, not a file; no good copy yet",
+    )  # fmt: skip
+    assert remote.error is None and remote.unreachable() is None  # reachable: the folder's fault
+    # A folder is never picked as Tune's newest state, even named later than the file.
+    (tmp_path / "experiment_state-2025.json").write_text("{}")
+    assert storage.glob("", "experiment_state-*.json") == ["experiment_state-2025.json"]
+    assert remote.glob("", "experiment_state-*.json") == ["experiment_state-2025.json"]
+
+
+def test_json_nested_too_deep_is_said_so_and_not_read_again_as_torn(tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 65 + "]" * 65)
+    storage = LocalStorage(tmp_path, watch=False)
+    assert storage.read_json("deep.json") == (
+        None, "deep.json: nested too deep (over 64 levels): not read; no good copy yet",
+    )  # fmt: skip
+    assert storage.reads == 1

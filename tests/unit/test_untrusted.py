@@ -9,14 +9,17 @@ import os
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raytop.home import registered_experiments
 from raytop.jsonfile import write_json_atomic
 from raytop.model import untrusted, untrusted_kv
 from raytop.model.progress import MAX_METRIC_HISTORY
 from raytop.model.records import MAX_REPORT_HISTORY
+from raytop.sources.local_storage import LocalStorage
 from raytop.sources.placement_source import PlacementReader
-from raytop.sources.storage import LocalStorage, Storages
+from raytop.sources.storage import Storages
 from raytop.wire.kv_keys import TRIAL_PREFIX
 from tests.fakes import FakeKv
 
@@ -159,8 +162,34 @@ def test_too_many_ranks_or_pages_are_refused():
 def test_parse_refuses_oversize_and_deep_nesting():
     with pytest.raises(untrusted.Refused, match="over the 10 bytes cap"):
         untrusted.parse(b"[" * 11, 10)
-    with pytest.raises(ValueError, match="nested too deeply"):
+    too_deep = r"^nested too deep \(over 64 levels\): not read$"
+    with pytest.raises(untrusted.TooDeep, match=too_deep):
         untrusted.parse("[" * 100_000 + "]" * 100_000, untrusted.MiB)
+
+
+def test_parse_caps_the_depth_itself_not_the_brackets_in_strings():
+    """A depth Python's json takes is still refused over the cap, as ``TooDeep``: a
+    ``Refused``, which the storage keeps its last good copy for and does not re-read as
+    torn. The cap itself, brackets inside strings and 4,000-digit integers still parse."""
+    deep = [
+        "[" * 65 + "]" * 65,  # parses in Python: only the explicit cap refuses it
+        '{"a": ' * 65 + "1" + "}" * 65,
+        ("[" * 65 + "]" * 65).encode("utf-16"),  # json.loads reads UTF-16 too
+        '[{"x": "]]]}}}\\\\", "y": [' + "[" * 62 + "]" * 62 + "]}]",
+    ]
+    for raw in deep:
+        with pytest.raises(untrusted.TooDeep) as caught:
+            untrusted.parse(raw, untrusted.MiB)
+        assert isinstance(caught.value, untrusted.Refused)
+    fine = [
+        json.loads("[" * 64 + "]" * 64),
+        ["[" * 100, "{" * 100, '"\\' * 40 + "[[[", {"k[": "]{", "\\": ['\\"[[']}],
+        {"n": int("9" * 4000)},
+    ]
+    for value in fine:
+        raw = json.dumps(value)
+        assert untrusted.parse(raw, 64 * untrusted.MiB) == value
+        assert untrusted.parse(raw.encode(), 64 * untrusted.MiB) == value
 
 
 def test_driver_and_cluster_records():
@@ -367,3 +396,31 @@ def test_an_integer_too_large_for_a_float_is_a_named_error_never_an_overflow():
     from raytop.model.progress import _finite
 
     assert _finite([1.0, huge, 2]) == [1.0, 2.0]
+
+
+def _depth(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+_tricky = st.text(alphabet='[]{}"\\ab\n/', max_size=6)
+_json = st.recursive(
+    st.none() | st.integers() | _tricky,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_tricky, inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json, cap=st.integers(min_value=1, max_value=8), ascii_only=st.booleans())
+def test_parse_refuses_exactly_what_nests_over_the_cap(value, cap, ascii_only):
+    """Brackets, quotes and backslashes inside strings never count; nesting always does."""
+    raw = json.dumps(value, ensure_ascii=ascii_only)
+    if _depth(value) > cap:
+        with pytest.raises(untrusted.TooDeep):
+            untrusted.parse(raw, untrusted.MiB, max_depth=cap)
+    else:
+        assert untrusted.parse(raw, untrusted.MiB, max_depth=cap) == value

@@ -40,6 +40,10 @@ MAX_REGISTRY_BYTES = 16 * MiB  # $RAYTOP_HOME/experiments.json
 MAX_LEDGER_INDEX_BYTES = 4 * MiB  # KV ledger/index
 MAX_LEDGER_PAGE_BYTES = 16 * MiB  # KV ledger/page/<key> (one attempt, all its ranks)
 MAX_KV_VALUE_BYTES = 1 * MiB  # any other KV value (trial/<actor id> registrations)
+# Nesting: raytop's own files are a few levels deep, Ray's state and snapshot files under
+# ten, a trial's config or metrics what the user nests; Tune's state rows are JSON strings
+# inside JSON, each parsed (and capped) on its own.
+MAX_DEPTH = 64
 
 # Count caps (the planner's own bounds: 100,000 trials, 10,000 workers per trial).
 MAX_TRIALS = 100_000  # the planner's bound on a sweep
@@ -56,6 +60,13 @@ class Invalid(ValueError):
 class Refused(Invalid):
     """Input refused unread: over its size cap, or not a regular file (re-reading will not
     help)."""
+
+
+class TooDeep(Refused):
+    """JSON nested deeper than ``MAX_DEPTH`` levels: refused, not retried (it is not torn).
+    Python's json may parse a 100,000-deep array and the recursion blows up later, in
+    whatever walks it (a comparison, ``json.dumps`` of a snapshot): so the depth is checked
+    here, on the bytes, before anything else sees the value."""
 
 
 def kind(value: Any) -> str:
@@ -84,14 +95,45 @@ def check_size(n: int, max_bytes: int) -> None:
         raise Refused(f"{_size(n)}, over the {_size(max_bytes)} cap: not read")
 
 
-def parse(raw: bytes | str, max_bytes: int) -> Any:
-    """The JSON in ``raw``; ``Refused`` above ``max_bytes``, ``ValueError`` if it does not
-    parse (torn, binary, nested too deep)."""
+def parse(raw: bytes | str, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON in ``raw``; ``Refused`` above ``max_bytes``, ``TooDeep`` nested over
+    ``max_depth`` levels, ``ValueError`` if it does not parse (torn, binary)."""
     check_size(len(raw), max_bytes)
     try:
-        return json.loads(raw)
+        data = json.loads(raw)
     except RecursionError:
-        raise ValueError("nested too deeply") from None
+        raise TooDeep(_too_deep(max_depth)) from None
+    if isinstance(data, (dict, list)) and _depth_over(raw, max_depth):
+        raise TooDeep(_too_deep(max_depth))
+    return data
+
+
+def _too_deep(max_depth: int) -> str:
+    return f"nested too deep (over {max_depth} levels): not read"
+
+
+_NOT_SYNTAX = bytes(range(256)).translate(None, b'[]{}"')  # deleted: all but these
+_ONE_BRACKET = bytes.maketrans(b"{}", b"[]")
+
+
+def _depth_over(raw: bytes | str, max_depth: int) -> bool:
+    """Whether valid JSON ``raw`` nests deeper than ``max_depth``, found on its bytes at C
+    speed (0.3 s for a 60 MiB state file of 100,000 trials, whose json.loads takes 0.47 s;
+    0.14 s for a 25 MiB trials.json, where a walk of the parsed value would take 0.75 s, a
+    Python step per container): escaped backslashes and quotes dropped, all but quotes and
+    brackets dropped, what was inside strings dropped, then the innermost bracket pairs
+    removed ``max_depth`` times: anything left was deeper."""
+    if isinstance(raw, bytes) and json.detect_encoding(raw) not in ("utf-8", "utf-8-sig"):
+        raw = raw.decode(json.detect_encoding(raw))  # UTF-16 or 32, as json.loads reads it
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    syntax = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(_ONE_BRACKET, _NOT_SYNTAX)
+    brackets = b"".join(syntax.split(b'"')[::2])
+    for _ in range(max_depth):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")
+    return bool(brackets)
 
 
 def problem(label: str, exc: BaseException) -> str:

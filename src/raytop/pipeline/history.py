@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import Experiment, TrainRun, Trial
@@ -20,12 +21,14 @@ from raytop.model.paths import join_path
 from raytop.model.snapshot import RUN_FROM_STORAGE
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
-from raytop.sources.history import TrialFiles
+from raytop.sources.history import ExperimentFiles, TrialFiles
 from raytop.sources.storage import Storages
 
 
 class History:
-    """Completes experiments read from storage paths with what their folders hold."""
+    """Completes experiments read from storage paths with what their folders hold. Each
+    folder is listed once per read and each trial's files are found in that one listing:
+    the cost grows with the trials, not with their square."""
 
     def __init__(self, storages: Storages, snapshots: CheckpointSnapshots) -> None:
         self._files = TrialFiles(storages)
@@ -34,19 +37,21 @@ class History:
     def complete(self, exp: Experiment, folder: str) -> Experiment:
         """``exp`` (found at ``folder``) with its trials' histories and errors, and a Train
         run from storage for each trial the ledger gave none."""
-        metric = exp.metric or self._files.state_metric(folder)
+        files = self._files.of(folder)
+        metric = exp.metric or files.state_metric()
         warnings: list[str] = []
+        folders = files.trial_folders(t.trial_id for t in exp.trials)
         trials = []
         for trial in exp.trials:
-            trial, said = self._trial(folder, trial, metric)
+            trial, said = self._trial(files, folders.get(trial.trial_id), trial, metric)
             trials.append(trial)
             warnings += said
         known = {r.trial_id for r in exp.runs}
         runs = list(exp.runs)
-        run_folders = self._files.train_runs(folder)
+        run_names = _run_names(exp.name, files.train_runs())
         for trial in trials:
             if trial.trial_id not in known:
-                run = self._run(exp.name, folder, trial.trial_id, run_folders)
+                run = self._run(folder, trial.trial_id, run_names(trial.trial_id))
                 if run is not None:
                     runs.append(run)
         return dataclasses.replace(
@@ -54,16 +59,14 @@ class History:
             warnings=exp.warnings + tuple(warnings),
         )  # fmt: skip
 
-    def _trial(self, folder: str, trial: Trial, metric: str | None) -> tuple[Trial, list[str]]:
+    def _trial(
+        self, files: ExperimentFiles, trial_folder: str | None, trial: Trial, metric: str | None
+    ) -> tuple[Trial, list[str]]:
         want_history = bool(metric) and not trial.metric_history
         want_error = trial.error is None and (trial.status == "ERROR" or trial.num_failures > 0)
-        if not (want_history or want_error):
+        if not (want_history or want_error) or trial_folder is None:
             return trial, []
-        trial_folder = self._files.trial_folder(folder, trial.trial_id)
-        if trial_folder is None:
-            return trial, []
-        found = self._files.read(folder, trial_folder, metric if want_history else None,
-                                 want_error)  # fmt: skip
+        found = files.read(trial_folder, metric if want_history else None, want_error)
         changes: dict = {}
         if found.metric_history:
             changes["metric_history"] = found.metric_history
@@ -71,17 +74,11 @@ class History:
             changes["error"] = found.error
         return (dataclasses.replace(trial, **changes) if changes else trial), list(found.warnings)
 
-    def _run(
-        self, experiment: str, folder: str, trial_id: str, run_folders: list[str]
-    ) -> TrainRun | None:
-        """The trial's Train run as its snapshot and folders on storage say: named
-        ``<experiment>-<trial id>`` by the raytop trainable (any ``…-<trial id>`` when the
-        experiment was renamed since)."""
-        name = train_run_name(experiment, trial_id)
-        if name not in run_folders:
-            name = next((r for r in run_folders if r.endswith(f"-{trial_id}")), "")
-            if not name:
-                return None
+    def _run(self, folder: str, trial_id: str, name: str | None) -> TrainRun | None:
+        """The trial's Train run (folder ``name``) as its snapshot and folders on storage
+        say."""
+        if name is None:
+            return None
         path = join_path(folder, TRAIN_RUNS_DIR, name)
         folders = self._snapshots.folders(path)
         snapshot = self._snapshots.read(path)
@@ -94,3 +91,21 @@ class History:
             attempt_index=0, trial_id=trial_id, run_path=path, checkpoints=checkpoints,
             from_storage=True, source=RUN_FROM_STORAGE,
         )  # fmt: skip
+
+
+def _run_names(experiment: str, run_folders: list[str]) -> Callable[[str], str | None]:
+    """Each trial's Train run folder among ``run_folders`` (sorted): named
+    ``<experiment>-<trial id>`` by the raytop trainable, else the first ``…-<trial id>``
+    (the experiment renamed since). The names are indexed once by every ``-<suffix>``."""
+    present = set(run_folders)
+    by_suffix: dict[str, str] = {}
+    for name in run_folders:
+        for i, char in enumerate(name):
+            if char == "-":
+                by_suffix.setdefault(name[i + 1 :], name)
+
+    def find(trial_id: str) -> str | None:
+        name = train_run_name(experiment, trial_id)
+        return name if name in present else by_suffix.get(trial_id)
+
+    return find

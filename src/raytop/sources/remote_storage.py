@@ -14,7 +14,14 @@ from typing import Any
 
 from raytop.model import untrusted
 from raytop.model.format import one_line
-from raytop.sources.storage import Entry, Storage, StorageUnreachable, _join
+from raytop.sources.storage import (
+    IS_A_FOLDER,
+    Entry,
+    Storage,
+    StorageUnreachable,
+    _join,
+    usable_path,
+)
 
 REMOTE_PERIOD_S = 10.0
 
@@ -49,7 +56,7 @@ class RemoteStorage(Storage):
                 raise StorageUnreachable(self.error) from None
         return self._fs
 
-    def _fresh(self, rel: str, read_at: float) -> bool:
+    def _fresh(self, rel: str, read_at: float, listing: bool = False) -> bool:
         return time.time() - read_at < self.period_s
 
     def read_json(
@@ -103,18 +110,32 @@ class RemoteStorage(Storage):
                 with self._lock:
                     self._pending.discard((kind, rel))
 
+    def _path(self, rel: str) -> str:
+        """``rel`` on the filesystem (resolved first); ``untrusted.Refused`` if no UTF-8
+        name can hold it."""
+        return usable_path(_join(self._base, rel), "strict")
+
+    def _failed(self, exc: Exception) -> Exception:
+        """What a failed open means: a folder where a file was expected is that file's
+        problem (pyarrow says "... is a directory"), not the storage's; anything else is
+        taken as the storage unreachable."""
+        if "is a directory" in str(exc).lower():
+            return untrusted.Refused(IS_A_FOLDER)
+        self.error = one_line(exc, limit=200)
+        return StorageUnreachable(self.error)
+
     def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
         import pyarrow
 
         fs = self._filesystem()
+        path = self._path(rel)
         try:
-            with fs.open_input_stream(_join(self._base, rel)) as f:
+            with fs.open_input_stream(path) as f:
                 data = f.read(max_bytes + 1)
         except FileNotFoundError:
             data = None
         except (OSError, pyarrow.ArrowException) as exc:
-            self.error = one_line(exc, limit=200)
-            raise StorageUnreachable(self.error) from None
+            raise self._failed(exc) from None
         self.error = None
         return data
 
@@ -122,16 +143,16 @@ class RemoteStorage(Storage):
         import pyarrow
 
         fs = self._filesystem()
+        path = self._path(rel)
         try:
-            with fs.open_input_file(_join(self._base, rel)) as f:
+            with fs.open_input_file(path) as f:
                 size = f.size()
                 start = max(0, size - max_bytes)
                 data = f.read_at(size - start, start)
         except FileNotFoundError:
             return None
         except (OSError, pyarrow.ArrowException) as exc:
-            self.error = one_line(exc, limit=200)
-            raise StorageUnreachable(self.error) from None
+            raise self._failed(exc) from None
         self.error = None
         return data, start > 0
 
@@ -139,9 +160,10 @@ class RemoteStorage(Storage):
         import pyarrow.fs
 
         try:
-            infos = self._filesystem().get_file_info(
-                pyarrow.fs.FileSelector(_join(self._base, rel))
-            )
+            fs = self._filesystem()
+            infos = fs.get_file_info(pyarrow.fs.FileSelector(self._path(rel)))
+        except untrusted.Refused:
+            return None
         except (OSError, pyarrow.ArrowException) as exc:
             if not isinstance(exc, FileNotFoundError):
                 self.error = one_line(exc, limit=200)

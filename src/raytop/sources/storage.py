@@ -1,19 +1,22 @@
 """Reading an experiment's storage: Tune's and Train's state files and folder listings.
 
 ``experiment_state-*.json`` can be megabytes and ``checkpoint_manager_snapshot.json`` is
-rewritten in place (RAY_NOTES b, f); re-reading them at the TUI's 4 Hz would waste the
-machine, and reading them mid-write gives a parse error. So (DESIGN decision 8):
+rewritten in place by Train; re-reading them at the TUI's 4 Hz would waste the machine,
+and reading them mid-write gives a parse error. So:
 
-- a local folder is watched with ``watchfiles``: a file or listing is read again only after
-  the watcher saw it change, or when the cached copy is ``max_age_s`` old (a safety net for
-  filesystems whose changes inotify cannot see, e.g. NFS written from another node);
+- a local folder's files and listings are read again only after a watch saw them change,
+  or when the cached copy is ``max_age_s`` old (a safety net for filesystems whose changes
+  inotify cannot see, e.g. NFS written from another node): ``local_storage.py``, watching
+  only the folders it reads inside the root (``folder_watch.py``);
 - any other filesystem (``s3://``, ``gs://``… through pyarrow, as Ray Train reads it) is
   polled, each file and listing at most once per ``period_s`` (``remote_storage.py``);
 - a file that does not parse, or parses into the wrong shape (a ``model.untrusted``
   validator given by the caller), is re-read a few times, then its last good copy is kept
   and a one-line warning names the file and what was wrong;
-- a file over its size cap, or that is not a regular file (a FIFO would block the read), is
-  not read at all; a symlink loop is an unreadable entry, never an exception.
+- a file over its size cap, nested too deep, or that is not a regular file (a FIFO would
+  block the read; a folder is said to be one), is not read at all and not retried; a
+  symlink loop, or a path no OS call can take (a NUL byte, a lone surrogate: a name from a
+  file joined into a path), is an unreadable entry, never an exception.
 
 Paths are relative to the storage's root (``"experiment_state-….json"``,
 ``"train_runs/<run>/checkpoint_manager_snapshot.json"``).
@@ -23,12 +26,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from raytop.model import untrusted
@@ -56,7 +57,7 @@ class Storage:
 
     def unreachable(self) -> str | None:
         """A one-line warning while the storage cannot be reached (else None)."""
-        return f"{self.root} unreachable ({self.error})" if self.error else None
+        return unreachable(self.root, self.error) if self.error else None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -66,6 +67,7 @@ class Storage:
         self._listings: dict[str, tuple[float, list[Entry] | None]] = {}
         self._tails: dict[str, tuple[float, Tail]] = {}
         self.reads = 0  # files actually read (for tests and benchmarks)
+        self.lists = 0  # folders actually listed (likewise)
 
     # -- what subclasses provide ----------------------------------------------------
 
@@ -83,8 +85,15 @@ class Storage:
         does not exist; OSError if unreadable; ``untrusted.Refused`` if not a file."""
         raise NotImplementedError
 
-    def _fresh(self, rel: str, read_at: float) -> bool:
+    def _fresh(self, rel: str, read_at: float, listing: bool = False) -> bool:
+        """Whether the copy of file (or, ``listing``, folder) ``rel`` read at ``read_at``
+        is still good."""
         raise NotImplementedError
+
+    def notices(self) -> tuple[str, ...]:
+        """One-line warnings about the storage itself (not one file), e.g. folders it
+        cannot watch; shown with the experiment it holds."""
+        return ()
 
     def close(self) -> None:
         """Stop watching (if watching)."""
@@ -101,12 +110,13 @@ class Storage:
         """(data, warning): the parsed file (None if absent), passed through ``validate``
         (a ``model.untrusted`` check: its result is what is returned and kept). A file that
         does not parse or validate is retried, then its last good copy is returned with a
-        one-line warning naming ``label`` (default: the file's name); one over
-        ``max_bytes`` is not read."""
+        one-line warning naming ``label`` (default: the file's name); one refused unread
+        (over ``max_bytes``, nested too deep, not a regular file) or that the OS cannot
+        read (no permission) is not retried: its warning says which."""
         with self._lock:
             cached = self._files.get(rel)
-            if cached is not None and self._fresh(rel, cached[0]):
-                return cached[1], cached[2]
+        if cached is not None and self._fresh(rel, cached[0]):
+            return cached[1], cached[2]
         read_at = time.time()
         name = label or rel.rsplit("/", 1)[-1]
         invalid: untrusted.Invalid | None = None
@@ -120,7 +130,7 @@ class Storage:
                 if data is not None and validate is not None:
                     data = validate(data)
             except StorageUnreachable as exc:
-                warning = f"{self.root} unreachable ({exc})"
+                warning = unreachable(self.root, str(exc))
                 with self._lock:
                     self._files[rel] = (read_at, self._last_good.get(rel), warning)
                 return self._last_good.get(rel), warning
@@ -131,7 +141,9 @@ class Storage:
                 if attempt + 1 < PARSE_RETRIES:
                     time.sleep(0.05)
                 continue
-            except (OSError, ValueError):
+            except OSError as exc:  # not torn: re-reading at once will not help
+                return self._keep(rel, read_at, f"{name} is unreadable ({exc.strerror or exc})")
+            except ValueError:  # not JSON (yet): torn mid-write, or never JSON
                 invalid = None
                 if attempt + 1 < PARSE_RETRIES:
                     time.sleep(0.05)
@@ -164,8 +176,8 @@ class Storage:
         that cannot be read is a ``Tail`` with a warning naming ``label``."""
         with self._lock:
             cached = self._tails.get(rel)
-            if cached is not None and self._fresh(rel, cached[0]):
-                return cached[1]
+        if cached is not None and self._fresh(rel, cached[0]):
+            return cached[1]
         read_at = time.time()
         name = label or rel.rsplit("/", 1)[-1]
         try:
@@ -191,17 +203,23 @@ class Storage:
         """The entries of a folder under the root (None: absent or unlistable)."""
         with self._lock:
             cached = self._listings.get(rel)
-            if cached is not None and self._fresh(rel, cached[0]):
-                return cached[1]
+        if cached is not None and self._fresh(rel, cached[0], listing=True):
+            return cached[1]
         read_at = time.time()
+        self.lists += 1
         entries = self._list(rel)
         with self._lock:
             self._listings[rel] = (read_at, entries)
         return entries
 
     def glob(self, rel: str, pattern: str) -> list[str]:
-        """Names in folder ``rel`` matching ``pattern``, sorted."""
-        return sorted(e.name for e in self.listing(rel) or [] if fnmatch.fnmatch(e.name, pattern))
+        """Names of the files (not folders) in folder ``rel`` matching ``pattern``, sorted:
+        a folder named ``experiment_state-….json`` is not Tune's newest state."""
+        return sorted(
+            e.name
+            for e in self.listing(rel) or []
+            if not e.is_dir and fnmatch.fnmatch(e.name, pattern)
+        )
 
     def exists(self, rel: str) -> bool:
         folder, _, name = rel.rpartition("/")
@@ -222,130 +240,55 @@ def _join(root: str, rel: str) -> str:
     return join_path(root, rel) if rel else root
 
 
+def unreachable(root: str, why: str) -> str:
+    """The one line for a storage that cannot be reached: never "no experiment"."""
+    return f"{root}: storage unreachable ({why})"
+
+
 class StorageUnreachable(OSError):
     """The filesystem could not be reached (not a torn file: no point re-reading)."""
 
 
-class LocalStorage(Storage):
-    """A local folder, watched for changes by a ``watchfiles`` thread; unwatched
-    (``watch=False``: one-shot commands) every read goes to the disk."""
-
-    def __init__(
-        self, root: str | Path, max_age_s: float = LOCAL_MAX_AGE_S, watch: bool = True
-    ) -> None:
-        super().__init__()
-        self.root = _real(str(root))
-        self.max_age_s = max_age_s
-        self.watch = watch
-        self._changed: dict[str, float] = {}  # abs path → when the watcher saw it change
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
-        self.watching = False
-        # Copies read before this moment may predate the watch: they are not trusted.
-        self._watching_since = float("inf")
-        self._start_watching()
-
-    def _start_watching(self) -> None:
-        """Start the watcher once the root exists (an experiment folder appears late)."""
-        if not self.watch or self._stop.is_set():
-            return
-        if self._watcher is not None and self._watcher.is_alive():
-            return
-        if not os.path.isdir(self.root):
-            return
-        self._watcher = threading.Thread(target=self._watch, name="raytop-watch", daemon=True)
-        self._watcher.start()
-
-    def _watch(self) -> None:
-        import watchfiles
-
-        try:
-            # A short debounce: a changed file must not wait long to be re-read.
-            for changes in watchfiles.watch(
-                self.root, debounce=50, step=10, stop_event=self._stop, rust_timeout=1000,
-                yield_on_timeout=True, raise_interrupt=False, watch_filter=None,
-            ):  # fmt: skip
-                now = time.time()
-                if not self.watching:
-                    self._watching_since, self.watching = now, True
-                with self._lock:
-                    for _change, path in changes:
-                        # A file's change also changes its folder's listing.
-                        self._changed[path] = now
-                        self._changed[os.path.dirname(path)] = now
-        except Exception:
-            pass  # not watchable (inotify limits, gone): the max-age re-reads still work
-        self.watching, self._watching_since = False, float("inf")
-
-    def _fresh(self, rel: str, read_at: float) -> bool:
-        self._start_watching()
-        if read_at < self._watching_since or time.time() - read_at >= self.max_age_s:
-            return False
-        return self._changed.get(_join(self.root, rel).rstrip("/"), 0.0) < read_at
-
-    def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
-        try:
-            # Non-blocking: a FIFO planted under the file's name must not hang the reader.
-            fd = os.open(_join(self.root, rel), os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise untrusted.Refused("not a regular file: not read")
-            untrusted.check_size(info.st_size, max_bytes)
-            return f.read(max_bytes + 1)
-
-    def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
-        try:
-            fd = os.open(_join(self.root, rel), os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise untrusted.Refused("not a regular file: not read")
-            start = max(0, info.st_size - max_bytes)
-            f.seek(start)
-            return f.read(max_bytes), start > 0
-
-    def _list(self, rel: str) -> list[Entry] | None:
-        try:
-            with os.scandir(_join(self.root, rel)) as it:
-                return [entry for e in it if (entry := _entry(e)) is not None]
-        except OSError:
-            return None
-
-    def close(self) -> None:
-        self._stop.set()
-
-
-def _entry(e: os.DirEntry) -> Entry | None:
-    """One listed entry; a dangling link or a symlink loop is listed as a plain file (its
-    own time), so one bad entry cannot hide the folder's others."""
+def usable_path(path: str, encoding_errors: str = "surrogateescape") -> str:
+    """``path`` if an OS call can take it; else ``untrusted.Refused`` saying why. A name
+    read from a file (a trial id in Tune's state) may hold a NUL byte or a lone surrogate,
+    on which ``os.open`` raises ValueError / UnicodeEncodeError. Local names keep the
+    surrogates Python made of undecodable bytes (``surrogateescape``: real files); a remote
+    filesystem takes UTF-8 only (``strict``)."""
+    if "\0" in path:
+        raise untrusted.Refused("its path holds a NUL byte: not read")
     try:
-        return Entry(e.name, e.is_dir(), e.stat().st_mtime)
-    except OSError:
-        try:
-            return Entry(e.name, False, e.stat(follow_symlinks=False).st_mtime)
-        except OSError:
-            return None
+        path.encode("utf-8", encoding_errors)
+    except UnicodeEncodeError:
+        raise untrusted.Refused(
+            "its path holds a character no file name can (a lone surrogate): not read"
+        ) from None
+    return path
+
+
+IS_A_FOLDER = "is a folder, not a file"
 
 
 def _real(path: str) -> str:
     """The absolute, symlink-free path. ``os.path.realpath``, not ``Path.resolve``: on a
-    symlink loop that raises RuntimeError, this leaves the looping part as it is."""
-    return os.path.realpath(local_path(path))
+    symlink loop that raises RuntimeError, this leaves the looping part as it is. A path
+    no OS call can take (``usable_path``) is only made absolute: its reads say why."""
+    try:
+        return os.path.realpath(local_path(path))
+    except ValueError:  # UnicodeEncodeError included
+        return os.path.abspath(local_path(path))
 
 
 def open_storage(root: str, watch: bool = True) -> Storage:
     """Local folders are watched (if ``watch``); URIs are read through pyarrow and polled
     (``watch=False``: read at every call, for one-shot commands)."""
+    # Imported here: both build on this module's Storage.
     if is_uri(root):
-        # Imported here: remote_storage builds on this module's Storage.
         from raytop.sources.remote_storage import REMOTE_PERIOD_S, RemoteStorage
 
         return RemoteStorage(root, REMOTE_PERIOD_S if watch else 0.0)
+    from raytop.sources.local_storage import LocalStorage
+
     return LocalStorage(root, watch=watch)
 
 

@@ -332,7 +332,7 @@ class ExperimentReader:
             driver_pid=pid,
             driver_alive=alive,
             driver_problem=driver_problem,
-            warnings=tuple(warnings),
+            warnings=(*warnings, *self._storage.notices()),  # e.g. folders past the watch cap
             job_id=self._job_id(),
             state_read=state_read,
             state_reason=state_reason,

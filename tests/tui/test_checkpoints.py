@@ -18,7 +18,7 @@ from raytop.tui.widgets.checkpoint_table import (
     fmt_ranks,
     shorten_left,
 )
-from raytop.tui.widgets.keyed_table import StyledCell
+from raytop.tui.widgets.table_cells import StyledCell
 
 from .conftest import (
     CKPT_COLLIDED,

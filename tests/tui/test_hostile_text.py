@@ -37,7 +37,7 @@ from raytop.tui.screens.resume import ResumeScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.screens.runs import RunsScreen
 from raytop.tui.screens.stacks import StacksScreen
-from raytop.tui.widgets.keyed_table import StyledCell, shown_cell
+from raytop.tui.widgets.table_cells import StyledCell, shown_cell
 from tests.hostile import HOSTILE_CHARS, TAIL, hostile, raw_in
 
 from .conftest import STORED, FakeResumeControls, lr_search_preview

@@ -24,8 +24,8 @@ from raytop.tui.screens.overview import NO_LEDGER, OverviewScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.screens.stacks import NO_ANSWER, StacksScreen, order_ranks
 from raytop.tui.widgets.findings_list import FindingsList
-from raytop.tui.widgets.keyed_table import StyledCell
 from raytop.tui.widgets.stall_banner import StallBanner, StallLine
+from raytop.tui.widgets.table_cells import StyledCell
 from raytop.tui.widgets.trial_table import TrialTable
 from raytop.tui.widgets.worker_table import WorkerTable
 

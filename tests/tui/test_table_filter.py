@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from raytop.tui.widgets.keyed_table import number_of
+from raytop.tui.widgets.table_cells import number_of
 from raytop.tui.widgets.trial_table import TrialTable
 
 from .helpers import cursor_key, row_keys, show

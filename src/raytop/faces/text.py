@@ -44,7 +44,9 @@ def status_text(snapshot: Snapshot) -> str:
             elapsed, params = fmt_duration(t.elapsed_s), fmt_params(t.config, swept)
             lines.append(f"  {t.trial_id:<14} {t.status:<10} {metric:>10} iter {t.iterations:<4} "
                          f"{elapsed:>6}  {params}")  # fmt: skip
-    if not snapshot.experiments:
+    if not snapshot.experiments and snapshot.warnings:  # e.g. a --storage not reached
+        lines.append("no experiments found (see the warnings below)")
+    elif not snapshot.experiments:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
     lines += [f"warning: {w}" for w in snapshot.warnings]
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]

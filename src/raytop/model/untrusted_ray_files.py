@@ -18,10 +18,10 @@ from raytop.model.untrusted import (
     MAX_RECORDS,
     MAX_TRIALS,
     Invalid,
-    cut_deep,
     is_finite_number,
     kind,
 )
+from raytop.model.untrusted_depth import cut_deep
 
 # -- Tune's experiment_state-*.json (sources.tune_dir) ------------------------------------------
 # Tune writes each trial as a pair of JSON *strings* (the trial, its runtime metadata); the

@@ -15,8 +15,9 @@ from textual.widgets import Static
 
 from raytop.model import CheckpointRecord, Finding, TrainRun
 from raytop.tui.format import fmt_bytes, fmt_seconds, shown
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, left, right
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from raytop.tui.widgets.stall_banner import RunFindings
+from raytop.tui.widgets.table_cells import StyledCell, left, right
 
 MAX_SHOWN = 20  # the newest ones; older checkpoints only matter through their findings
 COLLISION = "COLLISION"

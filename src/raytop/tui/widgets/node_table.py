@@ -11,7 +11,8 @@ from rich.text import Text
 from raytop.model import Node
 from raytop.model.format import fmt_value
 from raytop.tui.format import fmt_bytes
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, left, right
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from raytop.tui.widgets.table_cells import StyledCell, left, right
 
 # Resources with a column of their own; the others are listed together under "other".
 _MAIN = ("CPU", "GPU", "memory")

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from raytop.model import Bundle, PlacementGroup
 from raytop.model.format import fmt_duration, fmt_value
 from raytop.tui.format import fmt_bytes
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, left, right
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from raytop.tui.widgets.table_cells import StyledCell, left, right
 
 _BYTES = frozenset({"memory", "object_store_memory"})
 LEAKED = "LEAKED"

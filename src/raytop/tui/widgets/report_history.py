@@ -19,7 +19,8 @@ from raytop.model import Worker
 from raytop.model.format import fmt_duration
 from raytop.tui.format import fit_words, fmt_seconds
 from raytop.tui.glyphs import glyphs_of
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, right
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from raytop.tui.widgets.table_cells import right
 
 NO_INTERVALS = "no report-to-report times yet: fewer than two reports in its history"
 _MAX_BAR = 3  # columns of one bar (and one of space) when there is room

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from raytop.model.resume import PreviewRow, StoredExperiment
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell, left, right
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from raytop.tui.widgets.table_cells import StyledCell, left, right
 
 _EXPERIMENT_COLUMNS = (
     ColumnSpec("name", "experiment", 16),

@@ -11,7 +11,8 @@ from rich.text import Text
 
 from raytop.model import TrainRun
 from raytop.model.snapshot import RUN_FROM_TRAIN_STATE
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, left, right
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from raytop.tui.widgets.table_cells import left, right
 
 _COLUMNS = (
     ColumnSpec("run", "run", 24),

@@ -18,7 +18,8 @@ from raytop.model import Experiment, Trial
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 from raytop.tui.format import progress_bar, sparkline
 from raytop.tui.glyphs import glyphs_of
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, NumberedCell, StyledCell
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from raytop.tui.widgets.table_cells import NumberedCell, StyledCell
 
 # Content widths of the fixed columns (keys double as headers, except "metric", which
 # shows the experiment's metric name); "params" takes whatever width is left.

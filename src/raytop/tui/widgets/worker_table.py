@@ -14,7 +14,8 @@ from rich.text import Text
 from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.tui.format import fmt_bytes, fmt_rate
-from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable, StyledCell
+from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from raytop.tui.widgets.table_cells import StyledCell
 
 # Column key -> (header, content width). The order is the display order.
 _COLUMNS = {

@@ -134,6 +134,22 @@ def test_user_themes_are_listed_and_a_bad_one_is_one_line(user_themes) -> None:
     assert "\n" not in problem
 
 
+def test_a_theme_file_that_is_a_fifo_a_device_or_nested_deep_is_one_line(user_themes) -> None:
+    """The themes folder is read as the TUI opens: nothing in it may hang it or fail it."""
+    import os
+
+    os.mkfifo(user_themes / "fifo.toml")
+    (user_themes / "null.toml").symlink_to("/dev/null")
+    (user_themes / "deep.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    lines, problems = theme_listing()  # the FIFO and the device are not theme files
+    assert any(line.startswith("mine") for line in lines)
+    assert not any("fifo" in line or "null" in line for line in lines)
+    assert any("deep.toml: nested too deep" in problem for problem in problems)
+    for path in (user_themes / "fifo.toml", user_themes / "null.toml"):  # and never read
+        with pytest.raises(ThemeFileError, match=f"{path.name}: not a regular file"):
+            load_theme_file(path)
+
+
 async def test_c_cycles_raytops_themes_including_the_users(make_app, sweep, user_themes) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raytop.model.strict_json import TOO_DEEP, dumps, strict
-from raytop.model.visible import redact, visible, visible_lines
+from raytop.model.visible import MAX_LINE, redact, visible, visible_lines
 from tests.hostile import HOSTILE_CHARS
 
 hostile_text = st.text(
@@ -117,3 +117,9 @@ def test_strict_json_walks_any_depth_without_recursion_and_cuts_past_the_limit()
 def test_strict_json_redacts_uris_and_keys():
     out, _ = strict({"path": "s3://K:S@b/p", "s3://K2:S2@b": 1})
     assert out == {"path": "s3://***@b/p", "s3://***@b": 1}
+
+
+def test_a_line_of_megabytes_is_cut_and_says_so():
+    out = visible("a" * 5_000_000 + "\x1b")
+    assert len(out) <= MAX_LINE and out.endswith("more characters)")
+    assert visible(out) == out

@@ -20,6 +20,7 @@ So every face passes such text through ``visible`` at its edge, one line at a ti
   ``s3://KEY:SECRET@bucket`` and the values of query keys that name a secret
   (``secret_key``, ``access_key``, ``session_token``, ``X-Amz-Signature`` …).
 
+A line longer than ``MAX_LINE`` characters is cut, saying how much was left out.
 Backslashes are left as they are: a literal ``\\x1b`` typed in a name stays four
 visible characters, which is what it is. The result is always one line of printable
 text; text that is printable already and names no URI comes back as the same object,
@@ -33,6 +34,7 @@ from __future__ import annotations
 import re
 
 REDACTED = "***"
+MAX_LINE = 10_000  # characters of one line shown; the rest is counted, not printed
 
 # ``scheme://userinfo@``: the userinfo (``KEY:SECRET``, or a bare access key) goes.
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
@@ -76,11 +78,16 @@ def redact(text: str) -> str:
 
 def visible(text: object) -> str:
     """``text`` (anything: it is ``str``-ed) as one line of printable characters, with
-    every other character shown as its escape and any credentials redacted."""
+    every other character shown as its escape, any credentials redacted, and at most
+    ``MAX_LINE`` characters (a trial id of megabytes would stall the terminal)."""
     line = text if isinstance(text, str) else str(text)
     if not line.isprintable():
         line = "".join(c if c.isprintable() else _escape(c) for c in line)
-    return redact(line)
+    line = redact(line)
+    if len(line) > MAX_LINE:
+        kept = MAX_LINE - 40
+        line = f"{line[:kept]}… ({len(line) - kept:,} more characters)"
+    return line
 
 
 def visible_lines(lines: list[str] | tuple[str, ...]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import tomllib
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -52,14 +53,30 @@ def themes_dir() -> Traversable:
     return Path(__file__).parents[3] / "themes"
 
 
+def _theme_text(path: Traversable) -> str:
+    """A theme file's text. A user's file is opened non-blocking and read only when it is
+    a regular file within ``MAX_THEME_BYTES``: a FIFO or a device in the themes folder
+    must not hang the TUI as it opens (nor ``raytop themes``)."""
+    if not isinstance(path, Path):  # a packaged theme
+        return path.read_text(encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ThemeFileError(f"{path.name}: not a regular file: not read")
+        if info.st_size > MAX_THEME_BYTES:
+            raise ThemeFileError(f"{path.name}: over {MAX_THEME_BYTES:,} bytes: not read")
+        return f.read(MAX_THEME_BYTES + 1).decode("utf-8")
+
+
 def load_theme_file(path: Traversable) -> Theme:
     """Parse one theme file, failing with the file's name rather than deep in the CSS."""
     try:
-        if isinstance(path, Path) and path.stat().st_size > MAX_THEME_BYTES:
-            raise ThemeFileError(f"{path.name}: over {MAX_THEME_BYTES:,} bytes: not read")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_theme_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ThemeFileError(f"{path.name}: {exc}") from exc
+    except RecursionError:
+        raise ThemeFileError(f"{path.name}: nested too deep: not read") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ThemeFileError(f"{path.name}: unreadable ({exc})") from exc
     if not isinstance(data.get("variables", {}), dict):

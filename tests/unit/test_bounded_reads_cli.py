@@ -1,8 +1,10 @@
-"""The bounded reads seen from the command line: ``raytop plan`` and ``raytop resume``
-given a FIFO, a device, a spec nested 20,000 deep or one with a byte-order mark answer
-at once (exit 2, one ``raytop: error:`` line, no traceback) or read it. Each runs
-``python -m raytop`` on this checkout's sources, under a timeout: a read that blocks
-fails its test instead of hanging the suite. No Ray cluster: plans are on a NODES.toml."""
+"""The bounded reads of ``raytop resume`` seen from the command line: each of the files
+the preview reads (driver.json, the spec's copy, the spec driver.json names) a FIFO or
+a device answers at once (exit 2, one ``raytop: error:`` line, no traceback), or the
+resume goes on from the copy. Each runs ``python -m raytop`` on this checkout's sources,
+under a timeout: a read that blocks fails its test instead of hanging the suite. ``plan``
+and ``run`` given a FIFO, ``/dev/zero``, a spec 20,000 deep or one with a byte-order mark
+are rows of the bad-input battery (tests/integration/test_bad_input_table.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,6 @@ kind = "function"
 entrypoint = "objective:objective"
 """
 NODES = "[[nodes]]\nCPU = 4\n"
-DEEP = "x = " + "[" * 20_000 + "]" * 20_000 + "\n"
 
 
 def raytop(tmp: Path, *argv: str) -> tuple[int, list[str], list[str], float]:
@@ -55,45 +56,6 @@ def folder(tmp_path: Path) -> Path:
     (tmp_path / "nodes.toml").write_text(NODES)
     (tmp_path / "objective.py").write_text("def objective(config):\n    return {}\n")
     return tmp_path
-
-
-def test_plan_of_a_fifo_spec(folder: Path):
-    os.mkfifo(folder / "fifo.toml")
-    line = one_error(folder, "plan", "fifo.toml", "--cluster", "nodes.toml")
-    assert line == "fifo.toml: not a regular file (a FIFO): not read"
-
-
-def test_plan_on_a_fifo_nodes_file(folder: Path):
-    os.mkfifo(folder / "fifo.toml")
-    line = one_error(folder, "plan", "spec.toml", "--cluster", "fifo.toml")
-    assert line == "fifo.toml: not a regular file (a FIFO): not read"
-
-
-def test_plan_of_dev_zero(folder: Path):
-    line = one_error(folder, "plan", "/dev/zero", "--cluster", "nodes.toml")
-    assert line == "/dev/zero: not a regular file (a character device): not read"
-
-
-def test_run_of_a_fifo_spec(folder: Path):
-    os.mkfifo(folder / "fifo.toml")
-    line = one_error(folder, "run", "fifo.toml", "--address", "127.0.0.1:1")
-    assert line == "fifo.toml: not a regular file (a FIFO): not read"
-
-
-def test_plan_of_a_spec_nested_too_deep(folder: Path):
-    (folder / "deep.toml").write_text(DEEP)
-    line = one_error(folder, "plan", "deep.toml", "--cluster", "nodes.toml")
-    assert line == (
-        "deep.toml: nested too deep (more than 64 levels of tables, arrays and dotted keys): "
-        "not parsed"
-    )
-
-
-def test_plan_of_a_spec_with_a_byte_order_mark(folder: Path):
-    (folder / "bom.toml").write_bytes(b"\xef\xbb\xbf" + SPEC.encode())
-    code, out, err, _ = raytop(folder, "plan", "bom.toml", "--cluster", "nodes.toml")
-    assert (code, err) == (0, [])
-    assert out[0] == "plan on nodes.toml:" and out[1].startswith("  FITS: 1 trial(s)")
 
 
 def interrupted(folder: Path) -> Path:

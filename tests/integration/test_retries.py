@@ -15,7 +15,15 @@ import pytest
 
 from raytop.model import Snapshot
 from raytop.tui.screens.run import describe_attempts, describe_run
-from tests.conftest import kill_driver, launch_run, run_output, run_raytop, status_json, wait_for
+from tests.conftest import (
+    kill_driver,
+    launch_run,
+    remove_groups_ray_left,
+    run_output,
+    run_raytop,
+    status_json,
+    wait_for,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -163,6 +171,8 @@ def test_an_error_that_always_recurs_is_a_retry_loop(ray_cluster, tmp_path):
         except Exception:
             kill_driver(experiment)
             watcher.wait(timeout=30)
+        # Stopped mid-retry: the attempt Train was starting may leave its group (Ray's).
+        remove_groups_ray_left(ray_cluster.address, experiment)
     assert stopped.returncode == 0, stopped.stderr
     print(f"\nduration: {time.monotonic() - started:.1f}s")
 

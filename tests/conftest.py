@@ -234,10 +234,18 @@ def run_output(spec: Path, experiment: Path | None = None) -> str:
 
 
 def status_json(address: str, experiment: Path, *extra: str) -> dict:
-    """``raytop status --json --experiment EXPERIMENT``, parsed."""
-    result = run_raytop("status", "--json", "--address", address, "--experiment",
-                        str(experiment), *extra)  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    """``raytop status --json --experiment EXPERIMENT``, parsed: the CLI's own command,
+    run in this process. Tests call it in their wait loops every half second; a new
+    ``raytop`` process for each call spent a second of CPU on start-up alone (Python, Ray's
+    client), on the 2 cores the clusters under test share. The subprocess form is
+    ``run_raytop`` (and the bad-input battery), where the process itself is the point."""
+    from click.testing import CliRunner
+
+    from raytop.cli import main
+
+    argv = ["status", "--json", "--address", address, "--experiment", str(experiment), *extra]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, (result.stderr, result.exception)
     return json.loads(result.stdout)
 
 

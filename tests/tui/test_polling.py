@@ -32,7 +32,11 @@ async def test_poller_delivers_new_snapshots_to_the_table(make_app, sweep, next_
 async def test_poller_reports_failures_and_recovers(make_app, sweep) -> None:
     seen: list[object] = []
     app = make_app(RuntimeError("GCS timeout"), sweep, autostart=True, refresh_s=0.05)
-    async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
+    # What the poller thread posts, recorded where it posts it (a ``message_hook`` sees a
+    # message only if it is dispatched in the hook's context, which CI once missed).
+    post = app.post_message
+    app.post_message = lambda message: seen.append(message) or post(message)  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
         table = app.screen.query_one(TrialTable)
         await wait_until(pilot, lambda: table.row_count == 5)
         assert not app.screen.query_one(ClusterBar).has_class("-disconnected")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -14,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -29,8 +32,10 @@ OWN_CLUSTER_GROUPS = {
     "hang_cluster": "ray-hangs",
     "three_node_cluster": "ray-multinode",
     "finished_sweep": "ray-history",
+    "probed_cluster": "ray-probed",
 }
-LEAK_GUARDED = ("ray_cluster", "hang_cluster")  # fixtures that are a cluster shared by tests
+# fixtures that are a cluster shared by tests
+LEAK_GUARDED = ("ray_cluster", "hang_cluster", "probed_cluster")
 
 
 @contextlib.contextmanager
@@ -95,6 +100,85 @@ def ray_cluster(raytop_home: Path):
     target = start_embedded(ClusterSection(num_cpus=4, num_gpus=2))
     yield target
     stop_embedded()
+
+
+RAY_CLI = str(Path(sys.executable).parent / "ray")  # the venv's, whatever PATH says
+
+
+@contextlib.contextmanager
+def environ(**values: str | None) -> Iterator[None]:
+    """``os.environ`` with ``values`` set (None: unset) inside the block, as it was after."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def probed_cluster(tmp_path_factory):
+    """A 4-CPU cluster whose processes carry raytop's probe in their environment, as a
+    KubeRay RayCluster's containers would (``RAY_TRAIN_CALLBACKS`` set for ``ray start``):
+    a job submitted with ``ray job submit`` runs its owner's script unchanged, and its
+    driver (and a Tune trial actor that builds a trainer) registers the probe.
+
+    It runs beside the shared cluster (``OWN_CLUSTER_GROUPS``), so it has its own raytop
+    home and Ray temp dir; both are set only while it starts and stops (this process's
+    other tests keep theirs): talk to it by ``.address``. ``.dashboard`` is the URL that
+    ``ray job submit --address`` takes; ``.home`` the HOME its processes (and so its jobs'
+    drivers) have: run raytop with ``HOME=.home`` to look where they write."""
+    from raytop.launch.cluster import start_embedded, stop_embedded
+    from raytop.launch.spec import ClusterSection
+    from raytop.wire.gcs import GcsKv
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    own = {"RAYTOP_HOME": str(tmp_path_factory.mktemp("probed_home")),
+           "RAY_TMPDIR": f"/tmp/raytop-probed-{worker}"}  # fmt: skip
+    # The cluster's user's home: where a job's Tune script writes when it names no
+    # storage_path (~/ray_results), and where raytop looks by default (``.home``).
+    home = tmp_path_factory.mktemp("probed_user")
+    with environ(**own, HOME=str(home), RAY_TRAIN_CALLBACKS="raytop.probe.ReportProbe"):
+        target = start_embedded(ClusterSection(num_cpus=4))
+    raw = GcsKv(target.address).get_from("dashboard", "dashboard")
+    yield SimpleNamespace(address=target.address, dashboard=f"http://{raw.decode()}",
+                          home=home, target=target)  # fmt: skip
+    with environ(**own):
+        stop_embedded()
+
+
+def submit_job(cluster, entrypoint: str, *, cwd: Path | None = None,
+               env: dict[str, str] | None = None) -> str:  # fmt: skip
+    """``ray job submit --no-wait`` of ``entrypoint`` (a shell command, as its owner would
+    type it) to ``cluster``'s dashboard, from ``cwd`` as the working dir uploaded with it;
+    ``env``: the job's runtime_env env_vars. Returns the submission id."""
+    argv = [RAY_CLI, "job", "submit", "--address", cluster.dashboard, "--no-wait"]
+    if cwd is not None:
+        argv += ["--working-dir", str(cwd)]
+    if env:
+        argv += ["--runtime-env-json", json.dumps({"env_vars": env})]
+    result = subprocess.run([*argv, "--", *shlex.split(entrypoint)], capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = re.search(r"raysubmit_\w+", result.stdout + result.stderr)
+    assert found, result.stdout + result.stderr
+    return found.group(0)
+
+
+def job_status(cluster, submission_id: str) -> str:
+    """The job's status as ``ray job status`` says it (``RUNNING``, ``SUCCEEDED`` …)."""
+    argv = [RAY_CLI, "job", "status", "--address", cluster.dashboard, submission_id]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    found = re.search(r"status: (\w+)", result.stdout)
+    return found.group(1) if found else "UNKNOWN"
 
 
 LEAK_GRACE_S = 30.0  # Ray removes a dead creator's groups within seconds; a leak stays

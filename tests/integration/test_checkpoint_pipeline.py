@@ -102,8 +102,12 @@ def test_two_ranks_writing_model_pt_is_a_collision_naming_both(ray_cluster, tmp_
     # each rank's own upload, start to end
     assert all(set(c["rank_uploads"]) == {"0", "1"} for c in checkpoints)
     assert all(end >= start for c in checkpoints for start, end in c["rank_uploads"].values())
-    collisions = [f for f in snapshot["findings"] if f["kind"] == "checkpoint_collision"]
-    assert len(collisions) == 2
+    # One finding for both checkpoints' collisions, with its count (ranks wrote 100 and
+    # 101 bytes: the contents differ).
+    (collision,) = [f for f in snapshot["findings"] if f["kind"] == "checkpoint_collision"]
+    assert collision["count"] == 2
+    assert collision["first"] == checkpoints[0]["dir_name"]
+    collisions = [collision]
     assert collisions[0]["evidence"]["ranks"] == [0, 1]
     assert "ranks 0, 1 all wrote model.pt" in collisions[0]["message"]
     check = run_raytop("check", "--address", ray_cluster.address, "--experiment", str(experiment))

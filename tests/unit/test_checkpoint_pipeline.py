@@ -54,8 +54,9 @@ def test_validation_failure_and_missing_states():
 
 
 def test_two_ranks_writing_the_same_file_is_a_collision_naming_both():
+    # Different sizes: positive evidence that the contents differ.
     uploads = {0: [upload("c1", 1.0, 2.0, {"model.pt": 5, "opt.pt": 5})],
-               1: [upload("c1", 1.0, 2.0, {"model.pt": 5})]}  # fmt: skip
+               1: [upload("c1", 1.0, 2.0, {"model.pt": 6})]}  # fmt: skip
     (record,) = pipeline(uploads, snapshot("c1"), {"c1"}, now=3.0)
     assert record.collisions == {"model.pt": (0, 1)}
     run = TrainRun("r", "exp-t1", "a", 2, checkpoints=(record,))

@@ -73,8 +73,9 @@ EXIT_CODES_HELP = """Exit codes:
       than usual)
   12  a placement group (a trial or a Train worker group) can never be placed
   13  a placement group has waited longer than --waiting-after for resources
-  14  a checkpoint upload failed, two ranks wrote the same file into one checkpoint, or a
-      committed checkpoint is gone; with --teardown: something a resume needs is not on
+  14  a checkpoint upload failed, ranks wrote different contents under one file name into
+      one checkpoint (identical copies are not a fault), or a committed checkpoint is
+      gone; with --teardown: something a resume needs is not on
       storage yet (driver still running, experiment state missing, a checkpoint
       uncommitted or missing)
   15  a Train run failed 3 or more times in a row with the same error and Train will

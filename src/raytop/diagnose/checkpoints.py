@@ -1,17 +1,34 @@
 """The checkpoint pipeline of a Train run: each checkpoint's journey, and what went wrong.
 
-Per checkpoint folder: which ranks attached files (and the same relative path from two
-ranks: a collision, one overwrote the other), how it was uploaded (SYNC / ASYNC / the user's
-function), whether it is still uploading, on storage, committed to the run's snapshot,
-validated, or failed (RAY_NOTES g), or pruned by Train's ``num_to_keep`` once newer ones
-were committed.
+Per checkpoint folder: which ranks attached files, how it was uploaded (SYNC / ASYNC / the
+user's function), whether it is still uploading, on storage, committed to the run's
+snapshot, validated, or failed, or pruned by Train's ``num_to_keep`` once newer ones were
+committed.
+
+The same relative path from several ranks is a collision (one overwrote the others) only
+on positive evidence that the contents differ: the sizes differ, or two copies were hashed
+(``model.records.HASH_MAX_*``) and the hashes differ. Every rank of a DDP run holds the same
+weights, and Ray's own examples have every rank save them (``torch_linear_example``): the
+same size and hash is replicated state, an INFO naming the redundant uploads; the same
+size with a copy unhashed is an INFO saying it could not be compared.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from raytop.diagnose.checkpoint_copies import (
+    DIFFER,
+    SAME,
+    UNKNOWN,
+    collision,
+    compare,
+    redundant_bytes,
+    replicated,
+    uncompared,
+)
 from raytop.model import CheckpointRecord, Finding, Severity, TrainRun
+from raytop.model.finding import about
 from raytop.model.records import BarrierWait, CheckpointUpload
 
 # An upload is also slow when it lasts this many of the run's usual report intervals
@@ -76,12 +93,15 @@ def pipeline(
     last_committed = max((i for i, d in enumerate(ordered) if d in committed), default=-1)
     for position, dir_name in enumerate(ordered):
         ranks = by_dir.get(dir_name, {})
-        owners: dict[str, list[int]] = {}
+        copies: dict[str, dict[int, tuple[int, str | None]]] = {}
         size = 0
         for rank, record in sorted(ranks.items()):
+            hashes = record.get("hashes") or {}
             for path, nbytes in record["files"].items():
-                owners.setdefault(path, []).append(rank)
+                copies.setdefault(path, {})[rank] = (nbytes, hashes.get(path))
                 size += nbytes
+        shared = {p: c for p, c in sorted(copies.items()) if len(c) > 1}
+        verdicts = {p: compare(c) for p, c in shared.items()}
         errors = [r["error"] for r in ranks.values() if r["error"]]
         in_flight = [r for r in ranks.values() if r["end"] is None]
         uploaded = [r for r in ranks.values() if r["mode"] != "NO_UPLOAD"]
@@ -117,7 +137,7 @@ def pipeline(
                 state=state,
                 report_index=report,
                 ranks=tuple(sorted(r for r, rec in ranks.items() if rec["files"])),
-                files=len(owners),
+                files=len(copies),
                 bytes=size,
                 mode=first["mode"] if first else None,
                 custom_upload=bool(first and first["custom_upload"]),
@@ -131,7 +151,12 @@ def pipeline(
                     if rec["mode"] != "NO_UPLOAD"
                 },  # fmt: skip
                 error=errors[0] if errors else None,
-                collisions={p: tuple(r) for p, r in sorted(owners.items()) if len(r) > 1},
+                collisions={p: tuple(c) for p, c in shared.items() if verdicts[p] == DIFFER},
+                replicated={p: tuple(c) for p, c in shared.items() if verdicts[p] == SAME},
+                redundant_bytes=sum(
+                    redundant_bytes(c) for p, c in shared.items() if verdicts[p] == SAME
+                ),
+                uncompared={p: tuple(c) for p, c in shared.items() if verdicts[p] == UNKNOWN},
             )
         )
     return tuple(records)
@@ -168,6 +193,7 @@ def _partial_findings(run: TrainRun) -> list[Finding]:
                 "may fail)",
                 {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name,
                  "missing_ranks": missing},
+                **about(c.dir_name),
             ))  # fmt: skip
         if settled and c.ranks:
             habit = set(c.ranks) if habit is None else habit & set(c.ranks)
@@ -182,27 +208,24 @@ def checkpoint_findings(run: TrainRun, slow_after_s: float) -> list[Finding]:
     findings += _partial_findings(run)
     for c in run.checkpoints:
         evidence = {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name}
-        for path, ranks in c.collisions.items():
-            findings.append(Finding(
-                "checkpoint_collision", Severity.ERROR, subject,
-                f"ranks {', '.join(map(str, ranks))} all wrote {path} into {c.dir_name}: "
-                "one overwrote the others (give each rank its own file name)",
-                {**evidence, "path": path, "ranks": list(ranks)},
-            ))  # fmt: skip
+        findings += [build(c, subject, evidence) for found, build in (
+            (c.collisions, collision), (c.replicated, replicated), (c.uncompared, uncompared),
+        ) if found]  # fmt: skip
         if c.state == "failed":
             message = f"upload of {c.dir_name} failed: {c.error}"
             findings.append(Finding("checkpoint_failed", Severity.ERROR, subject, message,
-                                    evidence))  # fmt: skip
+                                    evidence, **about(c.dir_name)))  # fmt: skip
         elif c.state == "uploading" and (c.upload_s or 0) > slow_s:
             findings.append(Finding(
                 "checkpoint_slow", Severity.WARNING, subject,
                 f"{c.dir_name} has been uploading for {c.upload_s:.0f}s, past {slow_why} "
                 f"({c.mode}{', custom upload function' if c.custom_upload else ''})",
                 {**evidence, "upload_s": c.upload_s},
+                **about(c.dir_name),
             ))  # fmt: skip
         elif c.state == "missing":
             message = (f"{c.dir_name} is listed in the run's snapshot but gone from storage: "
                        "a resume from it would fail")  # fmt: skip
             findings.append(Finding("checkpoint_missing", Severity.ERROR, subject, message,
-                                    evidence))  # fmt: skip
+                                    evidence, **about(c.dir_name)))  # fmt: skip
     return findings

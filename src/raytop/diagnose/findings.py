@@ -1,5 +1,6 @@
 """The findings of the foundation: a lost cluster, a metric never reported, errored
-trials, a driver that exited with work unfinished."""
+trials, a driver that exited with work unfinished; and ``diagnose``, which gathers every
+module's findings about a snapshot and folds the repeats (``diagnose.repeats``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.hang import hang_findings
 from raytop.diagnose.ledger import is_over, lost_ranks, run_findings
 from raytop.diagnose.placement import placement_findings
+from raytop.diagnose.repeats import fold
 from raytop.diagnose.retries import attempt_findings
 from raytop.model import (
     Cluster,
@@ -123,7 +125,8 @@ def ledger_findings(ledger: LedgerStatus | None, has_runs: bool) -> list[Finding
 
 
 def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
-    """Every finding about a snapshot (its own ``findings`` are ignored)."""
+    """Every finding about a snapshot (its own ``findings`` are ignored), the repeats of
+    one kind on one subject folded into one with their count."""
     thresholds = thresholds or Thresholds()
     findings = cluster_findings(snapshot.cluster)
     for experiment in snapshot.experiments:
@@ -150,4 +153,4 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
                 findings += run_findings(run, thresholds, dead_nodes)
                 if not lost_ranks(run, dead_nodes):  # a lost rank explains every wait
                     findings += hang_findings(run, thresholds, snapshot.taken_at)
-    return tuple(findings)
+    return tuple(fold(findings))

@@ -10,7 +10,7 @@ from raytop.model.visible import visible_lines
 
 def health(snapshot: Snapshot) -> tuple[list[str], int]:
     """``check``: the lines and the exit code for the training in ``snapshot``."""
-    lines = [f"{f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
+    lines = [f"{f.kind} {f.subject}: {f.line()}" for f in snapshot.findings]
     if not snapshot.findings:
         runs = snapshot.all_runs()
         lines.append(

@@ -49,7 +49,7 @@ def status_text(snapshot: Snapshot) -> str:
     elif not snapshot.experiments:
         lines.append("no experiments (launch one with `raytop run SPEC`)")
     lines += [f"warning: {w}" for w in snapshot.warnings]
-    lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.message}" for f in snapshot.findings]
+    lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.line()}" for f in snapshot.findings]
     return "\n".join(visible_lines(lines))
 
 
@@ -134,7 +134,7 @@ def progress_line(snapshot: Snapshot) -> str:
         parts.append(f"cluster DISCONNECTED ({snapshot.cluster.error})")
     for finding in snapshot.findings:
         if finding.severity == Severity.ERROR:
-            parts.append(f"{finding.kind}: {finding.message}")
+            parts.append(f"{finding.kind}: {finding.line()}")
     return visible(" | ".join(parts))
 
 
@@ -169,7 +169,7 @@ def follow(
     if exp.all_terminated and not errors:
         return True
     for finding in errors:  # what made an all-TERMINATED run end badly
-        say(f"{finding.kind}: {finding.subject}: {finding.message}")
+        say(f"{finding.kind}: {finding.subject}: {finding.line()}")
     if not exp.trials:
         tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["(empty)"]
         say(f"the driver ended before any trial started; last log line: {tail[0]}")

@@ -4,6 +4,7 @@ Everything the sources collect becomes these objects; the TUI, ``status --json``
 ``check`` all read the same ``Snapshot``. Nothing here may import ray or textual.
 """
 
+from raytop.model.finding import Finding, Severity
 from raytop.model.snapshot import (
     TERMINAL_TRIAL_STATUSES,
     Activity,
@@ -13,13 +14,11 @@ from raytop.model.snapshot import (
     Cluster,
     Experiment,
     ExperimentStatus,
-    Finding,
     HostStats,
     LedgerStatus,
     Node,
     PlacementGroup,
     RetryBudget,
-    Severity,
     Snapshot,
     StacksCapture,
     TrainRun,

@@ -4,7 +4,7 @@ up: shared by every face, so a new class shows everywhere a barrier stall does."
 
 from __future__ import annotations
 
-from raytop.model.snapshot import Finding
+from raytop.model.finding import Finding
 
 HANG_LABELS = {
     "barrier_stall": "BARRIER STALL",

@@ -17,6 +17,17 @@ from typing import NamedTuple, NotRequired, TypedDict
 
 MAX_REPORT_HISTORY = 32  # report times a probe keeps (and sends) per rank; readers keep as many
 
+# What a probe hashes of the files a rank puts into an uploaded checkpoint (blake2b, 16-byte
+# digest, hex): files up to HASH_MAX_FILE_BYTES each, at most HASH_MAX_CHECKPOINT_BYTES and
+# HASH_MAX_FILES per rank per checkpoint, in the order listed; the rest go unhashed. Two
+# ranks' files of one name are then compared by content, not by size alone
+# (``diagnose.checkpoints``). Hashing the cap costs about a tenth of a second per
+# checkpoint on one core, beside the upload of the same bytes (docs/PERFORMANCE.md).
+HASH_MAX_FILE_BYTES = 16 * 1024 * 1024
+HASH_MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024
+HASH_MAX_FILES = 64
+HASH_HEX_CHARS = 32
+
 
 class CheckpointUpload(TypedDict):
     """One checkpoint a rank took part in (``ReportProbe.upload_started``; a NO_UPLOAD
@@ -27,6 +38,11 @@ class CheckpointUpload(TypedDict):
     mode: str | None  # SYNC, ASYNC (Train's upload thread) or NO_UPLOAD
     custom_upload: bool  # the user's upload function does the upload
     files: dict[str, int]  # relative path → size of what this rank put in it (bounded)
+    # Relative path → blake2b-128 hex of its content, for the files under the hash caps
+    # (``HASH_MAX_*``) of an uploaded checkpoint; none for NO_UPLOAD (written in place, the
+    # file read back is whichever rank's copy survived). Older probes do not send it (the
+    # validator leaves it out: readers take it as {}).
+    hashes: NotRequired[dict[str, str]]
     # This rank's wait in that report's barrier; probes older than barrier timing do not
     # send it (the validator then sets None).
     sync_s: NotRequired[float | None]

@@ -10,19 +10,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from raytop.model import strict_json
+from raytop.model import finding, strict_json
 from raytop.model.collectives import FlightRecorderReport
+from raytop.model.finding import Finding
 
 SCHEMA_VERSION = 1
 
 TERMINAL_TRIAL_STATUSES = frozenset({"TERMINATED", "ERROR"})
 MAX_SCHEDULER_DECISION = 240  # characters of Trial.scheduler_decision (one line)
-
-
-class Severity(StrEnum):
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
 
 
 class ExperimentStatus(StrEnum):
@@ -270,7 +265,17 @@ class CheckpointRecord:
     # rank → (upload start, end or None while uploading), from the transfer hook
     rank_uploads: dict[int, tuple[float, float | None]] = field(default_factory=dict)
     error: str | None = None
-    collisions: dict[str, tuple[int, ...]] = field(default_factory=dict)  # path → ranks
+    # The same relative path from several ranks with contents that differ (sizes differ, or
+    # both hashed and the hashes differ): one overwrote the others. path → ranks
+    collisions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # The same path from several ranks with the same contents (same size, every copy
+    # hashed alike): replicated state uploaded more than once. path → ranks; and the
+    # bytes uploaded beyond one copy of each.
+    replicated: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    redundant_bytes: int = 0
+    # The same path from several ranks, the same size, not every copy hashed (over the
+    # probe's hash cap, written in place, an older probe): not compared. path → ranks
+    uncompared: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -460,17 +465,6 @@ class Experiment:
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One diagnosis: what is wrong (or noteworthy), about what, in one line."""
-
-    kind: str
-    severity: Severity
-    subject: str
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class StacksCapture:
     """Where a stacks request's answers were saved (``pipeline.captures``): one folder per
     experiment whose ranks answered (``<raytop dir>/captures/<UTC time>``), and the one
@@ -521,9 +515,7 @@ class Snapshot:
             e["runs"] = tuple(_run_from_json(r) for r in e.get("runs", ()))
             experiments.append(Experiment(**e))
         ledger = data.get("ledger")
-        findings = tuple(
-            Finding(**{**f, "severity": Severity(f["severity"])}) for f in data.get("findings", ())
-        )
+        findings = tuple(finding.from_json(f) for f in data.get("findings", ()))
         return cls(
             taken_at=data["taken_at"],
             cluster=Cluster(**cluster),
@@ -563,7 +555,8 @@ def _run_from_json(data: dict[str, Any]) -> TrainRun:
         CheckpointRecord(**{
             **c,
             "ranks": tuple(c.get("ranks", ())),
-            "collisions": {k: tuple(v) for k, v in c.get("collisions", {}).items()},
+            **{key: {k: tuple(v) for k, v in c.get(key, {}).items()}
+               for key in ("collisions", "replicated", "uncompared")},
         })
         for c in data.get("checkpoints", ())
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """Validators of the values raytop takes from the cluster's KV store: the report ledger's
-index and pages (each rank's record, its checkpoint uploads and barrier waits) and the
-trial registrations.
+index and pages (each rank's record; its checkpoint uploads and barrier waits are
+``untrusted_kv_checkpoints``'s) and the trial registrations.
 
 A value may come from another raytop version or from a buggy probe; each validator returns
 the typed record raytop's readers rely on (``model.records``) or raises ``Invalid`` naming
@@ -23,8 +23,6 @@ from raytop.model.records import (
     MAX_REPORT_METRICS,
     Activity,
     AttemptRecord,
-    BarrierWait,
-    CheckpointUpload,
     LedgerIndex,
     LedgerPage,
     RankBeat,
@@ -46,6 +44,7 @@ from raytop.model.untrusted import (
     seq,
     text,
 )
+from raytop.model.untrusted_kv_checkpoints import barrier_wait, upload
 
 # -- the ledger's KV values (probe.ledger, probe.report_probe; model.records) ----------------
 
@@ -97,7 +96,7 @@ def _rank_record(record: Any, where: str) -> RankRecord:
             raise fail(f"{at(where, 'gpu_ids')}[{i}]", "a string", gpu)
     uploads = seq(raw.get("checkpoints") or [], at(where, "checkpoints"), MAX_RECORDS)
     checkpoints = [
-        _upload(upload, f"{at(where, 'checkpoints')}[{i}]") for i, upload in enumerate(uploads)
+        upload(record, f"{at(where, 'checkpoints')}[{i}]") for i, record in enumerate(uploads)
     ]
     syncs = seq(raw.get("syncs") or [], at(where, "syncs"), MAX_RECORDS)
     return RankRecord(
@@ -113,7 +112,7 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         flight_recorder_request=_optional_text(raw.get("flight_recorder_request"), MAX_REQUEST_ID),
         run_path=run_path, done=done,
         gpu_ids=[str(gpu) for gpu in gpu_ids], checkpoints=checkpoints,
-        syncs=[_barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
+        syncs=[barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
         report_times=_report_times(raw.get("report_times")),
         declared=_declared(raw.get("declared")),
         restored_from=_folder_name(raw.get("restored_from")),
@@ -217,47 +216,6 @@ def _activity(value: Any) -> Activity | None:
     return Activity(kind=value["kind"], where=where[:MAX_WHERE], since=float(times[0]),
                     sampled_at=float(times[1]), samples=samples,
                     waiting=float(waiting))  # fmt: skip
-
-
-_NUMBER_OR_NONE = frozenset({int, float, type(None)})  # not bool: type(True) is bool
-
-
-def _barrier_wait(sync: Any, where: str) -> BarrierWait:
-    """One ``[report, start, end]`` of a rank's recent barrier waits."""
-    if type(sync) is list and len(sync) == 3:  # the usual shape, checked inline
-        report, start, end = sync
-        if (
-            type(report) in _NUMBER_OR_NONE
-            and type(start) in _NUMBER_OR_NONE
-            and (type(end) in _NUMBER_OR_NONE)
-        ):
-            return BarrierWait(report, start, end)
-    if (
-        not isinstance(sync, list)
-        or len(sync) != 3
-        or not all(
-            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in sync
-        )
-    ):
-        raise fail(where, "[report, start, end] (numbers)", sync)
-    return BarrierWait(*sync)
-
-
-def _upload(upload: Any, where: str) -> CheckpointUpload:
-    """One checkpoint upload record of a rank (``ReportProbe.upload_started``)."""
-    raw = obj(upload, where)
-    dir_name = text(raw, "dir_name", where)
-    start = number(raw, "start", where)
-    end, sync_s = (number(raw, key, where, optional=True) for key in ("end", "sync_s"))
-    report = integer(raw, "report", where, optional=True, minimum=None)
-    error, mode = (text(raw, key, where, optional=True) for key in ("error", "mode"))
-    custom_upload = flag(raw, "custom_upload", where)
-    files = obj(raw.get("files") or {}, at(where, "files"))
-    return CheckpointUpload(
-        dir_name=dir_name, report=report, mode=mode, custom_upload=custom_upload,
-        files={path: integer(files, path, at(where, "files"), minimum=None) for path in files},
-        sync_s=sync_s, start=start, end=end, error=error,
-    )  # fmt: skip
 
 
 def _rank_keys(ranks: dict[str, Any]) -> None:

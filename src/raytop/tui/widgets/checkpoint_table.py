@@ -1,5 +1,6 @@
 """The checkpoints of one Train run, newest first: who wrote them, how they travel, where
-they are, and a ``COLLISION`` when two ranks wrote the same file into one checkpoint.
+they are, and a ``COLLISION`` when ranks wrote different contents under one file name into
+one checkpoint.
 
 Keyed by checkpoint folder name and diff-updated, so a checkpoint that goes from
 uploading to committed changes in place and the cursor stays on it.
@@ -28,6 +29,8 @@ CHECKPOINT_KINDS = (
     "checkpoint_missing",
     "checkpoint_partial",
     "checkpoint_slow",
+    "checkpoint_uncompared",
+    "checkpoint_replicated",
 )
 
 _COLUMNS = (

@@ -34,7 +34,7 @@ def describe_findings(
             " ",
             Content.styled(f.subject, "bold"),
             "  ",
-            f.message,
+            *repeats(f),
         )
         for f in ordered[:_MAX_SHOWN]
     ]
@@ -44,6 +44,17 @@ def describe_findings(
     if len(ordered) > _MAX_SHOWN:
         lines.append(Content.styled(f"… and {len(ordered) - _MAX_SHOWN} more", "$text-muted"))
     return shown_lines(lines)
+
+
+def repeats(finding: Finding) -> tuple[Content | str, ...]:
+    """The message of ``finding`` with its repeats: the count first (a line cut to the
+    width keeps it), the first and latest occurrence after the message."""
+    times, span = finding.times(), finding.span()
+    return (
+        *((Content.styled(times, "bold"), " ") if times else ()),
+        finding.message,
+        *((f" ({span})",) if span else ()),
+    )
 
 
 def lines_taken(findings: Sequence[Finding]) -> int:

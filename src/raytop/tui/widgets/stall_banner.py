@@ -19,6 +19,7 @@ from raytop.model import Finding, Severity
 from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS, HANG_LABELS, hang_ranks
 from raytop.tui.format import shown_lines
+from raytop.tui.widgets.findings_list import repeats
 
 RUN_KINDS = (*HANG_KINDS, "report_mispaired", "rank_dead", "rank_silent", "retry_loop",
              "progress_backwards", "budget_exhausted", "straggler")  # fmt: skip
@@ -122,7 +123,7 @@ class RunFindings(Static):
             Content.assemble(
                 Content.styled(f"{f.severity.value.upper():<7}", _STYLE.get(f.severity, "bold")),
                 " ",
-                f.message,
+                *repeats(f),
             )
             for f in findings
         ]

@@ -157,8 +157,8 @@ def test_the_probe_answers_a_flight_recorder_request_once_in_its_next_message(
 
     import psutil
 
-    from raytop.probe import report_probe
-    from raytop.probe.report_probe import _RankState
+    from raytop.probe import rank_commands
+    from raytop.probe.rank_state import RankState
     from raytop.wire.kv_keys import FLIGHT_RECORDER_COMMAND_KEY
     from raytop.wire.train_hooks import WorkerIdentity
 
@@ -167,7 +167,7 @@ def test_the_probe_answers_a_flight_recorder_request_once_in_its_next_message(
     monkeypatch.setenv(RAYTOP_PIPE, prefix)
     command = json.dumps({"request_id": "f1", "run_id": "r", "requested_at": 1.0})
     monkeypatch.setattr(
-        report_probe,
+        rank_commands,
         "kv_get_in_cluster",
         lambda key: command if key == FLIGHT_RECORDER_COMMAND_KEY else None,
     )
@@ -177,9 +177,9 @@ def test_the_probe_answers_a_flight_recorder_request_once_in_its_next_message(
         run_path=None, declared={"GPU": 1.0}, restored_from=None,
     )  # fmt: skip
     try:
-        rank = _RankState(identity, flush_interval_s=3600.0)
-        rank._answer_commands()
-        rank._answer_commands()  # the same request again: answered once, written once
+        rank = RankState(identity, flush_interval_s=3600.0)
+        rank.commands.answer()
+        rank.commands.answer()  # the same request again: answered once, written once
         message = rank._message(psutil.Process())
         assert message["flight_recorder_request"] == "f1"
         assert message["flight_recorder"] == f"dump requested through {prefix}1.pipe"

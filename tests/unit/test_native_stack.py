@@ -17,8 +17,8 @@ import pytest
 
 from raytop.model import untrusted_kv
 from raytop.probe import native_stack as ns
-from raytop.probe import report_probe
-from raytop.probe.report_probe import _RankState
+from raytop.probe import rank_commands
+from raytop.probe.rank_state import RankState
 from raytop.sources.ledger_source import worker_from_record
 from raytop.wire.train_hooks import WorkerIdentity
 
@@ -141,25 +141,25 @@ def test_the_dump_is_capped_on_a_thread_boundary_train_thread_first():
 
 def test_the_probe_answers_a_native_request_in_its_next_message(monkeypatch):
     commands = {"value": json.dumps({"request_id": "q1", "run_id": None, "requested_at": 1.0})}
-    monkeypatch.setattr(report_probe, "kv_get_in_cluster", lambda key: commands["value"])
+    monkeypatch.setattr(rank_commands, "kv_get_in_cluster", lambda key: commands["value"])
     taken: list[int | None] = []
 
     def fake_native(pid, *, train_native_id=None):
         taken.append(train_native_id)
         return "Thread 5 (active): native frames"
 
-    monkeypatch.setattr(report_probe, "native_stack", fake_native)
-    rank = _RankState(IDENTITY, flush_interval_s=3600.0)
+    monkeypatch.setattr(rank_commands, "native_stack", fake_native)
+    rank = RankState(IDENTITY, flush_interval_s=3600.0)
     rank.enter()
-    rank._answer_commands()  # an older raytop's request: no "native" key
+    rank.commands.answer()  # an older raytop's request: no "native" key
     message = rank._message(psutil.Process())
     assert message["stack_request"] == "q1" and "native_stack" not in message and not taken
 
     commands["value"] = json.dumps(
         {"request_id": "q2", "run_id": None, "requested_at": 2.0, "native": True}
     )
-    rank._answer_commands()
-    rank._native_thread.join(timeout=5)
+    rank.commands.answer()
+    rank.commands.native_thread.join(timeout=5)
     message = rank._message(psutil.Process())
     assert message["native_stack_request"] == "q2"
     assert message["native_stack"] == "Thread 5 (active): native frames"

@@ -10,7 +10,7 @@ import psutil
 
 from raytop.model import untrusted_kv
 from raytop.model.records import MAX_REPORT_HISTORY
-from raytop.probe.report_probe import _RankState
+from raytop.probe.rank_state import RankState
 from raytop.sources.ledger_source import worker_from_record
 from raytop.wire.train_hooks import WorkerIdentity
 
@@ -21,9 +21,9 @@ IDENTITY = WorkerIdentity(
 )  # fmt: skip
 
 
-def state() -> _RankState:
+def state() -> RankState:
     # A flush period far beyond the test: the flush thread never sends (no Ray here).
-    return _RankState(IDENTITY, flush_interval_s=3600.0)
+    return RankState(IDENTITY, flush_interval_s=3600.0)
 
 
 def test_the_probe_sends_its_last_reports_bounded_and_the_reader_keeps_them():

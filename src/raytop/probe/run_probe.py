@@ -1,7 +1,7 @@
 """RunProbe: a Train run's failure settings and attempts, from inside its controller.
 
 Train V2 runs it in the controller actor (internal DeveloperAPI hooks, reached through
-``wire.train_hooks``; RAY_NOTES h, j). Every controller state change is one step of an
+``wire.train_hooks``). Every controller state change is one step of an
 attempt: entering ``SCHEDULING`` opens one, a restart (``RESTARTING``/``RESCHEDULING``)
 closes it as errored with the error that caused it and the retry budget Train charges it
 to, ``ERRORED``/``FINISHED``/``ABORTED``/``RESIZING`` close it for good. ``after_report``
@@ -12,13 +12,20 @@ After each change the whole record (``model.records.RunAttempts``) goes fire-and
 to the Ledger, which publishes it as ``ledger/run/<run_id>``. Bounded (the newest
 ``MAX_ATTEMPTS`` attempts, capped snippets and metrics), and it never raises into Train:
 any error is counted and dropped.
+
+One RunProbe records a run, whoever registered it: named in ``RAY_TRAIN_CALLBACKS`` and
+added by raytop's trainable, Train runs both in the controller; the first to see the
+controller start records, any other stays inert (two would each send the run's record and
+count its reports).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+import weakref
 from collections import deque
 from typing import Any
 
@@ -152,6 +159,11 @@ class RunRecorder:
         )
 
 
+_LOCK = threading.Lock()
+# run id → the RunProbe that records it in this process (weak: it goes with its controller)
+_RECORDING: weakref.WeakValueDictionary[str, RunProbe] = weakref.WeakValueDictionary()
+
+
 class RunProbe(ControllerCallback, WorkerGroupCallback, ReportCallback):
     """Add to ``ray.train.RunConfig(callbacks=[...])`` (the raytop trainable does), or
     name it in ``RAY_TRAIN_CALLBACKS=raytop.probe.RunProbe``; needs no arguments."""
@@ -187,6 +199,11 @@ class RunProbe(ControllerCallback, WorkerGroupCallback, ReportCallback):
     def after_controller_start(self, train_run_context: Any) -> None:
         def start() -> bool:
             ident = train_run_identity(train_run_context)
+            with _LOCK:
+                if _RECORDING.setdefault(ident.run_id, self) is not self:
+                    _log.info("raytop RunProbe: another RunProbe records this run already; "
+                              "this one stays inert")  # fmt: skip
+                    return False
             self._recorder = RunRecorder(ident.run_id, ident.run_name, ident.failure_config)
             return True
 

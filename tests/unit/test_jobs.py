@@ -46,9 +46,12 @@ def kv_with(rows: list[dict], records: dict[str, bytes]) -> FakeKv:
 def test_how_a_job_ended_reads_from_rays_record_first():
     stopped = Job("01000000", submission_id="raysubmit_a", status="STOPPED", dead=False)
     assert (stopped.ended, stopped.how_ended) == (True, "stopped")  # before its driver is gone
-    message = "\nJob entrypoint command failed with exit code 1\nTraceback …"
+    message = "\nJob entrypoint command failed with exit code 1\nTraceback …\nValueError: boom\n"
     failed = Job("02000000", submission_id="raysubmit_b", status="FAILED", message=message)
-    assert failed.how_ended == "failed: Job entrypoint command failed with exit code 1"
+    assert (
+        failed.how_ended
+        == "failed: Job entrypoint command failed with exit code 1 … ValueError: boom"
+    )
     died = Job("03000000", submission_id="raysubmit_c", status="RUNNING", dead=True)
     assert died.how_ended == "driver died"
     script = Job("04000000", entrypoint="python train.py", dead=True)

@@ -80,8 +80,10 @@ def _how_ended(job: Job) -> str:
     if job.status == JOB_STOPPED:
         return ENDED_STOPPED
     if job.status == JOB_FAILED:
-        first = next((ln.strip() for ln in (job.message or "").splitlines() if ln.strip()), "")
-        line = f"{ENDED_FAILED}: {first}" if first else ENDED_FAILED
+        # Ray's message: what failed, then the last logs: the last line says why.
+        lines = [ln.strip() for ln in (job.message or "").splitlines() if ln.strip()]
+        said = lines[0] + (f" … {lines[-1]}" if len(lines) > 1 else "") if lines else ""
+        line = f"{ENDED_FAILED}: {said}" if said else ENDED_FAILED
         return line if len(line) <= MAX_HOW_ENDED else line[: MAX_HOW_ENDED - 1] + "…"
     if job.status == JOB_SUCCEEDED:
         return ENDED_SUCCEEDED

@@ -7,9 +7,10 @@ raytop has no record of such an experiment's driver, so the evidence is Ray's:
   is the trial's actor, and the job of that actor is the driver's job;
 - else the driver's start: Tune's state records when its driver started
   (``runner_data._start_time``); the job whose driver ran then (start ≤ it ≤ end, or
-  still running), the one started last, is its driver (``model.jobs.driver_of``). A
-  local experiment folder was written by a driver on this node, so only jobs whose
-  driver runs here count then.
+  still running), the one started last, is its driver (``model.jobs.driver_of``). Before
+  Tune wrote its first state, the time of the newest file the driver wrote in the folder
+  (tuner.pkl) stands in. A local experiment folder was written by a driver on this node,
+  so only jobs whose driver runs here count then.
 
 Its status then: FINISHED / ERRORED when every trial ended (whatever its driver does);
 RUNNING (STARTING before any trial) while its job runs; INTERRUPTED ("driver gone", the

@@ -75,8 +75,10 @@ class OtherRuns:
             mine = trial_actors(exp, actors)
             trials.update({a: (exp.name, t) for a, t in mine.items()})
             local = None if is_uri(exp.path) else self._is_local
-            job = find_driver(exp, reader.tune_started_at, self.jobs,
-                              {actors[a]["job_id"] for a in mine}, local)  # fmt: skip
+            # Before Tune's first state (or with no start in it): a driver wrote its files.
+            started = reader.tune_started_at or reader.files_time
+            job = find_driver(exp, started, self.jobs, {actors[a]["job_id"] for a in mine},
+                              local)  # fmt: skip
             exp, ended = with_driver(exp, job, jobs_known=self.known,
                                      state_mtime=reader.state_mtime, now=now)  # fmt: skip
             how.append(ended)

@@ -148,10 +148,12 @@ class ExperimentReader:
         # table is read afresh (its last write came just before exit.json).
         self._alive_before: bool | None = None
         # From Tune's newest state, at its last read: when its driver started (unix s;
-        # ``untrusted_ray_files.tune_start_time``) and the file's time. For an experiment
-        # raytop did not launch, the evidence of which job is its driver.
+        # ``untrusted_ray_files.tune_start_time``) and the file's time; and the newest
+        # file's time. For an experiment raytop did not launch, the evidence of which job
+        # is its driver.
         self.tune_started_at: float | None = None
         self.state_mtime: float | None = None
+        self.files_time: float | None = None  # its newest top-level file's time
         # Why driver.json, at the last read, is no record of this folder (``_elsewhere``).
         self.record_elsewhere: str | None = None
         self._probe_odd: list[str] = []  # the odd-trial-id warning of the probe's table
@@ -223,6 +225,10 @@ class ExperimentReader:
         times = {e.name: e.mtime for e in listed
                  if not e.is_dir and fnmatch.fnmatch(e.name, STATE_FILES)}  # fmt: skip
         states = sorted(times)
+        # Top-level files are the driver's own (tuner.pkl, the searcher's and Tune's
+        # state): the newest was written while it ran, even before Tune's first state.
+        self.files_time = max((e.mtime for e in listed if not e.is_dir and e.mtime),
+                              default=None)  # fmt: skip
         if not states:
             unreachable = self._storage.unreachable()
             if unreachable:

@@ -1,5 +1,6 @@
 """Stand-ins for the cluster's GCS internal KV store, with the calls raytop's readers make
-(``wire.gcs.GcsKv``'s get / get_from / multi_get / keys / put), over plain dicts of bytes;
+(``wire.gcs.GcsKv``'s get / get_from / multi_get / multi_get_from / keys_from /
+job_table / keys / put), over plain dicts of bytes;
 and for Ray's dashboard head: a tiny HTTP server on 127.0.0.1 (``FakeDashboard``) that the
 real ``wire.dashboard`` client asks. The real ones are tested against a real cluster in
 tests/integration."""
@@ -22,6 +23,7 @@ class FakeKv:
         # Ray's own namespaces (``get_from``), e.g. {"dashboard": {"dashboard": b"host:port"}}
         self.namespaces: dict[str, dict[str, bytes]] = namespaces or {}
         self.gets_from: list[tuple[str, str]] = []  # what each get_from asked for
+        self.jobs: list[dict] = []  # the job table's rows, as ``wire.jobs.job_row`` gives them
 
     def get(self, key: str) -> bytes | None:
         return self.data.get(key)
@@ -33,6 +35,16 @@ class FakeKv:
     def multi_get(self, keys: list[str]) -> dict[str, bytes]:
         self.multi_gets.append(keys)
         return {k: self.data[k] for k in keys if k in self.data}
+
+    def multi_get_from(self, namespace: str, keys: list[str]) -> dict[str, bytes]:
+        held = self.namespaces.get(namespace, {})
+        return {k: held[k] for k in keys if k in held}
+
+    def keys_from(self, namespace: str, prefix: str) -> list[str]:
+        return [k for k in self.namespaces.get(namespace, {}) if k.startswith(prefix)]
+
+    def job_table(self) -> list[dict]:
+        return list(self.jobs)
 
     def keys(self, prefix: str) -> list[str]:
         return [k for k in self.data if k.startswith(prefix)]

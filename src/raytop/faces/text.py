@@ -44,6 +44,7 @@ def status_text(snapshot: Snapshot) -> str:
             elapsed, params = fmt_duration(t.elapsed_s), fmt_params(t.config, swept)
             lines.append(f"  {t.trial_id:<14} {t.status:<10} {metric:>10} iter {t.iterations:<4} "
                          f"{elapsed:>6}  {params}")  # fmt: skip
+    lines += workload_lines(snapshot)
     if not snapshot.experiments and snapshot.warnings:  # e.g. a --storage not reached
         lines.append("no experiments found (see the warnings below)")
     elif not snapshot.experiments:
@@ -51,6 +52,29 @@ def status_text(snapshot: Snapshot) -> str:
     lines += [f"warning: {w}" for w in snapshot.warnings]
     lines += [f"{f.severity.upper()} {f.kind} {f.subject}: {f.line()}" for f in snapshot.findings]
     return "\n".join(visible_lines(lines))
+
+
+def workload_lines(snapshot: Snapshot) -> list[str]:
+    """The one list of everything that runs (``Snapshot.workloads``), live first: one
+    line each, then the folders of Tune's default storage left unread."""
+    if not snapshot.workloads and not snapshot.older_experiments:
+        return []
+    lines = [f"runs on the cluster ({len(snapshot.workloads)}):"]
+    for w in snapshot.workloads:
+        status = f"{w.status} ({w.how_ended})" if w.how_ended else w.status
+        kind = w.kind.replace("_", " ")
+        parts = [f"{kind} {w.name}", w.origin_label, w.summary]
+        if w.cpu or w.gpu:
+            parts.append("holds " + ", ".join(
+                f"{fmt_value(n)} {r}" for r, n in (("CPU", w.cpu), ("GPU", w.gpu)) if n
+            ))  # fmt: skip
+        if w.waiting:
+            parts.append(f"{w.waiting} group(s) waiting")
+        lines.append(f"  {status:<12} " + " · ".join(p for p in parts if p))
+    lines += [f"  {o.count} older experiment folder(s) under {o.root} not read "
+              "(older than a day and than every live job)"
+              for o in snapshot.older_experiments]  # fmt: skip
+    return lines
 
 
 def stacks_text(snapshot: Snapshot) -> str:

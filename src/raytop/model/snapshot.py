@@ -13,6 +13,9 @@ from typing import Any
 from raytop.model import finding, strict_json
 from raytop.model.collectives import FlightRecorderReport
 from raytop.model.finding import Finding
+from raytop.model.jobs import DERIVED_FIELDS as JOB_DERIVED_FIELDS
+from raytop.model.jobs import Job
+from raytop.model.workloads import OlderExperiments, Workload
 
 SCHEMA_VERSION = 1
 
@@ -488,6 +491,12 @@ class Snapshot:
     stacks_capture: StacksCapture | None = None
     # Set only on the answer to ``status --flight-recorder``: the Flight Recorder dumps.
     flight_recorder: FlightRecorderReport | None = None
+    # The cluster's jobs, newest first (``model.jobs``); the one list of everything that
+    # runs (``model.workloads``), live first; and the folders of Tune's default storage
+    # not read (older than a day and than every live job).
+    jobs: tuple[Job, ...] = ()
+    workloads: tuple[Workload, ...] = ()
+    older_experiments: tuple[OlderExperiments, ...] = ()
 
     def all_runs(self) -> tuple[TrainRun, ...]:
         return tuple(r for e in self.experiments for r in e.runs) + self.runs
@@ -541,6 +550,14 @@ class Snapshot:
                 FlightRecorderReport.from_json(report)
                 if (report := data.get("flight_recorder"))
                 else None
+            ),
+            jobs=tuple(
+                Job(**{k: v for k, v in j.items() if k not in JOB_DERIVED_FIELDS})
+                for j in data.get("jobs", ())
+            ),
+            workloads=tuple(Workload(**w) for w in data.get("workloads", ())),
+            older_experiments=tuple(
+                OlderExperiments(**o) for o in data.get("older_experiments", ())
             ),
         )
 

@@ -140,6 +140,18 @@ def tune_state_metric(data: Any) -> str | None:
     return metric if isinstance(metric, str) and 0 < len(metric) <= 200 else None
 
 
+def tune_start_time(data: Any) -> float | None:
+    """When the Tune driver that wrote the state started (``runner_data._start_time``,
+    unix seconds: ``TuneController.__init__`` sets it; a resumed run writes its new
+    driver's), if a
+    plausible time: the evidence that ties a foreign experiment to its driver's job."""
+    runner = data.get("runner_data") if isinstance(data, dict) else None
+    start = runner.get("_start_time") if isinstance(runner, dict) else None
+    if start is None and isinstance(data, dict) and isinstance(data.get("stats"), dict):
+        start = data["stats"].get("start_time")  # the same time, in Tune's "stats"
+    return float(start) if is_finite_number(start) and 0 < start < 1e11 else None
+
+
 # -- a trial's result.json (JSON lines) and error.txt (sources.history) -------------------------
 
 RESULT_TAIL_BYTES = 256 * 1024  # the end of result.json that is read: the last results only

@@ -12,26 +12,30 @@ from raytop.diagnose import diagnose
 from raytop.home import read_registry
 from raytop.model import (
     Cluster,
-    Experiment,
     HostStats,
     LedgerStatus,
     Node,
     PlacementGroup,
     Snapshot,
     TrainRun,
-    Trial,
-    Worker,
 )
 from raytop.model.thresholds import Thresholds
 from raytop.model.train_state import StateRun
+from raytop.model.workloads import OlderExperiments
 from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
+from raytop.pipeline.joins import (
+    attach_runs,
+    only_answers,
+    with_pending_reasons,
+    with_run_warnings,
+)
+from raytop.pipeline.others import OtherRuns
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.pipeline.uninstrumented import uninstrumented_runs
 from raytop.process_identity import running_experiments
-from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.history import LOCAL_RELIST_S, ExperimentFolders, same_place
 from raytop.sources.host import HostProbe
@@ -41,6 +45,7 @@ from raytop.sources.remote_hosts import NodeSummarySource, RemoteHosts
 from raytop.sources.storage import Storages
 from raytop.sources.train_state import TrainRunsSource, TrainState
 from raytop.sources.tune_dir import ExperimentReader
+from raytop.sources.tune_home import TuneHome, default_roots
 from raytop.wire.dashboard import DashboardClient
 from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
 
@@ -76,6 +81,7 @@ class SnapshotCollector:
         storage_roots: list[str] | None = None,
         dashboard: NodeSummarySource | None = None,
         train_runs: TrainRunsSource | None = None,
+        tune_home: list[str] | None = None,
     ) -> None:
         """``gcs``: (reader, kv) standing in for ``wire.gcs.GcsReader`` / ``GcsKv`` of
         ``address`` (tests of the pipeline's join with recorded shapes, no cluster);
@@ -85,7 +91,11 @@ class SnapshotCollector:
         runs with no probe are what the actor table says).
         ``storage_roots`` (``--storage``): every Tune experiment folder under each is
         shown too, completed with its history from storage (``pipeline.history``); with
-        no cluster the snapshot says "no cluster: history from storage", not a fault."""
+        no cluster the snapshot says "no cluster: history from storage", not a fault.
+        ``tune_home``: Tune's default storage folders, whose live and recent experiments
+        are shown too (``sources.tune_home``; default: ``default_roots()`` when no
+        experiment is named, none when some are; ``[]``: none);
+        ``show_all_experiments`` reads their older ones too."""
         self.address = address
         self.embedded = embedded
         self.thresholds = thresholds or Thresholds()
@@ -124,12 +134,26 @@ class SnapshotCollector:
         self._history = History(self._storages, self._snapshots)
         self._from_storage: dict[int, str] = {}  # reader index → the folder found under a root
         self._history_warnings: list[str] = []
+        if tune_home is None:
+            tune_home = [] if self._only_named else default_roots()
+        self._tune_home = TuneHome(tune_home, LOCAL_RELIST_S if watch else 0.0)
+        self._others = OtherRuns(kv, self._host.is_local)
+
+    def show_all_experiments(self, on: bool = True) -> None:
+        """Read every experiment folder of Tune's default storage (``on``), not only the
+        live and recent ones: a key of the TUI, once a user asks for the older ones."""
+        self._tune_home.show_all = on
 
     def _discover(self) -> None:
-        """Readers for the experiment folders now under the storage roots (once each)."""
-        if not self._history_roots:
+        """Readers for the experiment folders now under the storage roots and Tune's
+        default storage (once each)."""
+        paths: list[str] = []
+        if self._history_roots:
+            paths, self._history_warnings = self._folders.find()
+        if self._tune_home.roots:
+            paths += self._tune_home.find(self._others.alive_since())
+        if not paths:
             return
-        paths, self._history_warnings = self._folders.find()
         seen = {same_place(r.path): i for i, r in enumerate(self._experiments)}
         for path in paths:
             key = same_place(path)
@@ -216,11 +240,11 @@ class SnapshotCollector:
         except ClusterUnreachable:
             return {}
 
-    def _groups(self, cluster, experiments, runs, actors) -> tuple[PlacementGroup, ...]:
+    def _groups(self, cluster, experiments, runs, actors, others) -> tuple[PlacementGroup, ...]:
         if self._placement is None or not cluster.connected:
             return ()
         try:
-            return self._placement.read(cluster.nodes, experiments, runs, actors)
+            return self._placement.read(cluster.nodes, experiments, runs, actors, others=others)
         except ClusterUnreachable:
             return ()
 
@@ -259,13 +283,18 @@ class SnapshotCollector:
         if self._placement is not None:
             self._placement.new_read()
         cluster = self._cluster()
+        jobs = self._others.read_jobs(cluster.connected)
         self._discover()
         experiments = [reader.read() for reader in self._experiments]
         self._snapshots.warnings.clear()
         self._snapshots.warnings_by_run.clear()
         runs, ledger = self._runs(cluster)
         actors = self._actors(cluster)
-        groups = self._groups(cluster, experiments, runs, actors)
+        now = time.time()
+        experiments, how_ended, others = self._others.drivers(
+            experiments, self._experiments, actors, now
+        )
+        groups = self._groups(cluster, experiments, runs, actors, others)
         if ledger is not None and self._placement is not None and self._placement.warnings:
             # Bad trial registrations are KV values too: said where the ledger's are.
             ledger = dataclasses.replace(
@@ -277,13 +306,20 @@ class SnapshotCollector:
             for i, e in enumerate(experiments)
         ]
         by_run = self._snapshots.warnings_by_run
-        experiments = [_with_run_warnings(e, by_run) for e in experiments]
+        experiments = [with_run_warnings(e, by_run) for e in experiments]
         self._train_warnings = []
         foreign = () if self._only_named else self._uninstrumented(runs, actors)
+        experiments = [with_pending_reasons(e, groups) for e in experiments]
+        creators = self._placement.creators if self._placement is not None else {}
+        # Every run on the cluster is a row of the one list, even when the view is narrowed.
+        listed = self._others.rows(
+            experiments, self._experiments, how_ended, (*unmatched, *foreign), groups,
+            creators, actors, now,
+        )  # fmt: skip
         snapshot = Snapshot(
-            taken_at=time.time(),
+            taken_at=now,
             cluster=cluster,
-            experiments=tuple(with_pending_reasons(e, groups) for e in experiments),
+            experiments=tuple(experiments),
             runs=() if self._only_named else (*unmatched, *foreign),
             ledger=ledger,
             placement_groups=groups,
@@ -293,7 +329,15 @@ class SnapshotCollector:
                     + self._history_warnings
                     + self._host_warnings
                     + self._train_warnings
+                    + self._others.warnings
                 )
+            ),
+            jobs=jobs,
+            workloads=listed,
+            older_experiments=tuple(
+                OlderExperiments(root, count)
+                for root, count in self._tune_home.older.items()
+                if count
             ),
         )
         return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
@@ -358,83 +402,5 @@ class SnapshotCollector:
                 for w in wanted
             )
             if answered or time.monotonic() > deadline:
-                return _only_answers(snapshot, request), request
+                return only_answers(snapshot, request), request
             time.sleep(STACK_POLL_S)
-
-
-def _with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experiment:
-    """Its runs' storage warnings (keyed by run name, never parsed out of the text) join
-    its own."""
-    mine = tuple(w for r in exp.runs for w in by_run.get(r.run_name, ()))
-    return dataclasses.replace(exp, warnings=exp.warnings + mine) if mine else exp
-
-
-def _only_answers(snapshot: Snapshot, request: str) -> Snapshot:
-    """Drop stacks left over from earlier requests: a stale stack would mislead."""
-
-    def clean(w: Worker) -> Worker:
-        if w.stack_request != request:
-            w = dataclasses.replace(w, stack=None)
-        if w.native_stack_request != request:
-            w = dataclasses.replace(w, native_stack=None)
-        return w
-
-    def clean_run(run: TrainRun) -> TrainRun:
-        return dataclasses.replace(run, workers=tuple(clean(w) for w in run.workers))
-
-    return dataclasses.replace(
-        snapshot,
-        experiments=tuple(
-            dataclasses.replace(e, runs=tuple(clean_run(r) for r in e.runs))
-            for e in snapshot.experiments
-        ),
-        runs=tuple(clean_run(r) for r in snapshot.runs),
-    )
-
-
-def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) -> Experiment:
-    """Give each waiting trial of ``exp`` the reason its group (or its Train workers') waits:
-    its own unplaced group, its Train run's, or else the experiment's pending-trial groups
-    (Tune creates those for trials not yet started; they all share the trial shape)."""
-    waiting = [g for g in groups if not g.placed and g.why_pending and g.experiment == exp.name]
-    if not waiting:
-        return exp
-    own = {g.owner: g.why_pending for g in waiting if g.owner_kind == "trial"}
-    runs = {g.owner: g.why_pending for g in waiting if g.owner_kind == "train_run"}
-    unassigned = next((g.why_pending for g in waiting if g.owner_kind == "pending_trial"), None)
-
-    def reason(t: Trial) -> str | None:
-        if t.trial_id in own:
-            return own[t.trial_id]
-        if train_run_name(exp.name, t.trial_id) in runs:
-            return "Train workers wait: " + runs[train_run_name(exp.name, t.trial_id)]
-        return unassigned if t.status == "PENDING" else None
-
-    # A trial whose reason stays is kept as it is: 10,000 copies a refresh cost ~100 ms.
-    trials = tuple(
-        t if (why := reason(t)) == t.pending_reason else dataclasses.replace(t, pending_reason=why)
-        for t in exp.trials
-    )
-    return dataclasses.replace(exp, trials=trials)
-
-
-def attach_runs(
-    experiments: list[Experiment], runs: tuple[TrainRun, ...]
-) -> tuple[list[Experiment], tuple[TrainRun, ...]]:
-    """Give each experiment the Train runs of its trials (named ``<experiment>-<trial id>``
-    by the raytop trainable); return the runs of no watched experiment separately. A run
-    resumed by a new controller keeps its name under a new run id: the newest (the last
-    of its name in ``runs``, which the ledger reader orders oldest first) is the trial's,
-    and the earlier ones are not "other runs"."""
-    by_name = {r.run_name: r for r in runs}
-    attached: set[str] = set()
-    result = []
-    for exp in experiments:
-        mine = []
-        for trial in exp.trials:
-            run = by_name.get(train_run_name(exp.name, trial.trial_id))
-            if run is not None:
-                mine.append(dataclasses.replace(run, trial_id=trial.trial_id))
-                attached.add(run.run_name)
-        result.append(dataclasses.replace(exp, runs=tuple(mine)))
-    return result, tuple(r for r in runs if r.run_name not in attached)

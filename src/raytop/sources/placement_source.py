@@ -5,6 +5,13 @@ the KV store); a Train worker group is known from the ledger (the probes report 
 group) or from its creator, a TrainController owned by a registered trial actor; a group
 created by a watched experiment's Tune driver with no owner yet is a pending trial's.
 
+For an experiment raytop did not launch there is no registration: a trial's group is
+known from the trial's actor (``Others.trials``: the pipeline found it by the pid its last
+result names, ``pipeline.foreign``), which Ray schedules into it; a placed group its
+driver created for a trial not known yet is named by its job. Any other group is named
+by its creator job: ``Ray job <submission id>: <command>`` or ``driver script: <command>``
+when the job is known (``model.jobs.Job.label``).
+
 A registration is untrusted input (``model.untrusted_kv.trial_registration``): one over its
 size cap or of the wrong shape is left out and ``warnings`` names its key.
 """
@@ -13,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from raytop.diagnose.placement import Capacity, why_pending
@@ -25,9 +34,21 @@ from raytop.model import (
     untrusted,
     untrusted_kv,
 )
+from raytop.model.jobs import Job
 from raytop.rundir import train_run_name
 from raytop.wire.gcs import GcsKv, GcsReader
 from raytop.wire.kv_keys import TRIAL_PREFIX
+
+
+@dataclass(frozen=True)
+class Others:
+    """What the pipeline knows of the runs raytop did not launch, to name their groups:
+    ``trials``: actor id → (experiment, trial id) of their trials' alive actors;
+    ``jobs``: the cluster's jobs by id; ``drivers``: the jobs of their Tune drivers."""
+
+    trials: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    jobs: Mapping[str, Job] = field(default_factory=dict)
+    drivers: frozenset[str] = frozenset()
 
 
 class PlacementReader:
@@ -40,6 +61,9 @@ class PlacementReader:
         self._listed = False  # in this collection (``new_read``)
         # id(a group's row) → (the row, its Bundles): the rows last read
         self._bundles: dict[int, tuple[dict[str, Any], tuple[Bundle, ...]]] = {}
+        # Every group of the last read, removed ones too: pg id → (creator job, creator
+        # actor): whose a group was, even once Ray removed it (a run's job, its holdings).
+        self.creators: dict[str, tuple[str, str]] = {}
 
     def new_read(self) -> None:
         """A collection begins: the registrations are listed again, once in it (``read``
@@ -74,10 +98,15 @@ class PlacementReader:
         runs: tuple[TrainRun, ...],
         actors: dict[str, dict[str, Any]],
         now: float | None = None,
+        others: Others | None = None,
     ) -> tuple[PlacementGroup, ...]:
-        """``actors``: the alive actors (``GcsReader.actors``), read once per collect."""
+        """``actors``: the alive actors (``GcsReader.actors``), read once per collect;
+        ``others``: what is known of the runs raytop did not launch."""
         now = time.time() if now is None else now
-        raw = [g for g in self._reader.placement_groups() if g["state"] != "REMOVED"]
+        others = others or Others()
+        every = self._reader.placement_groups()
+        self.creators = {g["pg_id"]: (g["creator_job_id"], g["creator_actor_id"]) for g in every}
+        raw = [g for g in every if g["state"] != "REMOVED"]
         if not raw:
             return ()
         trials = self._registrations()
@@ -93,8 +122,12 @@ class PlacementReader:
                 kept if kept is not None and kept[0] is g
                 else (g, tuple(Bundle(**b) for b in g["bundles"]))
             )  # fmt: skip
-        groups = [self._labelled(g, self._bundles[id(g)][1], now, by_pg, actors, actor_at,
-                                 trials, run_of_pg, experiment_of_job) for g in raw]  # fmt: skip
+        # A trial of an experiment raytop did not launch: its actor's group is the trial's.
+        foreign_pg = {actors[a]["pg_id"]: t for a, t in others.trials.items()
+                      if a in actors and actors[a].get("pg_id")}  # fmt: skip
+        known = _Known(by_pg, foreign_pg, actors, actor_at, trials, run_of_pg,
+                       experiment_of_job, others)  # fmt: skip
+        groups = [self._labelled(g, self._bundles[id(g)][1], now, known) for g in raw]
         listed = list(nodes)
         capacity = Capacity(listed, groups)  # asked once, for every waiting group
         return tuple(
@@ -108,27 +141,41 @@ class PlacementReader:
         return {a["address"] for actor_id, a in actors.items() if actor_id in trials}
 
     @staticmethod
-    def _labelled(g, bundles, now, by_pg, actors, actor_at, trials, run_of_pg, experiment_of_job):
-        kind, owner, experiment = "other", None, experiment_of_job.get(g["creator_job_id"])
+    def _labelled(g: dict[str, Any], bundles: tuple[Bundle, ...], now: float,
+                  known: _Known) -> PlacementGroup:  # fmt: skip
+        kind, owner, experiment = "other", None, known.experiment_of_job.get(g["creator_job_id"])
         trial_id = None
-        creator = actors.get(g["creator_actor_id"])
-        if g["pg_id"] in by_pg:
-            record = by_pg[g["pg_id"]]
+        creator = known.actors.get(g["creator_actor_id"])
+        placed = g["state"] == "CREATED"
+        if g["pg_id"] in known.by_pg:
+            record = known.by_pg[g["pg_id"]]
             kind, owner, experiment = "trial", record["trial_id"], record["experiment"]
             trial_id = record["trial_id"]
-        elif g["pg_id"] in run_of_pg:
-            run = run_of_pg[g["pg_id"]]
+        elif g["pg_id"] in known.foreign_pg:
+            experiment, trial_id = known.foreign_pg[g["pg_id"]]
+            kind, owner = "trial", trial_id
+        elif g["pg_id"] in known.run_of_pg:
+            run = known.run_of_pg[g["pg_id"]]
             kind, owner, trial_id = "train_run", run.run_name, run.trial_id
         elif creator is not None and creator["class_name"] == "TrainController":
-            record = trials.get(actor_at.get(creator["owner"], ""))
+            trial_actor = known.actor_at.get(creator["owner"], "")
+            record = known.trials.get(trial_actor)
+            foreign = known.others.trials.get(trial_actor)
             kind = "train_run"
             if record:  # the raytop trainable names runs <experiment>-<trial id>
                 owner = train_run_name(record["experiment"], record["trial_id"])
                 experiment, trial_id = record["experiment"], record["trial_id"]
-        elif experiment is not None and creator is None:
+            elif foreign:  # a user's trainable names its run as it likes: not known here
+                experiment, trial_id = foreign
+                owner = f"of trial {trial_id}"
+        elif (experiment is not None and creator is None
+              and not (placed and g["creator_job_id"] in known.others.drivers)):  # fmt: skip
+            # Unplaced: a trial Tune has not started. Placed, for a driver raytop did not
+            # launch: a trial's, not known yet which (its first result names its actor).
             kind = "pending_trial"
         if owner is None and kind == "other":
-            owner = f"job {g['creator_job_id']}"
+            job = known.others.jobs.get(g["creator_job_id"])
+            owner = job.label if job is not None else f"job {g['creator_job_id']}"
         return PlacementGroup(
             pg_id=g["pg_id"],
             strategy=g["strategy"],
@@ -145,6 +192,20 @@ class PlacementReader:
             trial_id=trial_id,
             leaked=g["creator_dead"] and not g["detached"],
         )
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What one read names groups from (built once per read)."""
+
+    by_pg: dict[str, dict[str, Any]]  # a raytop trial's registration, by its group
+    foreign_pg: dict[str, tuple[str, str]]  # (experiment, trial id), by the trial's group
+    actors: dict[str, dict[str, Any]]
+    actor_at: dict[str, str]  # actor id, by its address
+    trials: dict[str, dict[str, Any]]  # raytop's registrations, by actor id
+    run_of_pg: dict[str, TrainRun]
+    experiment_of_job: dict[str, str]
+    others: Others
 
 
 def _with_reason(pg: PlacementGroup, reason: str) -> PlacementGroup:

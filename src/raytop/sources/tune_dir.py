@@ -10,6 +10,7 @@ when a file is half-written (``sources.storage``).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 import tomllib
@@ -28,7 +29,7 @@ from raytop.model.paths import (
 )
 from raytop.process_identity import check_driver
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
-from raytop.sources.history import same_place
+from raytop.sources.history import STATE_FILES, same_place
 from raytop.sources.storage import Storages
 
 STATE_OK, STATE_MISSING, STATE_TORN = "ok", "missing", "torn"
@@ -112,6 +113,9 @@ def _parse_state(name: str, data: Any) -> tuple[list[Trial], list[str]]:
             trials.append(Trial(**untrusted_ray_files.tune_state_trial(row)))
         except (untrusted.Invalid, OverflowError) as exc:
             problems.append(f"{name}: {exc}")
+    # Tune lists them in no set order (a dict of its live trials' checkpoints): by id, as
+    # Tune numbers them (``<experiment hash>_<5 digits>``).
+    trials.sort(key=lambda t: t.trial_id)
     return trials, problems
 
 
@@ -143,6 +147,13 @@ class ExperimentReader:
         # The driver's liveness at the last read: when it turns to ended, the probe's
         # table is read afresh (its last write came just before exit.json).
         self._alive_before: bool | None = None
+        # From Tune's newest state, at its last read: when its driver started (unix s;
+        # ``untrusted_ray_files.tune_start_time``) and the file's time; and the newest
+        # file's time. For an experiment raytop did not launch, the evidence of which job
+        # is its driver.
+        self.tune_started_at: float | None = None
+        self.state_mtime: float | None = None
+        self.files_time: float | None = None  # its newest top-level file's time
         # Why driver.json, at the last read, is no record of this folder (``_elsewhere``).
         self.record_elsewhere: str | None = None
         self._probe_odd: list[str] = []  # the odd-trial-id warning of the probe's table
@@ -210,7 +221,14 @@ class ExperimentReader:
 
     def _trials_from_tune_state(self) -> tuple[list[Trial] | None, list[str]]:
         """Trials from Tune's newest experiment_state, and (in ``self.state``) how it read."""
-        states = self._storage.glob("", "experiment_state-*.json")
+        listed = self._storage.listing("") or []
+        times = {e.name: e.mtime for e in listed
+                 if not e.is_dir and fnmatch.fnmatch(e.name, STATE_FILES)}  # fmt: skip
+        states = sorted(times)
+        # Top-level files are the driver's own (tuner.pkl, the searcher's and Tune's
+        # state): the newest was written while it ran, even before Tune's first state.
+        self.files_time = max((e.mtime for e in listed if not e.is_dir and e.mtime),
+                              default=None)  # fmt: skip
         if not states:
             unreachable = self._storage.unreachable()
             if unreachable:
@@ -232,6 +250,8 @@ class ExperimentReader:
             trials, problems = _parse_state(name, data)
             odd = _odd_trial_ids(name, trials)
             self._parsed = (data, trials, problems, odd)
+            self.tune_started_at = untrusted_ray_files.tune_start_time(data)
+        self.state_mtime = times[name]
         if warning is None:
             self.state = (STATE_INVALID, problems[0]) if problems else (STATE_OK, None)
         return list(trials), warnings + problems + odd

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from raytop.model import Node
+from raytop.wire.jobs import job_row
 from raytop.wire.kv_keys import KV_NAMESPACE
 from raytop.wire.version import check_ray_version, ray_version
 
@@ -214,6 +215,7 @@ def nodes_from_gcs(rows: list[dict[str, Any]]) -> tuple[Node, ...]:
 # plain GcsClient. Inside the cluster the same store is reached through wire.cluster_kv.
 
 KV_TIMEOUT_S = 2.0
+JOB_TABLE_TIMEOUT_S = 5.0  # the whole job table, in one answer
 
 
 class GcsKv(_OutsideClient):
@@ -230,8 +232,11 @@ class GcsKv(_OutsideClient):
     def _call(
         self, fn: str, *args: Any, namespace: str = KV_NAMESPACE, timeout_s: float = KV_TIMEOUT_S
     ) -> Any:
+        return self._invoke(fn, *args, namespace=namespace, timeout=timeout_s)
+
+    def _invoke(self, fn: str, *args: Any, **kwargs: Any) -> Any:
         try:
-            return getattr(self._gcs(), fn)(*args, namespace=namespace, timeout=timeout_s)
+            return getattr(self._gcs(), fn)(*args, **kwargs)
         except ClusterUnreachable:
             self._client = None
             raise
@@ -255,6 +260,29 @@ class GcsKv(_OutsideClient):
             return {}
         found = self._call("internal_kv_multi_get", [k.encode() for k in keys])
         return {k.decode(): v for k, v in found.items()}
+
+    def multi_get_from(self, namespace: str, keys: list[str]) -> dict[str, bytes]:
+        """Keys of one of Ray's own namespaces (its job submission records, ``wire.jobs``)."""
+        if not keys:
+            return {}
+        found = self._call("internal_kv_multi_get", [k.encode() for k in keys],
+                           namespace=namespace)  # fmt: skip
+        return {k.decode(): v for k, v in found.items()}
+
+    def keys_from(self, namespace: str, prefix: str) -> list[str]:
+        """Keys of one of Ray's own namespaces under ``prefix``."""
+        found = self._call("internal_kv_keys", prefix.encode(), namespace=namespace)
+        return [k.decode() for k in found]
+
+    def job_table(self) -> list[dict[str, Any]]:
+        """Every job the GCS knows (``wire.jobs.job_row``: drivers, alive or dead), with
+        Ray's submission records left out of the call (``wire.jobs.submission_records``
+        reads those of the jobs that need them)."""
+        table = self._invoke(
+            "get_all_job_info", skip_submission_job_info_field=True,
+            skip_is_running_tasks_field=True, timeout=JOB_TABLE_TIMEOUT_S,
+        )  # fmt: skip
+        return [job_row(entry) for entry in table.values()]
 
     def keys(self, prefix: str) -> list[str]:
         return [k.decode() for k in self._call("internal_kv_keys", prefix.encode())]
@@ -293,7 +321,8 @@ def _alive_actor_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
 
 def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
     """One ``ActorTableData``: the fields raytop uses (Ray's ``_gen_actor_info`` keys them
-    ActorClassName, JobID, Pid, Address, OwnerAddress); None unless alive."""
+    ActorClassName, JobID, Pid, Address, OwnerAddress; ``placement_group_id`` is the
+    proto's own field, which it leaves out); None unless alive."""
     from ray.core.generated import gcs_pb2
 
     a = gcs_pb2.ActorTableData.FromString(blob)
@@ -306,6 +335,9 @@ def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
         "node_id": a.address.node_id.hex(),
         "address": f"{a.address.ip_address}:{a.address.port}",
         "owner": f"{a.owner_address.ip_address}:{a.owner_address.port}",
+        # The placement group it was scheduled into ("" for none): how a Tune trial
+        # actor's group is told apart (pipeline.owners).
+        "pg_id": _hex(a.placement_group_id) if _has_id(a.placement_group_id) else "",
     }
 
 

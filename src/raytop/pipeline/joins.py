@@ -1,0 +1,89 @@
+"""Joins of what the readers read, made once per collection: each experiment's Train
+runs (by the raytop trainable's run names), each waiting trial's reason (from the
+placement groups), its runs' storage warnings, and a stacks answer cleaned of stale
+stacks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from raytop.model import Experiment, PlacementGroup, Snapshot, TrainRun, Trial, Worker
+from raytop.rundir import train_run_name
+
+
+def with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experiment:
+    """Its runs' storage warnings (keyed by run name, never parsed out of the text) join
+    its own."""
+    mine = tuple(w for r in exp.runs for w in by_run.get(r.run_name, ()))
+    return dataclasses.replace(exp, warnings=exp.warnings + mine) if mine else exp
+
+
+def only_answers(snapshot: Snapshot, request: str) -> Snapshot:
+    """Drop stacks left over from earlier requests: a stale stack would mislead."""
+
+    def clean(w: Worker) -> Worker:
+        if w.stack_request != request:
+            w = dataclasses.replace(w, stack=None)
+        if w.native_stack_request != request:
+            w = dataclasses.replace(w, native_stack=None)
+        return w
+
+    def clean_run(run: TrainRun) -> TrainRun:
+        return dataclasses.replace(run, workers=tuple(clean(w) for w in run.workers))
+
+    return dataclasses.replace(
+        snapshot,
+        experiments=tuple(
+            dataclasses.replace(e, runs=tuple(clean_run(r) for r in e.runs))
+            for e in snapshot.experiments
+        ),
+        runs=tuple(clean_run(r) for r in snapshot.runs),
+    )
+
+
+def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) -> Experiment:
+    """Give each waiting trial of ``exp`` the reason its group (or its Train workers') waits:
+    its own unplaced group, its Train run's, or else the experiment's pending-trial groups
+    (Tune creates those for trials not yet started; they all share the trial shape)."""
+    waiting = [g for g in groups if not g.placed and g.why_pending and g.experiment == exp.name]
+    if not waiting:
+        return exp
+    own = {g.owner: g.why_pending for g in waiting if g.owner_kind == "trial"}
+    runs = {g.owner: g.why_pending for g in waiting if g.owner_kind == "train_run"}
+    unassigned = next((g.why_pending for g in waiting if g.owner_kind == "pending_trial"), None)
+
+    def reason(t: Trial) -> str | None:
+        if t.trial_id in own:
+            return own[t.trial_id]
+        if train_run_name(exp.name, t.trial_id) in runs:
+            return "Train workers wait: " + runs[train_run_name(exp.name, t.trial_id)]
+        return unassigned if t.status == "PENDING" else None
+
+    # A trial whose reason stays is kept as it is: 10,000 copies a refresh cost ~100 ms.
+    trials = tuple(
+        t if (why := reason(t)) == t.pending_reason else dataclasses.replace(t, pending_reason=why)
+        for t in exp.trials
+    )
+    return dataclasses.replace(exp, trials=trials)
+
+
+def attach_runs(
+    experiments: list[Experiment], runs: tuple[TrainRun, ...]
+) -> tuple[list[Experiment], tuple[TrainRun, ...]]:
+    """Give each experiment the Train runs of its trials (named ``<experiment>-<trial id>``
+    by the raytop trainable); return the runs of no watched experiment separately. A run
+    resumed by a new controller keeps its name under a new run id: the newest (the last
+    of its name in ``runs``, which the ledger reader orders oldest first) is the trial's,
+    and the earlier ones are not "other runs"."""
+    by_name = {r.run_name: r for r in runs}
+    attached: set[str] = set()
+    result = []
+    for exp in experiments:
+        mine = []
+        for trial in exp.trials:
+            run = by_name.get(train_run_name(exp.name, trial.trial_id))
+            if run is not None:
+                mine.append(dataclasses.replace(run, trial_id=trial.trial_id))
+                attached.add(run.run_name)
+        result.append(dataclasses.replace(exp, runs=tuple(mine)))
+    return result, tuple(r for r in runs if r.run_name not in attached)

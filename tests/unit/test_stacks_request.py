@@ -50,6 +50,8 @@ class Gcs:
             "w1": actor("RayTrainWorker", local_pid, "127.0.0.1:7002", "127.0.0.1:7001", "n1"),
             "w2": actor("RayTrainWorker", FAR_PID, "203.0.113.9:7003", "127.0.0.1:7001",
                         FAR_NODE),
+            "w3": actor("RayTrainWorker", FAR_PID + 1, "203.0.113.9:7004", "127.0.0.1:7001",
+                        FAR_NODE),
         }  # fmt: skip
 
     def nodes(self):
@@ -103,12 +105,15 @@ def test_a_run_with_no_probe_gets_its_stacks_by_py_spy_here_and_says_why_not_els
     assert STACKS_COMMAND_KEY not in kv.data  # no run with the probe: nothing written
     (run,) = snapshot.runs
     assert (run.instrumented, run.job_id, run.probe_hint) == (False, "05000000", DRIVER_HINT)
-    here, far = sorted(run.workers, key=lambda w: w.pid != worker.pid)
+    here, *far = sorted(run.workers, key=lambda w: w.pid != worker.pid)
     assert (here.stack_by, here.stack_problem) == (STACK_BY_PY_SPY, None)
     assert "train_loop_of_the_test" in here.stack
-    assert (far.stack, far.stack_by) == (None, STACK_BY_DASHBOARD)
-    assert far.stack_problem == "not on raytop's node, and " + PROFILING_DISABLED
-    assert here.stack_request == far.stack_request is not None
+    for elsewhere in far:
+        assert (elsewhere.stack, elsewhere.stack_by) == (None, STACK_BY_DASHBOARD)
+        assert elsewhere.stack_problem == "not on raytop's node, and " + PROFILING_DISABLED
+        assert elsewhere.stack_request == here.stack_request is not None
+    # Its 403 is the dashboard's answer for every worker: asked once.
+    assert len([p for p in dashboard.paths if p.startswith("/worker/traceback")]) == 1
     # The faces show them as they show a probe's: the text face, the capture.
     text = stacks_text(snapshot)
     assert f"pid {worker.pid} · no probe · by py-spy" in text
@@ -129,8 +134,9 @@ def test_a_worker_elsewhere_gets_the_dashboards_dump_when_profiling_is_enabled(d
     (run,) = snapshot.runs
     far = next(w for w in run.workers if w.pid == FAR_PID)
     assert far.stack_by == STACK_BY_DASHBOARD and "far_loop (train.py:7)" in far.stack
-    (path,) = [p for p in dashboard.paths if p.startswith("/worker/traceback")]
-    assert f"pid={FAR_PID}" in path and f"node_id={FAR_NODE}" in path
+    paths = sorted(p for p in dashboard.paths if p.startswith("/worker/traceback"))
+    assert len(paths) == 2  # it takes stacks: each worker there is asked
+    assert f"pid={FAR_PID}&" in paths[0] and f"node_id={FAR_NODE}" in paths[0]
     here = next(w for w in run.workers if w.pid == gone)
     assert here.stack is None and f"pid {gone} is not running on this host" in here.stack_problem
 

@@ -181,3 +181,14 @@ def test_a_run_from_trains_state_names_its_job_and_the_hint_too():
     data = json.loads(json.dumps(Snapshot(NOW, Cluster("a", True), runs=(run,)).to_json()))
     assert data["runs"][0]["job_id"] == "02000000" and data["runs"][0]["probe_hint"]
     assert "job_entrypoint" in data["runs"][0]
+
+
+def test_the_job_tables_entrypoint_joins_by_job_id():
+    from raytop.pipeline.uninstrumented import with_job_entrypoints
+
+    (run,) = uninstrumented_runs(ACTORS, (), lambda owner: False)
+    probed = TrainRun("r", "Train run of job 02000000 (no probe)", "a", 1)  # a name, no job id
+    joined = with_job_entrypoints((run, probed), {"02000000": "python train.py", "03": ""})
+    assert joined[0].job_entrypoint == "python train.py"
+    assert joined[1] == probed
+    assert with_job_entrypoints((run,), {"02000000": ""}) == (run,)  # empty: not known

@@ -40,6 +40,10 @@ from raytop.sources.pyspy import (
 
 STACK_POLL_S = 0.25
 MAX_PARALLEL_DUMPS = 4  # py-spy processes (or dashboard asks) at once
+MIN_DUMP_S = 0.1  # less time than this left: no dump is started
+DUMP_GRACE_S = 0.5  # a py-spy stopped at the deadline: its answer says so, not "no answer"
+OUT_OF_TIME = "the stacks request ran out of time before this rank's turn"
+DISABLED = NOT_HERE + PROFILING_DISABLED  # the dashboard's 403, as a rank's one line
 # (run id, pid) → (its Python stack, its native one when asked)
 Answers = dict[tuple[str, int], tuple[StackAnswer, StackAnswer | None]]
 
@@ -53,8 +57,6 @@ class Readers:
     ledger: LedgerReader | None
     is_local: Callable[[str], bool]
     dashboard: Tracebacks | None
-    local: Callable[..., StackAnswer] = local_dump
-    remote: Callable[..., StackAnswer] = remote_dump
 
 
 def wanted_runs(snapshot: Snapshot, run_id: str | None, instrumented: bool) -> list[TrainRun]:
@@ -84,7 +86,8 @@ def ask_stacks(
             snapshot, request = _ask_probes(readers, run_id, deadline, native)
         else:
             snapshot, request = first, uuid.uuid4().hex[:12]
-        concurrent.futures.wait(futures.values(), timeout=max(0.0, deadline - time.monotonic()))
+        left = max(0.0, deadline - time.monotonic())
+        concurrent.futures.wait(futures.values(), timeout=left + DUMP_GRACE_S)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     answers = {key: _result(f, timeout_s) for key, f in futures.items()}
@@ -103,7 +106,8 @@ def _result(future, timeout_s: float) -> tuple[StackAnswer, StackAnswer | None]:
 
 class _Taker:
     """Takes one worker's stacks: py-spy here for a worker on raytop's node, else Ray's
-    dashboard; after the dashboard said profiling is disabled, it is not asked again."""
+    dashboard. The dashboard's first answer says whether it takes stacks at all: the other
+    asks wait for it, and are not made once it said profiling is disabled."""
 
     def __init__(self, readers: Readers, nodes: dict[str, Node], native: bool,
                  deadline: float) -> None:  # fmt: skip
@@ -111,7 +115,8 @@ class _Taker:
         self._nodes = nodes
         self._native = native
         self._deadline = deadline
-        self._disabled = threading.Event()
+        self._gate = threading.Lock()
+        self._takes_stacks: bool | None = None  # None: the dashboard not asked yet
 
     def take(self, worker: Worker) -> tuple[StackAnswer, StackAnswer | None]:
         python = self._one(worker, native=False)
@@ -121,24 +126,32 @@ class _Taker:
             return python, StackAnswer(python.by, problem=python.problem)
         return python, self._one(worker, native=True)
 
+    def _left(self) -> float:
+        return min(DUMP_TIMEOUT_S, self._deadline - time.monotonic())
+
     def _one(self, worker: Worker, native: bool) -> StackAnswer:
         assert worker.pid is not None
         node = self._nodes.get(worker.node_id or "")
         if node is None or not node.alive:
             return StackAnswer(STACK_BY_PY_SPY, problem="its node is not alive in the cluster")
-        left = min(DUMP_TIMEOUT_S, self._deadline - time.monotonic())
-        if left <= 0.1:
-            return StackAnswer(STACK_BY_PY_SPY, problem="the stacks request ran out of time")
+        if self._left() <= MIN_DUMP_S:
+            return StackAnswer(STACK_BY_PY_SPY, problem=OUT_OF_TIME)
         if self._readers.is_local(node.address):
-            return self._readers.local(worker.pid, native=native, timeout_s=left)
-        if self._disabled.is_set():
-            return StackAnswer(STACK_BY_DASHBOARD, problem=NOT_HERE + PROFILING_DISABLED)
-        answer = self._readers.remote(
-            self._readers.dashboard, worker.pid, node.node_id, native=native, deadline_s=left
-        )
-        if answer.problem is not None and answer.problem.endswith(PROFILING_DISABLED):
-            self._disabled.set()
-        return answer
+            return local_dump(worker.pid, native=native, timeout_s=self._left())
+        with self._gate:
+            if self._takes_stacks is None:
+                answer = self._remote(worker.pid, node.node_id, native)
+                self._takes_stacks = answer.problem != DISABLED
+                return answer
+        if not self._takes_stacks:
+            return StackAnswer(STACK_BY_DASHBOARD, problem=DISABLED)
+        return self._remote(worker.pid, node.node_id, native)
+
+    def _remote(self, pid: int, node_id: str, native: bool) -> StackAnswer:
+        left = self._left()  # after the wait for the dashboard's first answer
+        if left <= MIN_DUMP_S:
+            return StackAnswer(STACK_BY_DASHBOARD, problem=OUT_OF_TIME)
+        return remote_dump(self._readers.dashboard, pid, node_id, native=native, deadline_s=left)
 
 
 def _ask_probes(

@@ -137,3 +137,17 @@ def from_train_state(actor_id: str, state: StateRun, now: float) -> TrainRun:
         attempts=attempts,
         source=RUN_FROM_TRAIN_STATE,
     )
+
+
+def with_job_entrypoints(
+    runs: Iterable[TrainRun], entrypoints: Mapping[str, str]
+) -> tuple[TrainRun, ...]:
+    """``runs`` with each run that names its job (``job_id``) given that job's entrypoint
+    (``entrypoints``: job id → entrypoint, as the cluster's job table says; an empty one is
+    not known). The join is by id, never by a run's name."""
+    return tuple(
+        dataclasses.replace(run, job_entrypoint=entrypoints[run.job_id])
+        if run.job_id is not None and entrypoints.get(run.job_id)
+        else run
+        for run in runs
+    )

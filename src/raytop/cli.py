@@ -289,7 +289,8 @@ def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group)
 @click.option(
     "--stacks", is_flag=True,
     help="Also ask every rank for its Python stack (a request written to the cluster's "
-    "KV store: refused under read-only), saved under the experiment's .raytop/captures.",
+    "KV store; a run with no probe: py-spy on this node, or Ray's dashboard's on another; "
+    "refused under read-only), saved under the experiment's .raytop/captures.",
 )  # fmt: skip
 @click.option(
     "--native", is_flag=True,

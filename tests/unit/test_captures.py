@@ -4,6 +4,7 @@ a name from the cluster never leaves its folder; an unwritable place is one line
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -151,3 +152,22 @@ def test_the_plain_text_face_shows_both_stacks_and_where_they_were_saved(tmp_pat
     assert lines[lines.index("    -- native stack (py-spy) --") + 1] == "    Thread 9 (idle)"
     assert "    (no answer: process gone or busy in C code)" in lines
     assert lines[-1] == capture.note and lines[-1].startswith("stacks saved to ")
+
+
+def test_a_rank_with_no_probe_says_who_took_its_stack(tmp_path):
+    """py-spy's dump of a rank with no probe is captured as a probe's answer is, saying
+    who took it; a rank whose stack could not be taken says why, and is no answer."""
+    dumped = Worker(rank=0, pid=41, node_id="n1", stack='Thread 41 (idle): "MainThread"\n',
+                    stack_request="q1", stack_by="py-spy")  # fmt: skip
+    refused = Worker(rank=1, pid=42, node_id="n1", stack_request="q1", stack_by="py-spy",
+                     stack_problem="the OS refused py-spy on pid 42 (ptrace: …)")  # fmt: skip
+    bare = dataclasses.replace(run("bare", "actor-c1", dumped, refused), instrumented=False)
+    snap = snapshot(loose=(bare,))
+    capture = save_capture(snap, [(tmp_path, (bare,))], request="q1", native=False,
+                           read_only=False)  # fmt: skip
+    (folder,) = capture.saved_to
+    assert sorted(os.listdir(folder)) == ["bare.rank0.txt", "index.json"]
+    text = Path(folder, "bare.rank0.txt").read_text()
+    assert "request q1  taken by py-spy" in text and 'Thread 41 (idle): "MainThread"' in text
+    (entry,) = json.loads(Path(folder, "index.json").read_text())["ranks"]
+    assert (entry["pid"], entry["by"]) == (41, "py-spy")

@@ -154,3 +154,41 @@ def test_a_long_retry_loop_keeps_its_newest_attempts_numbered_in_the_run():
     assert len(run.attempts) == MAX_ATTEMPTS and run.attempt_index == MAX_ATTEMPTS + 11
     assert [a.index for a in run.attempts] == list(range(12, MAX_ATTEMPTS + 12))
     assert run.attempts[-1].status == "running"
+
+
+# -- what Ray itself can tell of a run with no probe: its job, and what would give counts ---
+
+
+def test_a_run_with_no_probe_names_its_job_and_who_needs_the_probe():
+    from raytop.pipeline.uninstrumented import ACTOR_HINT, DRIVER_HINT, README_SECTION
+
+    (run,) = uninstrumented_runs(ACTORS, (), lambda owner: False)
+    assert (run.job_id, run.job_entrypoint) == ("02000000", None)
+    assert run.probe_hint == DRIVER_HINT
+    assert "RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe" in DRIVER_HINT
+    assert f"README: {README_SECTION}" in DRIVER_HINT and "\n" not in DRIVER_HINT
+    # A controller created by an actor (a Tune trial's trainable): that actor's node's env.
+    trial = actor("ImplicitFunc", 9, "127.0.0.1:6000", "127.0.0.1:5000", job="03000000")
+    (run,) = uninstrumented_runs({**ACTORS, "t": trial}, (), lambda owner: False)
+    assert (run.job_id, run.probe_hint) == ("02000000", ACTOR_HINT)
+    assert "every node's Ray container" in ACTOR_HINT
+
+
+def test_a_run_from_trains_state_names_its_job_and_the_hint_too():
+    (run,) = uninstrumented_runs(TRACKED, (), lambda owner: False, Known(STATE), NOW)
+    assert run.source == "train_state" and run.job_id == CONTROLLER["job_id"]
+    assert run.probe_hint is not None
+    data = json.loads(json.dumps(Snapshot(NOW, Cluster("a", True), runs=(run,)).to_json()))
+    assert data["runs"][0]["job_id"] == "02000000" and data["runs"][0]["probe_hint"]
+    assert "job_entrypoint" in data["runs"][0]
+
+
+def test_the_job_tables_entrypoint_joins_by_job_id():
+    from raytop.pipeline.uninstrumented import with_job_entrypoints
+
+    (run,) = uninstrumented_runs(ACTORS, (), lambda owner: False)
+    probed = TrainRun("r", "Train run of job 02000000 (no probe)", "a", 1)  # a name, no job id
+    joined = with_job_entrypoints((run, probed), {"02000000": "python train.py", "03": ""})
+    assert joined[0].job_entrypoint == "python train.py"
+    assert joined[1] == probed
+    assert with_job_entrypoints((run,), {"02000000": ""}) == (run,)  # empty: not known

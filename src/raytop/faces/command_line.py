@@ -338,6 +338,14 @@ class Mutation:
     changes: str
 
 
+# A stacks request changes no run, but it is no plain read: the ranks with the probe get a
+# request in the cluster's KV store, ranks with no probe are paused for a moment by py-spy's
+# ptrace attach (here, or by Ray's dashboard on their node), and the answers are written
+# as a capture. Read-only refuses all of it, whichever ranks are on view.
+STACKS_CHANGE = (
+    "writes a stack request to the cluster's KV store (ranks with no probe: attaches py-spy, "
+    "pausing each for a moment) and saves the answers under captures"
+)
 # Every change raytop can make, the one list read-only refuses (tests/integration/
 # test_cli_options.py and tests/tui/test_read_only.py test each entry). Under read-only
 # `raytop resume PATH` is refused at once, preview included: the TUI's Resume screen (u)
@@ -350,11 +358,11 @@ READ_ONLY_REFUSES = (
     Mutation("cli", "stop", "stops the experiment's driver"),
     Mutation("cli", "stop --trial", "stops a trial"),
     Mutation("cli", "down", "stops the embedded cluster"),
-    Mutation("cli", "status --stacks", "writes a stack request to the cluster's KV store"),
+    Mutation("cli", "status --stacks", STACKS_CHANGE),
     Mutation("tui", "x", "stops the experiment on view"),
     Mutation("tui", "t", "stops the highlighted trial"),
     Mutation("tui", "a", "resumes the previewed experiment"),
-    Mutation("tui", "s", "writes a stack request to the cluster's KV store"),
+    Mutation("tui", "s", STACKS_CHANGE),
     Mutation("tui", "tui.log", "the TUI's log in $RAYTOP_HOME (read-only: /dev/null)"),
 )
 

@@ -17,6 +17,7 @@ from raytop.model.collectives import FlightRecorderReport
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 from raytop.model.ports import Collector
 from raytop.model.resume import ResumePreview
+from raytop.model.stacks import STACK_BY_PROBE
 from raytop.model.visible import visible, visible_lines
 
 
@@ -79,24 +80,27 @@ def workload_lines(snapshot: Snapshot) -> list[str]:
 
 def stacks_text(snapshot: Snapshot) -> str:
     """The stacks a stacks request brought (``status --stacks``): per run, each rank's
-    Python stack, then its native one when asked (``--native``); ranks that did not
-    answer say so. Then where the capture was saved."""
+    Python stack, then its native one when asked (``--native``), and who took it when
+    not the rank's probe (py-spy, for a run with no probe); ranks that did not answer
+    say so, or why not. Then where the capture was saved."""
     lines: list[str] = []
     for run in snapshot.all_runs():
         asked = [w for w in run.workers if not w.done or w.stack or w.native_stack]
-        if not run.instrumented or not asked:
+        if not asked:
             continue
         lines.append(f"stacks of run {run.run_name} (attempt {run.attempt_index}):")
         for w in sorted(asked, key=lambda w: w.rank):
             pid = "?" if w.pid is None else w.pid
-            lines.append(f"  rank {w.rank} · pid {pid} · {w.state or '?'}")
-            stack = w.stack or "(no answer: process gone or busy in C code)"
+            state = w.state or ("?" if run.instrumented else "no probe")
+            by = f" · by {w.stack_by}" if w.stack_by not in (None, STACK_BY_PROBE) else ""
+            lines.append(f"  rank {w.rank} · pid {pid} · {state}{by}")
+            stack = w.stack or w.stack_problem or "(no answer: process gone or busy in C code)"
             lines += ["    " + line for line in stack.rstrip("\n").splitlines()]
             if w.native_stack is not None:
                 lines.append("    -- native stack (py-spy) --")
                 lines += ["    " + line for line in w.native_stack.rstrip("\n").splitlines()]
     if not lines:
-        lines.append("no rank to ask: no live Train run with the raytop probe")
+        lines.append("no rank to ask: no live Train run")
     if snapshot.stacks_capture is not None:
         lines.append(snapshot.stacks_capture.note)
     return "\n".join(visible_lines(lines))

@@ -195,6 +195,12 @@ class Worker:
     # and the request it answers.
     native_stack: str | None = None
     native_stack_request: str | None = None
+    # Who took ``stack`` and ``native_stack`` (``model.stacks``: its probe; py-spy run by
+    # raytop on the worker's node; Ray's dashboard, for a rank with no probe elsewhere);
+    # and, for a rank with no probe whose Python stack could not be taken, one line
+    # saying why (py-spy refused by the OS, Ray's dashboard profiling disabled, …).
+    stack_by: str | None = None
+    stack_problem: str | None = None
     # Its probe's answer to a Flight Recorder request (``status --flight-recorder``): one
     # line (dump requested through its pipe, or why not), and the request it answers.
     flight_recorder: str | None = None
@@ -365,6 +371,12 @@ class TrainRun:
     # the actor table, or from Train's own state: then its name, attempts (from Train's
     # state, not a RunProbe's) and its workers' world ranks are Train's.
     source: str = RUN_FROM_LEDGER
+    # A run with no probe: the Ray job that started it (its id in hex, as the actor table
+    # has it: the job of its controller), that job's entrypoint once raytop knows the
+    # job (None: not known), and one line on what would give its counts.
+    job_id: str | None = None
+    job_entrypoint: str | None = None
+    probe_hint: str | None = None
 
     @property
     def finished(self) -> bool:

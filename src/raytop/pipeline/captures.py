@@ -9,9 +9,10 @@ process (never by the workers, which may be wedged), to:
                                           the experiment folder for local storage)
     $RAYTOP_HOME/captures/<UTC time>/     ranks of runs of no raytop experiment
 
-holding one text file per answering rank (``<run name>.rank<N>.txt``: who, then its
-Python stack, then its native one) and ``index.json`` (when, which request, every rank
-with its file). Read by people, not by raytop. Under read-only nothing is written and the
+holding one text file per answering rank (``<run name>.rank<N>.txt``: who, who took its
+stack (its probe, or py-spy for a rank with no probe), then its Python stack, then its
+native one) and ``index.json`` (when, which request, every rank with its file and who
+took it). Read by people, not by raytop. Under read-only nothing is written and the
 capture says so. A folder that cannot be written is one line, never an error: the stacks
 are still shown.
 """
@@ -53,10 +54,10 @@ def rank_text(run: TrainRun, worker: Worker, request: str | None) -> str:
         f"rank {worker.rank} of {run.world_size}  pid {worker.pid}  node {worker.node_id}",
         f"state {worker.state or '?'}  reports {worker.reports_entered} entered, "
         f"{worker.reports_exited} returned",
-        f"request {request}",
+        f"request {request}  taken by {worker.stack_by or '?'}",
         "",
         "== Python stack ==",
-        worker.stack or "(no answer)",
+        worker.stack or worker.stack_problem or "(no answer)",
     ]
     if worker.native_stack is not None:
         lines += ["", "== native stack (py-spy) ==", worker.native_stack]
@@ -99,6 +100,7 @@ def save_capture(
                     "attempt": run.attempt_index, "rank": worker.rank, "pid": worker.pid,
                     "node_id": worker.node_id, "state": worker.state, "file": name,
                     "python": bool(worker.stack), "native": worker.native_stack is not None,
+                    "by": worker.stack_by,
                 })  # fmt: skip
             write_json_atomic(folder / "index.json", {
                 "taken_at": snapshot.taken_at, "request": request, "native": native,

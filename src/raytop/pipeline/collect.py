@@ -28,19 +28,20 @@ from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
 from raytop.pipeline.joins import (
     attach_runs,
-    only_answers,
     with_pending_reasons,
     with_run_warnings,
 )
 from raytop.pipeline.others import OtherRuns
 from raytop.pipeline.run_checkpoints import RunCheckpoints
-from raytop.pipeline.uninstrumented import uninstrumented_runs
+from raytop.pipeline.stacks_request import Readers, ask_stacks
+from raytop.pipeline.uninstrumented import uninstrumented_runs, with_job_entrypoints
 from raytop.process_identity import running_experiments
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.history import LOCAL_RELIST_S, ExperimentFolders, same_place
 from raytop.sources.host import HostProbe
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
+from raytop.sources.pyspy import Tracebacks
 from raytop.sources.remote_hosts import NodeSummarySource, RemoteHosts
 from raytop.sources.storage import Storages
 from raytop.sources.train_state import TrainRunsSource, TrainState
@@ -49,7 +50,6 @@ from raytop.sources.tune_home import TuneHome, default_roots
 from raytop.wire.dashboard import DashboardClient
 from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
 
-STACK_POLL_S = 0.25
 HISTORY_ONLY = "no cluster: history from storage"
 
 
@@ -118,6 +118,7 @@ class SnapshotCollector:
         self._host = HostProbe()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
+        self._dashboard = dashboard  # also asked for the stacks of workers elsewhere
         self._host_warnings: list[str] = []  # a bad dashboard answer, this collection
         # Train's own state of the runs with no probe, asked only while there are some.
         if train_runs is None and isinstance(dashboard, DashboardClient):
@@ -309,6 +310,7 @@ class SnapshotCollector:
         experiments = [with_run_warnings(e, by_run) for e in experiments]
         self._train_warnings = []
         foreign = () if self._only_named else self._uninstrumented(runs, actors)
+        foreign = with_job_entrypoints(foreign, {j.job_id: j.entrypoint for j in jobs if j.job_id})
         experiments = [with_pending_reasons(e, groups) for e in experiments]
         creators = self._placement.creators if self._placement is not None else {}
         # Every run on the cluster is a row of the one list, even when the view is narrowed.
@@ -354,15 +356,18 @@ class SnapshotCollector:
         native: bool = False,
         read_only: bool = False,
     ) -> Snapshot:
-        """Ask the ranks of ``run_id`` (or of every run) for their Python stacks (and,
-        ``native``, their native ones: py-spy in each worker) and return the first
-        snapshot in which all live ranks answered, or the last one at the timeout (ranks
-        that did not answer have no stack), with the answers saved as a capture
-        (``pipeline.captures``; ``Snapshot.stacks_capture`` says where, or that
-        ``read_only`` kept it from being written)."""
+        """Every live rank's Python stack (and, ``native``, its native one) of ``run_id``
+        (or of every run), ``pipeline.stacks_request``: the probes answer a request in the
+        KV store, ranks with no probe are read by py-spy (here, or by Ray's dashboard on
+        their node). The first snapshot in which every asked rank answered, or the last one
+        at the timeout (ranks that did not answer have no stack), with the answers saved
+        as a capture (``pipeline.captures``; ``Snapshot.stacks_capture`` says where, or
+        that ``read_only`` kept it from being written)."""
         if self._ledger is None:
             return self.collect()
-        snapshot, request = self._ask_stacks(run_id, timeout_s, native)
+        dashboard = self._dashboard if isinstance(self._dashboard, Tracebacks) else None
+        readers = Readers(self.collect, self._ledger, self._host.is_local, dashboard)
+        snapshot, request = ask_stacks(readers, run_id, timeout_s, native)
         targets = capture_targets(snapshot, [r.raytop_dir for r in self._experiments], run_id)
         capture = save_capture(
             snapshot, targets, request=request, native=native, read_only=read_only
@@ -381,26 +386,3 @@ class SnapshotCollector:
             run_id=run_id, timeout_s=timeout_s, read_only=read_only,
         )  # fmt: skip
         return dataclasses.replace(snapshot, flight_recorder=report)
-
-    def _ask_stacks(
-        self, run_id: str | None, timeout_s: float, native: bool
-    ) -> tuple[Snapshot, str]:
-        assert self._ledger is not None
-        request = self._ledger.request_stacks(run_id, native=native)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            snapshot = self.collect()
-            wanted = [
-                w
-                for r in snapshot.all_runs()
-                if run_id in (None, r.run_id) and not r.finished
-                for w in r.workers
-                if not w.done
-            ]
-            answered = all(
-                w.stack_request == request and (not native or w.native_stack_request == request)
-                for w in wanted
-            )
-            if answered or time.monotonic() > deadline:
-                return only_answers(snapshot, request), request
-            time.sleep(STACK_POLL_S)

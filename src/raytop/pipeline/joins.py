@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from raytop.model import Experiment, PlacementGroup, Snapshot, TrainRun, Trial, Worker
+from raytop.model import Experiment, PlacementGroup, TrainRun, Trial
 from raytop.rundir import train_run_name
 
 
@@ -16,29 +16,6 @@ def with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experime
     its own."""
     mine = tuple(w for r in exp.runs for w in by_run.get(r.run_name, ()))
     return dataclasses.replace(exp, warnings=exp.warnings + mine) if mine else exp
-
-
-def only_answers(snapshot: Snapshot, request: str) -> Snapshot:
-    """Drop stacks left over from earlier requests: a stale stack would mislead."""
-
-    def clean(w: Worker) -> Worker:
-        if w.stack_request != request:
-            w = dataclasses.replace(w, stack=None)
-        if w.native_stack_request != request:
-            w = dataclasses.replace(w, native_stack=None)
-        return w
-
-    def clean_run(run: TrainRun) -> TrainRun:
-        return dataclasses.replace(run, workers=tuple(clean(w) for w in run.workers))
-
-    return dataclasses.replace(
-        snapshot,
-        experiments=tuple(
-            dataclasses.replace(e, runs=tuple(clean_run(r) for r in e.runs))
-            for e in snapshot.experiments
-        ),
-        runs=tuple(clean_run(r) for r in snapshot.runs),
-    )
 
 
 def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) -> Experiment:

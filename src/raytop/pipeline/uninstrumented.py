@@ -1,10 +1,16 @@
 """Train runs raytop did not instrument, found in the cluster's actor table.
 
 A Ray Train V2 run is a ``TrainController`` actor that owns one ``RayTrainWorker`` actor per
-rank (RAY_NOTES c, h). Without raytop's probe in its workers there are no report counts,
-but the actor table still says that the run exists, how many workers it has, and where each
-runs (pid, node). Such a run is shown with ``instrumented=False``, so the faces can mark
-what needs the probe and say how to add it (``RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe``).
+rank (``ray/train/v2/_internal/execution/controller/controller.py`` creates the worker
+group from the controller, Ray 2.58). Without raytop's probe in its workers there are no
+report counts, but the actor table still says that the run exists, which job started it
+(the controller's ``job_id``), how many workers it has, and where each runs (pid, node).
+Such a run is shown with ``instrumented=False`` and ``probe_hint``: one line on what would
+give its counts, naming who must carry ``RAY_TRAIN_CALLBACKS``: Train reads it in the
+process that calls ``fit()`` (``DataParallelTrainer._create_default_callbacks`` →
+``_initialize_env_callbacks``, ``ray/train/v2/api/data_parallel_trainer.py``), the job's
+driver, or the actor that owns the controller (a Tune trial's, on any node). The job's
+entrypoint is the job table's to say (``TrainRun.job_entrypoint``).
 
 A controller is left out when the ledger already has a run with any of its workers' pids
 (the probe is there), or when it belongs to a Tune trial raytop launched (its probe reports
@@ -18,6 +24,7 @@ then the run has Train's name, its attempts, and its latest attempt's workers by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -28,6 +35,16 @@ from raytop.model.train_state import StateRun, attempt_of
 
 CONTROLLER = "TrainController"
 WORKER = "RayTrainWorker"
+README_SECTION = "Every run on a KubeRay cluster"
+_NEEDS = (
+    "per-rank counts need raytop's probe: raytop installed where the workers run and "
+    "RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe in the environment of "
+)
+DRIVER_HINT = f"{_NEEDS}the job's driver (README: {README_SECTION})"
+ACTOR_HINT = (
+    f"{_NEEDS}the actor that builds the trainer (a Tune trial's: set it in every node's "
+    f"Ray container) (README: {README_SECTION})"
+)
 
 
 def uninstrumented_runs(
@@ -56,10 +73,15 @@ def uninstrumented_runs(
             continue
         found.append((actor_id, controller, members))
     known = train_state() if found and train_state is not None else {}
+    actor_addresses = {a["address"] for a in actors.values()}
     return tuple(
-        from_train_state(actor_id, known[actor_id], now)
-        if actor_id in known
-        else from_actor_table(actor_id, controller, members)
+        dataclasses.replace(
+            from_train_state(actor_id, known[actor_id], now)
+            if actor_id in known
+            else from_actor_table(actor_id, controller, members),
+            job_id=controller["job_id"],
+            probe_hint=ACTOR_HINT if controller["owner"] in actor_addresses else DRIVER_HINT,
+        )
         for actor_id, controller, members in found
     )
 
@@ -114,4 +136,18 @@ def from_train_state(actor_id: str, state: StateRun, now: float) -> TrainRun:
         instrumented=False,
         attempts=attempts,
         source=RUN_FROM_TRAIN_STATE,
+    )
+
+
+def with_job_entrypoints(
+    runs: Iterable[TrainRun], entrypoints: Mapping[str, str]
+) -> tuple[TrainRun, ...]:
+    """``runs`` with each run that names its job (``job_id``) given that job's entrypoint
+    (``entrypoints``: job id → entrypoint, as the cluster's job table says; an empty one is
+    not known). The join is by id, never by a run's name."""
+    return tuple(
+        dataclasses.replace(run, job_entrypoint=entrypoints[run.job_id])
+        if run.job_id is not None and entrypoints.get(run.job_id)
+        else run
+        for run in runs
     )

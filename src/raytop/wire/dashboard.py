@@ -1,7 +1,7 @@
 """Ray's dashboard head, over HTTP: the one place raytop asks it anything.
 
-raytop asks it two things, both enrichment, never a dependency (RAY_NOTES i: the dashboard
-is optional):
+raytop asks it three things, all enrichment, never a dependency (a cluster may run
+without a dashboard):
 
 - ``GET /nodes?view=summary``: for the nodes elsewhere, the host figures (CPU, memory,
   load) each node's Ray agent tells the head every ~5 s; raytop measures its own host itself.
@@ -9,8 +9,14 @@ is optional):
   (``dashboard/modules/train/train_head.py`` ``get_train_v2_runs``: what Train's
   ``TrainStateActor`` holds, named ``train_v2_state_actor`` in namespace
   ``_train_state_actor``), kept only for runs whose driver set
-  ``RAY_TRAIN_ENABLE_STATE_TRACKING=1`` (RAY_NOTES c1, c2). Without that actor it answers
-  HTTP 500; despite its name, ``/api/train/v2/runs`` is Train V1's.
+  ``RAY_TRAIN_ENABLE_STATE_TRACKING=1``. Without that actor it answers HTTP 500; despite
+  its name, ``/api/train/v2/runs`` is Train V1's.
+- ``GET /worker/traceback?pid=&node_id=&native=``: the Python stack of a worker with no
+  probe on a node other than raytop's (``dashboard/modules/reporter/reporter_head.py``
+  ``get_traceback``: the node's agent runs ``py-spy dump``, ``--native`` when ``native=1``).
+  Only when the head runs with ``RAY_DASHBOARD_ENABLE_PROFILING=1``: otherwise HTTP 403
+  "Profiling is disabled…"; py-spy's failure there is HTTP 500 with its output. Asked only
+  for a stacks request, with its own deadline (py-spy takes a moment).
 
 Where it listens is a value of the GCS KV store: namespace ``dashboard``, key
 ``dashboard`` (``ray._private.ray_constants.KV_NAMESPACE_DASHBOARD`` / ``DASHBOARD_ADDRESS``,
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import http.client
 import time
+import urllib.parse
 from typing import Any
 
 from raytop.model import untrusted, untrusted_dashboard, untrusted_train_state
@@ -38,6 +45,9 @@ from raytop.wire.version import check_ray_version
 
 NODE_SUMMARY_PATH = "/nodes?view=summary"
 TRAIN_RUNS_PATH = "/api/train/v2/runs/v1"
+TRACEBACK_PATH = "/worker/traceback"
+MAX_TRACEBACK_BYTES = 1_000_000
+MAX_ERROR_BODY = 4_000  # what is read of an error answer's body, for its reason
 FETCH_DEADLINE_S = 1.0
 READ_CHUNK = 64 * 1024
 KV_ADDRESS_LABEL = "Ray's dashboard address (KV namespace dashboard, key dashboard)"
@@ -51,11 +61,13 @@ class DashboardUnreachable(RuntimeError):
     "at http://10.0.0.5:8265 did not answer (Connection refused)". ``status``: the HTTP
     status it answered instead of 200 (404: a Ray without the route; 500: e.g. Train keeps
     no state to serve), None when nothing answered in time. An answered status was quick:
-    asking again costs little, unlike a deadline run out."""
+    asking again costs little, unlike a deadline run out. ``detail``: the start of that
+    answer's body (at most ``MAX_ERROR_BODY`` bytes, as text), where Ray says why."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, detail: str = "") -> None:
         super().__init__(message)
         self.status = status
+        self.detail = detail
 
 
 class DashboardClient:
@@ -115,14 +127,22 @@ class DashboardClient:
         ``untrusted_train_state.MAX_TRAIN_STATE_BYTES``)."""
         return self._get(TRAIN_RUNS_PATH, untrusted_train_state.MAX_TRAIN_STATE_BYTES)
 
-    def _get(self, path: str, max_bytes: int) -> bytes:
+    def traceback(self, pid: int, node_id: str, native: bool, deadline_s: float) -> bytes:
+        """The body of ``GET /worker/traceback`` for worker ``pid`` on node ``node_id``
+        (hex): py-spy's dump, at most ``MAX_TRACEBACK_BYTES``, within ``deadline_s``."""
+        query = urllib.parse.urlencode(
+            {"pid": int(pid), "node_id": node_id, "native": 1 if native else 0}
+        )
+        return self._get(f"{TRACEBACK_PATH}?{query}", MAX_TRACEBACK_BYTES, deadline_s)
+
+    def _get(self, path: str, max_bytes: int, deadline_s: float | None = None) -> bytes:
         scheme, host, port = self._where()
         try:
-            return fetch(scheme, host, port, path, self._deadline_s, max_bytes)
+            return fetch(scheme, host, port, path, deadline_s or self._deadline_s, max_bytes)
         except DashboardUnreachable as exc:
             self._address = None  # read it again next time
             raise DashboardUnreachable(
-                f"at {_base_url(scheme, host, port)} {exc}", exc.status
+                f"at {_base_url(scheme, host, port)} {exc}", exc.status, exc.detail
             ) from None
 
 
@@ -154,8 +174,10 @@ def fetch(scheme: str, host: str, port: int, path: str, deadline_s: float,
         sock.settimeout(_left(deadline, deadline_s))
         response = conn.getresponse()
         if response.status != 200:
+            sock.settimeout(_left(deadline, deadline_s))
+            detail = response.read(MAX_ERROR_BODY).decode("utf-8", errors="replace")
             raise DashboardUnreachable(
-                f"answered HTTP {response.status} {response.reason}", response.status
+                f"answered HTTP {response.status} {response.reason}", response.status, detail
             )
         length = response.getheader("Content-Length")
         if length and length.isascii() and length.isdigit():

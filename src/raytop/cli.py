@@ -79,8 +79,11 @@ def _theme_names() -> list[str]:  # --theme is checked against these (faces cann
 THEME_NAMES.known = _theme_names
 
 
-def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
-    """The TUI; without a terminal for it (a pipe, TERM=dumb), the plain status, exit 0."""
+def _open_tui(
+    collector, refresh_s: float, read_only: bool = False, own_first: bool = False
+) -> None:
+    """The TUI; without a terminal for it (a pipe, TERM=dumb), the plain status, exit 0.
+    ``own_first``: the view of ``raytop run``, its experiment first."""
     if (why := tui_unavailable()) is not None:
         status_once(collector, why)
         return
@@ -93,7 +96,7 @@ def _open_tui(collector, refresh_s: float, read_only: bool = False) -> None:
     look = tui_look(look["theme"], look["ascii_only"])
     controls = ExperimentControls(collector.address)
     app = RaytopApp(collector, refresh_s=refresh_s, read_only=read_only, controls=controls,
-                    freeze_gc=True, **look)  # fmt: skip
+                    freeze_gc=True, own_first=own_first, **look)  # fmt: skip
     try:
         with _native_stderr_to_log(read_only):
             app.run()
@@ -205,7 +208,7 @@ def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
         finally:
             collector.close()
         sys.exit(EXIT_OK if ended_well else EXIT_RUN_FAILED)
-    _open_tui(collector, refresh_s)
+    _open_tui(collector, refresh_s, own_first=True)
     info("the run keeps going; `raytop` re-attaches")
 
 

@@ -37,6 +37,15 @@ from raytop.model import (
 )
 from raytop.model.resume import PreviewRow, ResumePreview, StoredExperiment
 from raytop.model.thresholds import Thresholds
+from raytop.model.workloads import (
+    KIND_EXPERIMENT,
+    KIND_JOB,
+    KIND_TRAIN_RUN,
+    ORIGIN_DRIVER,
+    ORIGIN_RAY_JOB,
+    ORIGIN_RAYTOP,
+    Workload,
+)
 from raytop.pipeline.derive import with_rank_states
 from raytop.tui.app import RaytopApp
 
@@ -516,7 +525,8 @@ def placement(sweep: Snapshot) -> Snapshot:
                          trials=trials, runs=(run,))  # fmt: skip
     cluster = replace(sweep.cluster, nodes=_placement_nodes())
     return Snapshot(taken_at=NOW - 2, cluster=cluster, experiments=(experiment,),
-                    placement_groups=_placement_groups(), runs=OTHER_RUNS)  # fmt: skip
+                    placement_groups=_placement_groups(), runs=OTHER_RUNS,
+                    workloads=WORKLOADS)  # fmt: skip
 
 
 # Train runs of no experiment: a plain script with the probe (RAY_TRAIN_CALLBACKS), and
@@ -536,6 +546,33 @@ OTHER_RUNS = (
         workers=(Worker(rank=0, pid=81001, node_id=HEAD_NODE),
                  Worker(rank=1, pid=81002, node_id=CPU_NODE)),
     ),
+)  # fmt: skip
+
+
+# The one list of the ``placement`` snapshot, as ``pipeline.workloads`` derives it: exp's
+# placed groups (TRAIN_PG, TRIAL_PG) and its waiting one; the two runs above; the job whose
+# TPU group waits; the ended job whose group leaked.
+WORKLOADS = (
+    Workload(kind=KIND_EXPERIMENT, key="/home/ray/ray_results/exp", name="exp",
+             origin=ORIGIN_RAYTOP, origin_label="raytop", status="RUNNING", live=True,
+             summary="2 trials: 1 running, 1 pending", cpu=2.0, gpu=2.0, waiting=1),
+    Workload(kind=KIND_TRAIN_RUN, key="9f3e2a", name="plain-user-run", origin=ORIGIN_DRIVER,
+             origin_label="driver script: python plain_train.py", status="RUNNING",
+             live=True, summary="2 ranks", job_id="04000000",
+             entrypoint="python plain_train.py"),
+    Workload(kind=KIND_TRAIN_RUN, key="actor-c0ffee",
+             name="Train run of job 07000000 (no probe)", origin=ORIGIN_RAY_JOB,
+             origin_label="Ray job raysubmit_7Kq2: python no_probe_train.py",
+             status="RUNNING", live=True, summary="2 ranks (no probe)", job_id="07000000",
+             submission_id="raysubmit_7Kq2", entrypoint="python no_probe_train.py"),
+    Workload(kind=KIND_JOB, key="05000000", name="raysubmit_tpu1", origin=ORIGIN_RAY_JOB,
+             origin_label="Ray job raysubmit_tpu1: python tpu_job.py", status="RUNNING",
+             live=True, summary="driver pid 91002", job_id="05000000",
+             submission_id="raysubmit_tpu1", entrypoint="python tpu_job.py", waiting=1),
+    Workload(kind=KIND_JOB, key="02000000", name="job 02000000", origin=ORIGIN_DRIVER,
+             origin_label="driver script: python old_sweep.py", status="ENDED", live=False,
+             how_ended="driver exited", summary="driver pid 88010", job_id="02000000",
+             entrypoint="python old_sweep.py", cpu=2.0),
 )  # fmt: skip
 
 

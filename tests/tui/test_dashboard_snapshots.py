@@ -89,6 +89,21 @@ def test_other_runs(snap_compare, make_app, placement, size) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "size", [(80, 24), (100, 30), (160, 48)], ids=["80x24", "100x30", "160x48"]
+)
+def test_every_run_on_the_overview(snap_compare, make_app, placement, size) -> None:
+    """Plain ``raytop``: the one list of every run above the experiment, live first."""
+    app = make_app()
+    assert snap_compare(app, terminal_size=size, run_before=feed(SnapshotReady(placement)))
+
+
+def test_raytop_run_says_the_other_runs_in_one_line_80x24(snap_compare, make_app, placement):
+    """``raytop run``: its own experiment is the screen; the rest is one line, ``n`` away."""
+    app = make_app(own_first=True)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed(SnapshotReady(placement)))
+
+
 def test_run_collective_hang_80x24(snap_compare, make_app, collective_hung) -> None:
     """Below the report level: rank 1 holds the all_reduce of ranks 0 and 2."""
     app = make_app()

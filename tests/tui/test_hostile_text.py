@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.text import Text
 from textual.content import Content
+from textual.screen import ModalScreen
 
 from raytop.model import (
     Cluster,
@@ -45,9 +46,15 @@ from .helpers import show, wait_until
 
 
 def screen_text(app) -> str:
-    """What the screen on top sends to the terminal, as text: its strips' segments."""
+    """What the screen on top sends to the terminal, as text: its strips' segments. A
+    modal dialog's own region only: the screen under it is checked on its own, and its
+    text beside the dialog's lines would read as part of them."""
     strips = app.screen._compositor.render_strips()
-    return "\n".join("".join(s.text for s in strip if not s.control) for strip in strips)
+    lines = ["".join(s.text for s in strip if not s.control) for strip in strips]
+    if isinstance(app.screen, ModalScreen) and app.screen.children:
+        region = app.screen.children[0].region
+        lines = [line[region.x : region.right] for line in lines[region.y : region.bottom]]
+    return "\n".join(lines)
 
 
 def assert_clean(app, where: str) -> None:

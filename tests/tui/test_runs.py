@@ -31,7 +31,7 @@ async def test_n_lists_the_other_runs_and_enter_opens_one_with_no_probe(make_app
         assert [cell(table, "actor-c0ffee", c) for c in ("reports", "state")] == ["-", "no probe"]
         assert text_of(app, "#runs-summary").endswith("2 · 1 with no probe")
         assert text_of(app, "#runs-hint") == PROBE_HINT
-        await pilot.press("down", "enter")
+        await pilot.press("tab", "down", "enter")  # from the list of every run to these
         await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
         await pilot.pause()
         assert app.screen.run_id == "actor-c0ffee"
@@ -72,7 +72,7 @@ async def test_a_run_from_trains_own_state_says_so_with_its_attempts(make_app, p
         await pilot.pause()
         table = app.screen.query_one(RunsTable)
         assert [cell(table, "actor-c0ffee", c) for c in ("attempt", "state")] == ["2", "no probe"]
-        await pilot.press("down", "enter")
+        await pilot.press("tab", "down", "enter")  # from the list of every run to these
         await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
         await pilot.pause()
         notes = text_of(app, "#run-notes")

@@ -61,6 +61,9 @@ def test_how_a_job_ended_reads_from_rays_record_first():
     assert (running.ended, running.how_ended) == (False, None)
     assert running.label.startswith("Ray job raysubmit_d: python -m ray.tune.examples")
     assert running.label.endswith("…") and len(short_entrypoint(running.entrypoint)) == 60
+    # The program by its name; the whole command stays in entrypoint.
+    assert short_entrypoint("/opt/venv/bin/python  train.py --lr 1") == "python train.py --lr 1"
+    assert short_entrypoint("./run.sh") == "run.sh" and short_entrypoint("/") == "/"
 
 
 def test_the_driver_of_a_time_is_the_latest_job_alive_then():

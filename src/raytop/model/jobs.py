@@ -100,8 +100,13 @@ def _label(job: Job) -> str:
 
 
 def short_entrypoint(entrypoint: str, width: int = SHORT_ENTRYPOINT) -> str:
-    """The command on one line, its end cut with "…" past ``width`` characters."""
-    line = " ".join(entrypoint.split())
+    """The command on one line, its program by its name (``/opt/venv/bin/python x.py`` →
+    ``python x.py``: the script is what tells runs apart), its end cut with "…" past
+    ``width`` characters. ``Job.entrypoint`` keeps the whole command."""
+    words = entrypoint.split()
+    if words and "/" in words[0].strip("/"):
+        words[0] = words[0].rstrip("/").rsplit("/", 1)[-1]
+    line = " ".join(words)
     return line if len(line) <= width else line[: width - 1] + "…"
 
 

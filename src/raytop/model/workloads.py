@@ -68,3 +68,25 @@ class OlderExperiments:
 
     root: str
     count: int
+
+
+def others_line(workloads: tuple[Workload, ...], own: frozenset[str]) -> str | None:
+    """One line on every row but ``own`` (keys: the experiments a ``raytop run`` view is
+    about), for the view that shows only those: "2 other runs (1 live) hold 4 CPU, 1
+    waits". None when there is no other row. Sums what the rows already say."""
+    others = [w for w in workloads if w.key not in own]
+    if not others:
+        return None
+    live = sum(w.live for w in others)
+    word = "other run" if len(others) == 1 else "other runs"
+    line = f"{len(others)} {word}" + (f" ({live} live)" if live and live < len(others) else "")
+    cpu, gpu = sum(w.cpu for w in others), sum(w.gpu for w in others)
+    held = [f"{_number(n)} {r}" for r, n in (("CPU", cpu), ("GPU", gpu)) if n]
+    if held:
+        line += (" hold " if len(others) > 1 else " holds ") + ", ".join(held)
+    waiting = sum(w.waiting for w in others)
+    return line + (f", {waiting} waiting to place" if waiting else "")
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"

@@ -108,6 +108,7 @@ class RaytopApp(App[None]):
         controls: Controls | None = None,
         ascii_only: bool = False,
         freeze_gc: bool = False,
+        own_first: bool = False,
     ) -> None:
         super().__init__()
         self.collector: Collector = collector
@@ -115,6 +116,8 @@ class RaytopApp(App[None]):
         self.read_only = read_only
         # Stops and resume (``controls.Controls``); None, or read-only: the keys say so.
         self.controls = controls
+        # ``raytop run``: the overview is its own experiment's, the rest one line away.
+        self.own_first = own_first
         # Wall clock for "updated Ns ago"; tests replace it to freeze the display.
         self.clock = time.time
         self.state = ViewState()
@@ -142,6 +145,7 @@ class RaytopApp(App[None]):
             clock=lambda: self.clock(),
             read_only=self.read_only,
             controls=self.controls,
+            own_first=self.own_first,
         )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:

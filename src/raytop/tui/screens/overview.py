@@ -1,14 +1,16 @@
-"""The first screen: cluster line, one experiment with its trials, and the findings.
+"""The first screen: cluster line, every run on the cluster, one experiment with its
+trials, and the findings.
+
+Above the experiment, every other run of the cluster (``WorkloadPanel``): the one list
+under plain ``raytop`` (Enter on a row shows that experiment, or that Train run's ranks),
+one line under ``raytop run`` (its own experiment first); ``n`` opens the whole list.
 
 Enter (or ``w``) on a trial opens the Run screen of its Train run: the ranks at the
 ``ray.train.report`` barrier, from the report ledger. ``p`` opens the Placement screen:
 nodes, GPUs and placement groups, and why a group waits. ``u`` opens the Resume screen:
 the experiments under this one's storage folder, and the resume of one, after a yes.
 
-``x`` stops the shown experiment and ``t`` the highlighted trial, gracefully, after a
-confirmation, through the injected ``StopControls`` (in a daemon thread, by
-``background.run_in_background``: they block).
-Read-only, or without controls, the keys only say why they do nothing.
+``x`` and ``t`` stop the experiment or the trial, after a yes (``overview_stops``).
 """
 
 from __future__ import annotations
@@ -24,18 +26,22 @@ from textual.widgets import DataTable, Static
 
 from raytop.model import Experiment, TrainRun, Trial
 from raytop.model.dashboard import PhaseClock, groups_of, run_phase
-from raytop.model.format import one_line
 from raytop.model.hangs import HANG_KINDS
 from raytop.model.paths import split_path
 from raytop.model.ports import Collector
 from raytop.model.visible import visible
-from raytop.tui.background import run_in_background
-from raytop.tui.controls import Controls, StopControls
+from raytop.model.workloads import KIND_EXPERIMENT, KIND_TRAIN_RUN
+from raytop.tui.controls import Controls
 from raytop.tui.format import shown
 from raytop.tui.glyphs import glyphs_of
-from raytop.tui.messages import StopDone, StopFailed
 from raytop.tui.screens.base import SnapshotScreen, mark_bindings
-from raytop.tui.screens.confirm import ConfirmModal
+from raytop.tui.screens.overview_stops import (
+    NO_CONTROLS,
+    READ_ONLY,
+    STOP_BINDINGS,
+    STOP_IDS,
+    StopActions,
+)
 from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.resume import ResumeScreen
 from raytop.tui.screens.run import RunScreen
@@ -54,15 +60,13 @@ from raytop.tui.widgets.stall_banner import (
     stalls,
 )
 from raytop.tui.widgets.trial_table import TrialTable
+from raytop.tui.widgets.workload_panel import WorkloadPanel
+from raytop.tui.widgets.workload_table import KIND_WORDS, WorkloadTable
 
 # From this width on the dashboard stands beside the trials, not under them.
 WIDE_COLUMNS = 140
 MIN_TRIAL_ROWS = 4  # rows the trials table keeps when the dashboard sits under it
 NO_LEDGER = "no report ledger for this trial yet (is the ReportProbe installed?)"
-STOP_IDS = frozenset({"raytop.stop-experiment", "raytop.stop-trial"})
-STOP_GROUP = Binding.Group("stop")  # the footer says "x t stop"; help names each
-READ_ONLY = "read-only: stopping is disabled"
-NO_CONTROLS = "no controls in this session: stopping is disabled"
 
 
 def parent_folder(path: str) -> str:
@@ -74,9 +78,10 @@ def parent_folder(path: str) -> str:
     return head + "/" if head.endswith(":/") else head
 
 
-class OverviewScreen(SnapshotScreen):
+class OverviewScreen(StopActions, SnapshotScreen):
     """Renders a ``ViewState``; only while visible, catching up when it becomes visible."""
 
+    AUTO_FOCUS = "TrialTable"
     BINDINGS = [
         Binding(
             "e",
@@ -95,9 +100,10 @@ class OverviewScreen(SnapshotScreen):
         Binding(
             "n",
             "open_runs",
-            "other runs",
+            "all runs",
             id="raytop.other-runs",
-            tooltip="Train runs outside raytop's experiments: plain scripts, others' runs.",
+            tooltip="Every run on the cluster, where each comes from, and the Train runs "
+            "outside raytop's experiments.",
         ),
         Binding(
             "p",
@@ -113,22 +119,7 @@ class OverviewScreen(SnapshotScreen):
             id="raytop.resume",
             tooltip="The experiments under this storage path: preview a resume, then do it.",
         ),
-        Binding(
-            "x",
-            "stop_experiment",
-            "stop experiment",
-            id="raytop.stop-experiment",
-            group=STOP_GROUP,
-            tooltip="Ask the driver to save the state and exit (resumable), after a yes.",
-        ),
-        Binding(
-            "t",
-            "stop_trial",
-            "stop trial",
-            id="raytop.stop-trial",
-            group=STOP_GROUP,
-            tooltip="Stop the highlighted trial at its next result, after a yes.",
-        ),
+        *STOP_BINDINGS,
     ]
 
     def __init__(
@@ -138,8 +129,12 @@ class OverviewScreen(SnapshotScreen):
         clock: Callable[[], float],
         read_only: bool,
         controls: Controls | None = None,
+        own_first: bool = False,
     ) -> None:
         super().__init__(state=ViewState(), clock=clock, read_only=read_only)
+        # ``raytop run``: its own experiment is the screen, the other runs one line away.
+        self._own_first = own_first
+        self._workload_lines = 0  # lines the other runs take, at the last redraw
         self._collector = collector  # for the Run screen's stacks
         self._experiment_name: str | None = None
         self._controls = controls
@@ -153,6 +148,7 @@ class OverviewScreen(SnapshotScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield StallLine()
+        yield WorkloadPanel()
         yield ExperimentHeader()
         with Container(id="overview-body"):
             with Vertical(id="trials-column"):
@@ -210,6 +206,26 @@ class OverviewScreen(SnapshotScreen):
             self._resume_screen.suggest_storage(storage)
         self.app.push_screen(self._resume_screen)
 
+    @on(DataTable.RowSelected, "WorkloadTable")
+    def _workload_chosen(self) -> None:
+        """An experiment's row shows that experiment; a Train run's opens its ranks; a
+        job's says what it is (there is nothing more of it to open)."""
+        row = self.query_one(WorkloadTable).selected
+        if row is None:
+            return
+        experiments = self._experiments()
+        chosen = next((e for e in experiments if e.path == row.key), None)
+        if row.kind == KIND_EXPERIMENT and chosen is not None:
+            self._experiment_name = chosen.name
+            self._redraw()
+            self.query_one(TrialTable).focus()
+        elif row.kind == KIND_TRAIN_RUN:
+            self._push_run(row.key)
+        else:
+            said = f"{row.status} ({row.how_ended})" if row.how_ended else row.status
+            self.notify(f"{KIND_WORDS.get(row.kind, row.kind)} {row.name}: {said}; "
+                        f"{row.origin_label}", markup=False)  # fmt: skip
+
     @on(DataTable.RowSelected, "TrialTable")
     def _trial_chosen(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
@@ -223,25 +239,19 @@ class OverviewScreen(SnapshotScreen):
         if action == "open_run":
             experiment = self._experiment()
             return experiment is not None and bool(experiment.runs)
-        # Only offer "other runs" when the cluster has Train runs of no experiment.
+        # Only offer "all runs" when the cluster runs more than the experiment on view.
         if action == "open_runs":
-            return bool(self._state.body and self._state.body.runs)
+            body = self._state.body
+            shown = self._experiment()
+            return bool(body and (body.runs or any(
+                w.key != (shown.path if shown else None) for w in body.workloads
+            )))  # fmt: skip
         # Only offer "placement" once the cluster has placement groups to explain.
         if action == "open_placement":
             snapshot = self._state.cluster_snapshot
             return snapshot is not None and bool(snapshot.placement_groups)
-        # Stops: always listed when they cannot work (pressing says why); otherwise only
-        # offered while the experiment's driver runs (and, for a trial, while it runs).
         if action in ("stop_experiment", "stop_trial"):
-            if self._stop_refusal is not None:
-                return True
-            experiment = self._experiment()
-            if experiment is None or experiment.driver_alive is not True:
-                return False
-            if action == "stop_trial":
-                trial = self._highlighted_trial()
-                return trial is not None and not trial.ended
-            return True
+            return self._stop_offered(action)
         return True
 
     @on(DataTable.RowHighlighted, "TrialTable")
@@ -249,83 +259,6 @@ class OverviewScreen(SnapshotScreen):
         self._show_pending_reason()
         self._show_dashboard()
         self.refresh_bindings()  # "stop trial" depends on the highlighted trial
-
-    # -- stops --------------------------------------------------------------------------
-
-    def action_stop_experiment(self) -> None:
-        experiment = self._experiment()
-        if self._refused() or experiment is None:
-            return
-        question = (
-            f"Stop experiment {experiment.name}? Its driver saves the state and exits; "
-            f"`raytop resume {experiment.path}` continues it. Nothing is deleted."
-        )
-        self._confirm_stop(question, f"experiment {experiment.name}", experiment, None)
-
-    def action_stop_trial(self) -> None:
-        experiment = self._experiment()
-        trial = self._highlighted_trial()
-        if self._refused() or experiment is None or trial is None:
-            return
-        question = f"Stop trial {trial.trial_id} at its next result? Its checkpoints are kept."
-        self._confirm_stop(question, f"trial {trial.trial_id}", experiment, trial.trial_id)
-
-    def _refused(self) -> bool:
-        if self._stop_refusal is None:
-            return False
-        self.notify(self._stop_refusal, severity="warning")
-        return True
-
-    def _confirm_stop(
-        self, question: str, target: str, experiment: Experiment, trial_id: str | None
-    ) -> None:
-        """Ask first; on yes, run the control in a daemon thread (it may block)."""
-
-        def answered(yes: bool | None) -> None:
-            if not yes or self._controls is None:
-                return
-            if target in self._stopping:
-                self.notify(f"already stopping {target}…")
-                return
-            self._stopping.add(target)
-            self.notify(f"stopping {target}…", markup=False)
-            controls = self._controls
-            run_in_background(
-                self,
-                lambda: self._run_stop(controls, target, experiment, trial_id),
-                lambda exc: StopFailed(target, one_line(exc)),
-                name="raytop-stop",
-            )
-
-        self.app.push_screen(ConfirmModal(question, title=f"stop {target}", yes="stop"), answered)
-
-    @staticmethod
-    def _run_stop(
-        controls: StopControls, target: str, experiment: Experiment, trial_id: str | None
-    ) -> StopDone:
-        """Runs in a background thread: the one blocking call, then what to tell the user."""
-        if trial_id is None:
-            controls.stop_experiment(experiment)
-            return StopDone(
-                target,
-                f"{target}: stop sent; its driver saves the state and exits, "
-                f"`raytop resume {experiment.path}` continues it",
-            )
-        controls.stop_trial(experiment, trial_id)
-        return StopDone(
-            target, f"{target}: stop sent; it stops at its next result, checkpoints kept"
-        )
-
-    def on_stop_done(self, message: StopDone) -> None:
-        self._stopping.discard(message.target)
-        self.notify(message.message, title="stop", markup=False)
-
-    def on_stop_failed(self, message: StopFailed) -> None:
-        self._stopping.discard(message.target)
-        # The error is the control's text, not markup ("[Errno 3] …" must print as is).
-        self.notify(
-            message.error, title=f"could not stop {message.target}", severity="error", markup=False
-        )
 
     def _highlighted_trial(self) -> Trial | None:
         experiment = self._experiment()
@@ -361,8 +294,11 @@ class OverviewScreen(SnapshotScreen):
         if run is None:
             self.notify(NO_LEDGER, severity="warning")
             return
+        self._push_run(run.run_id)
+
+    def _push_run(self, run_id: str) -> None:
         screen = RunScreen(
-            run.run_id,
+            run_id,
             collector=self._collector,
             state=self._state,
             clock=self._clock,
@@ -403,6 +339,11 @@ class OverviewScreen(SnapshotScreen):
         experiment = experiments[index] if experiments else None
         self._experiment_name = experiment.name if experiment else None
         home_warnings = state.body.warnings if state.body else ()
+        about = experiments if self._own_first else experiments[index : index + 1]
+        self._workload_lines = self.query_one(WorkloadPanel).show(
+            state.body.workloads if state.body else (), frozenset(e.path for e in about),
+            own_first=self._own_first, height=self.size.height,
+        )  # fmt: skip
         self.query_one(ExperimentHeader).show(
             experiment, index + 1, len(experiments), home_warnings
         )
@@ -443,6 +384,7 @@ class OverviewScreen(SnapshotScreen):
         width = max(1, self.size.width - 2)
         stall_text = describe_stall_line(stalls(findings)).plain.splitlines()
         used += sum(-(-len(line) // width) for line in stall_text)  # wrapped lines
+        used += self._workload_lines  # every other run
         used += 2 + len(experiment.warnings)  # experiment header
         used += lines_taken(findings) + 1  # findings (with their rule) and the footer
         used += bool(self.query_one("#pending-reason", Static).display)

@@ -1,6 +1,9 @@
-"""Train runs outside raytop's experiments: what a plain script or a colleague started.
+"""Every run on the cluster, then the Train runs outside raytop's experiments: what a
+plain script or a colleague started.
 
-Pushed from the overview with ``n`` (offered only when there are such runs). Runs whose
+Pushed from the overview with ``n`` (offered when the cluster runs more than the
+experiment on view). The one list (``Snapshot.workloads``) says where each run comes from
+and how it ended; Enter on a Train run's row opens its ranks. Runs whose
 workers carry raytop's probe (``RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe``) have report
 counts; runs without it are known from the actor table only, and the screen says how to add
 the probe. Enter opens a run's Run screen.
@@ -17,12 +20,14 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from raytop.model.ports import Collector
+from raytop.model.workloads import KIND_TRAIN_RUN
 from raytop.tui.screens.base import SnapshotScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.key_footer import KeyFooter
 from raytop.tui.widgets.runs_table import RunsTable
+from raytop.tui.widgets.workload_table import WorkloadTable
 
 PROBE_HINT = (
     "runs marked 'no probe' are known from the actor table only: their report counts need "
@@ -35,7 +40,7 @@ NONE = "no Train runs outside raytop's experiments"
 class RunsScreen(SnapshotScreen):
     """Renders the snapshot's runs of no experiment, only while visible."""
 
-    AUTO_FOCUS = "RunsTable"
+    AUTO_FOCUS = "WorkloadTable"
     BINDINGS = [
         Binding("escape,backspace", "back", "back", id="raytop.back"),
         Binding(
@@ -60,6 +65,8 @@ class RunsScreen(SnapshotScreen):
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
+        yield Static(id="workloads-summary")
+        yield WorkloadTable()
         yield Static(id="runs-summary")
         yield RunsTable()
         yield Static(id="runs-hint")
@@ -69,7 +76,11 @@ class RunsScreen(SnapshotScreen):
         self.dismiss()
 
     def action_open_run(self) -> None:
-        run_id = self.query_one(RunsTable).selected_run_id
+        if isinstance(self.focused, WorkloadTable):
+            row = self.focused.selected
+            run_id = row.key if row is not None and row.kind == KIND_TRAIN_RUN else None
+        else:
+            run_id = self.query_one(RunsTable).selected_run_id
         if run_id is None:
             return
         self.app.push_screen(
@@ -82,7 +93,7 @@ class RunsScreen(SnapshotScreen):
             )
         )
 
-    @on(DataTable.RowSelected, "RunsTable")
+    @on(DataTable.RowSelected, "RunsTable, WorkloadTable")
     def _run_chosen(self) -> None:
         self.action_open_run()
 
@@ -90,6 +101,12 @@ class RunsScreen(SnapshotScreen):
         state = self._state
         self.query_one(ClusterBar).show(state.cluster, state.problem)
         self._show_age()
+        rows = state.body.workloads if state.body else ()
+        live = sum(w.live for w in rows)
+        self.query_one("#workloads-summary", Static).update(
+            Content.styled(f"runs on the cluster: {len(rows)}, {live} live", "bold")
+        )
+        self.query_one(WorkloadTable).show_workloads(rows)
         runs = state.body.runs if state.body else ()
         without = sum(1 for r in runs if not r.instrumented)
         summary = f"Train runs outside raytop's experiments: {len(runs)}"

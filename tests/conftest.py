@@ -174,11 +174,17 @@ def submit_job(cluster, entrypoint: str, *, cwd: Path | None = None,
 
 
 def job_status(cluster, submission_id: str) -> str:
-    """The job's status as ``ray job status`` says it (``RUNNING``, ``SUCCEEDED`` …)."""
-    argv = [RAY_CLI, "job", "status", "--address", cluster.dashboard, submission_id]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    found = re.search(r"status: (\w+)", result.stdout)
-    return found.group(1) if found else "UNKNOWN"
+    """The job's status as Ray's job manager says it (``RUNNING``, ``SUCCEEDED`` …)."""
+    from ray.job_submission import JobSubmissionClient
+
+    return str(JobSubmissionClient(cluster.dashboard).get_job_status(submission_id).value)
+
+
+def job_log_tail(cluster, submission_id: str, chars: int = 3000) -> str:
+    """The end of the job's log, for a failure's message."""
+    from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(cluster.dashboard).get_job_logs(submission_id)[-chars:]
 
 
 LEAK_GRACE_S = 30.0  # Ray removes a dead creator's groups within seconds; a leak stays

@@ -19,7 +19,11 @@ class Pane:
         self.name = f"raytop-e2e-{uuid.uuid4().hex[:8]}"
         given = {k: os.environ[k] for k in ("RAYTOP_HOME", "PATH", "PYTHONPATH") if k in os.environ}
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**given, **(env or {})}.items())
-        shell = f"env {env} TERM=xterm-256color {shlex.join(command)}; echo EXITED=$?; sleep 60"
+        # The tmux server inherits this process's environment, which under pytest holds
+        # COLUMNS=80 and LINES=24: a program that reads its size from them (Textual does,
+        # by shutil.get_terminal_size) would draw 80x24 in any pane. The pane's own size.
+        shell = (f"env -u COLUMNS -u LINES {env} TERM=xterm-256color {shlex.join(command)}; "
+                 "echo EXITED=$?; sleep 60")  # fmt: skip
         # A tmux server of its own (-L): no race with another pane's server shutting down.
         self.tmux = ["tmux", "-L", self.name]
         subprocess.run(

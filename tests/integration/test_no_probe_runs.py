@@ -127,8 +127,9 @@ def test_a_run_with_no_probe_shows_workers_job_hint_and_stacks_by_py_spy(
 
     answered, run = wait_for(in_the_loop, 45, "both ranks' stacks in the script's loop")
     for worker in run["workers"]:  # Train's loop thread first: where the user's code is
-        first = next(line for line in worker["stack"].splitlines() if line.startswith("Thread"))
-        assert f'"TrainingThread({LOOP})"' in first
+        first = worker["stack"].split("\nThread ")[1]  # after py-spy's process lines
+        assert '"TrainingThread(' in first.splitlines()[0], worker["stack"]
+        assert f"{LOOP} (no_probe_train.py:" in first
     (saved,) = answered["stacks_capture"]["saved_to"]
     assert saved.startswith(str(home / "captures"))
 

@@ -155,3 +155,35 @@ async def test_an_experiment_raytop_did_not_launch_is_never_stopped(make_app, pl
             * 2
         )
         assert not isinstance(app.screen, ConfirmModal) and controls.calls == []
+
+
+async def test_h_reads_the_older_experiment_folders_once_asked(make_app, placement):
+    """Tune's default storage holds folders left unread (only live and recent ones are
+    read at first): ``h`` asks the collector to read them all, once."""
+    from raytop.model.workloads import OlderExperiments
+
+    from .conftest import FakeCollector
+
+    class Collector(FakeCollector):
+        shown_all = False
+
+        def show_all_experiments(self, on: bool = True) -> None:
+            self.shown_all = on
+
+    older = replace(placement, older_experiments=(OlderExperiments("/home/ray/ray_results", 240),))
+    collector = Collector(older)
+    app = make_app(collector=collector)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await show(pilot, older)
+        assert "h" in app.screen.active_bindings
+        await pilot.press("h")
+        await pilot.pause()
+        assert collector.shown_all
+        assert [str(n.message) for n in app._notifications] == [
+            "reading 240 older experiment folder(s)…"
+        ]
+        assert "h" not in app.screen.active_bindings
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await show(pilot, placement)  # nothing left unread: no h
+        assert "h" not in app.screen.active_bindings

@@ -231,3 +231,38 @@ def test_a_home_of_old_experiments_costs_a_glance_at_their_times(tmp_path):
     assert names == ["recent", "long_running"]
     found.show_all = True
     assert len(found.find(alive_since=None, now=now)) == 202
+
+
+def test_a_driver_its_trials_actors_named_is_remembered_after_they_are_gone():
+    """Two jobs submitted together: the time of the Tune start cannot tell which drives
+    the experiment, its running trial's actor can; once that actor is gone (the trial
+    ended) the job it named stays the driver, and it is never guessed from the time."""
+    from types import SimpleNamespace
+
+    from raytop.pipeline.others import OtherRuns
+
+    now = time.time()
+    here = {"driver_ip": "127.0.0.1"}  # the folder is local: drivers of this node only
+    ours = Job("05000000", start_time=now - 30, **here)
+    theirs = Job("06000000", start_time=now - 29, **here)
+    others = OtherRuns(None, lambda ip: True)
+    others.jobs, others.known = (ours, theirs), True
+    reader = SimpleNamespace(raytop_dir=None, tune_started_at=now - 25, files_time=None,
+                             state_mtime=now)  # fmt: skip
+    last = {"pid": 4321, "node_ip": "127.0.0.1"}
+    running = Experiment(name="e", path="/r/e", status=ExperimentStatus.UNKNOWN,
+                         trials=(Trial("t0", "RUNNING", metrics=last),))  # fmt: skip
+    actor = trial_actor(4321, "pg1", job="05000000")
+    (found,), _, _ = others.drivers([running], [reader], {"a1": actor}, now)
+    assert found.job_id == "05000000"
+    ended = Experiment(name="e", path="/r/e", status=ExperimentStatus.UNKNOWN,
+                       trials=(Trial("t0", "TERMINATED", metrics=last),))  # fmt: skip
+    (found,), _, _ = others.drivers([ended], [reader], {}, now)
+    assert (found.job_id, found.status) == ("05000000", ExperimentStatus.FINISHED)
+    # A collector that never saw the actor names no job: the time alone is ambiguous.
+    fresh = OtherRuns(None, lambda ip: True)
+    fresh.jobs, fresh.known = (ours, theirs), True
+    (guess,), _, _ = fresh.drivers([ended], [reader], {}, now)
+    assert guess.job_id is None
+    fresh.jobs = (ours,)  # one job then: the time names it
+    assert fresh.drivers([ended], [reader], {}, now)[0][0].job_id == "05000000"

@@ -75,6 +75,11 @@ def test_the_driver_of_a_time_is_the_latest_job_alive_then():
     assert driver_of((early, long, later), 120.0).job_id == "01000000"
     assert driver_of((early, later), 300.0) is None
     assert driver_of((), 165.0) is None
+    # Submitted together (connected 2 s apart, Tune started 4 s later): either could be
+    # its driver, so none is named.
+    first, second = Job("04000000", start_time=400.0), Job("05000000", start_time=402.0)
+    assert driver_of((long, first, second), 406.0) is None
+    assert driver_of((long, first), 406.0).job_id == "04000000"
 
 
 def test_a_table_row_is_checked_and_its_long_command_cut():

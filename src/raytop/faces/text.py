@@ -73,7 +73,8 @@ def workload_lines(snapshot: Snapshot) -> list[str]:
             parts.append(f"{w.waiting} group(s) waiting")
         lines.append(f"  {status:<12} " + " · ".join(p for p in parts if p))
     lines += [f"  {o.count} older experiment folder(s) under {o.root} not read "
-              "(older than a day and than every live job)"
+              f"(older than a day and than every live job; --storage {o.root} or h in "
+              "the TUI reads them)"
               for o in snapshot.older_experiments]  # fmt: skip
     return lines
 

@@ -110,9 +110,20 @@ def short_entrypoint(entrypoint: str, width: int = SHORT_ENTRYPOINT) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+# A driver starts its Tune run within this long of connecting (imports, building its
+# search space): two jobs that connected within it before a Tune start could each be its
+# driver.
+DRIVER_TO_TUNE_S = 10.0
+
+
 def driver_of(jobs: tuple[Job, ...], started_at: float, slack_s: float = 2.0) -> Job | None:
     """The job whose driver ran at ``started_at`` (a Tune driver's start, from its
     experiment state): of the jobs alive then, the one started last (a driver starts its
-    Tune run after it connected). None when no job of this cluster was alive then."""
+    Tune run after it connected). None when no job of this cluster was alive then, or
+    when two or more connected within ``DRIVER_TO_TUNE_S`` before it (jobs submitted
+    together): the time alone cannot tell which, and a guess would name the wrong one."""
     alive = [j for j in jobs if j.start_time is not None and j.alive_at(started_at, slack_s)]
+    recent = [j for j in alive if (j.start_time or 0.0) >= started_at - DRIVER_TO_TUNE_S]
+    if len(recent) > 1:
+        return None
     return max(alive, key=lambda j: (j.start_time or 0.0, j.job_id), default=None)

@@ -21,7 +21,8 @@ KIND_JOB = "job"  # a job running neither (``Snapshot.jobs``, same job_id)
 ORIGIN_RAYTOP = "raytop"  # launched by ``raytop run`` (or resumed by raytop)
 ORIGIN_RAY_JOB = "ray_job"  # a ``ray job submit`` entrypoint (submission id, entrypoint)
 ORIGIN_DRIVER = "driver_script"  # a script connected to the cluster as a driver
-ORIGIN_UNKNOWN = "unknown"  # no job of this cluster is known to run it (history)
+ORIGIN_UNKNOWN = "unknown"  # no job of this cluster is known to run it (history, or
+# jobs submitted together that the evidence cannot tell apart)
 
 # Status of a Train run or a job row (an experiment row has its ExperimentStatus).
 RUNNING, ENDED, FINISHED, UNKNOWN = "RUNNING", "ENDED", "FINISHED", "UNKNOWN"

@@ -31,6 +31,10 @@ class OtherRuns:
         self._reader = JobsReader(kv) if kv is not None else None
         self._is_local = is_local
         self._run_jobs = RunJobs()
+        # Each foreign experiment's job as its trials' actors once said it (experiment path
+        # → job id): that evidence is gone with the actors, and the time of its start
+        # alone cannot tell jobs submitted together apart.
+        self._seen_driver: dict[str, str] = {}
         self.jobs: tuple[Job, ...] = ()
         self.known = False  # the job table was read this collection
         self.warnings: list[str] = []
@@ -67,6 +71,7 @@ class OtherRuns:
         how: list[str | None] = []
         trials: dict[str, tuple[str, str]] = {}
         drivers: set[str] = set()
+        seen, self._seen_driver = self._seen_driver, {}
         for exp, reader in zip(experiments, readers, strict=True):
             if reader.raytop_dir is not None:
                 result.append(exp)
@@ -77,8 +82,13 @@ class OtherRuns:
             local = None if is_uri(exp.path) else self._is_local
             # Before Tune's first state (or with no start in it): a driver wrote its files.
             started = reader.tune_started_at or reader.files_time
-            job = find_driver(exp, started, self.jobs, {actors[a]["job_id"] for a in mine},
-                              local)  # fmt: skip
+            actor_jobs = {actors[a]["job_id"] for a in mine}
+            if len(actor_jobs) == 1:
+                seen[exp.path] = next(iter(actor_jobs))
+            if exp.path in seen:
+                self._seen_driver[exp.path] = seen[exp.path]
+                actor_jobs = actor_jobs or {seen[exp.path]}
+            job = find_driver(exp, started, self.jobs, actor_jobs, local)
             exp, ended = with_driver(exp, job, jobs_known=self.known,
                                      state_mtime=reader.state_mtime, now=now)  # fmt: skip
             how.append(ended)

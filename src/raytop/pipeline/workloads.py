@@ -37,6 +37,9 @@ from raytop.model.workloads import (
     Workload,
 )
 
+# No job of this cluster is known to run it: none ran it, or the evidence names none for
+# sure (jobs submitted together, ``model.jobs.driver_of``).
+NO_JOB_KNOWN = "its job not known"
 RECENT_JOB_S = 600.0  # an ended job of no other row is listed this long after it ended
 MAX_JOB_ROWS = 50  # job rows at most, live first then the latest ended
 RANKS_GONE = "its ranks stopped beating"  # how a run with no known job ended
@@ -98,7 +101,7 @@ def _origin(job: Job | None, raytop: bool) -> tuple[str, str]:
     if raytop:
         return ORIGIN_RAYTOP, "raytop"
     if job is None:
-        return ORIGIN_UNKNOWN, "no job of this cluster"
+        return ORIGIN_UNKNOWN, NO_JOB_KNOWN
     return (ORIGIN_RAY_JOB if job.submission_id else ORIGIN_DRIVER), job.label
 
 

@@ -30,11 +30,11 @@ from raytop.model.hangs import HANG_KINDS
 from raytop.model.paths import split_path
 from raytop.model.ports import Collector
 from raytop.model.visible import visible
-from raytop.model.workloads import KIND_EXPERIMENT, KIND_TRAIN_RUN
 from raytop.tui.controls import Controls
 from raytop.tui.format import shown
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.screens.base import SnapshotScreen, mark_bindings
+from raytop.tui.screens.overview_runs import RunsActions
 from raytop.tui.screens.overview_stops import (
     NO_CONTROLS,
     READ_ONLY,
@@ -46,7 +46,6 @@ from raytop.tui.screens.placement import PlacementScreen
 from raytop.tui.screens.resume import ResumeScreen
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.screens.run_data import run_findings
-from raytop.tui.screens.runs import RunsScreen
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.experiment_header import ExperimentHeader
@@ -61,7 +60,6 @@ from raytop.tui.widgets.stall_banner import (
 )
 from raytop.tui.widgets.trial_table import TrialTable
 from raytop.tui.widgets.workload_panel import WorkloadPanel
-from raytop.tui.widgets.workload_table import KIND_WORDS, WorkloadTable
 
 # From this width on the dashboard stands beside the trials, not under them.
 WIDE_COLUMNS = 140
@@ -78,7 +76,7 @@ def parent_folder(path: str) -> str:
     return head + "/" if head.endswith(":/") else head
 
 
-class OverviewScreen(StopActions, SnapshotScreen):
+class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
     """Renders a ``ViewState``; only while visible, catching up when it becomes visible."""
 
     AUTO_FOCUS = "TrialTable"
@@ -104,6 +102,14 @@ class OverviewScreen(StopActions, SnapshotScreen):
             id="raytop.other-runs",
             tooltip="Every run on the cluster, where each comes from, and the Train runs "
             "outside raytop's experiments.",
+        ),
+        Binding(
+            "h",
+            "show_older",
+            "older",
+            id="raytop.older-experiments",
+            tooltip="Read the older experiment folders of Tune's default storage too (only "
+            "live and recent ones are read at first).",
         ),
         Binding(
             "p",
@@ -135,6 +141,7 @@ class OverviewScreen(StopActions, SnapshotScreen):
         # ``raytop run``: its own experiment is the screen, the other runs one line away.
         self._own_first = own_first
         self._workload_lines = 0  # lines the other runs take, at the last redraw
+        self._older_shown = False  # h: the older experiment folders are read too
         self._collector = collector  # for the Run screen's stacks
         self._experiment_name: str | None = None
         self._controls = controls
@@ -175,15 +182,6 @@ class OverviewScreen(StopActions, SnapshotScreen):
         if trial_id is not None:
             self._open_run(trial_id)
 
-    def action_open_runs(self) -> None:
-        screen = RunsScreen(
-            collector=self._collector,
-            state=self._state,
-            clock=self._clock,
-            read_only=self._read_only,
-        )
-        self.app.push_screen(screen)
-
     def action_open_placement(self) -> None:
         screen = PlacementScreen(state=self._state, clock=self._clock, read_only=self._read_only)
         self.app.push_screen(screen)
@@ -208,23 +206,7 @@ class OverviewScreen(StopActions, SnapshotScreen):
 
     @on(DataTable.RowSelected, "WorkloadTable")
     def _workload_chosen(self) -> None:
-        """An experiment's row shows that experiment; a Train run's opens its ranks; a
-        job's says what it is (there is nothing more of it to open)."""
-        row = self.query_one(WorkloadTable).selected
-        if row is None:
-            return
-        experiments = self._experiments()
-        chosen = next((e for e in experiments if e.path == row.key), None)
-        if row.kind == KIND_EXPERIMENT and chosen is not None:
-            self._experiment_name = chosen.name
-            self._redraw()
-            self.query_one(TrialTable).focus()
-        elif row.kind == KIND_TRAIN_RUN:
-            self._push_run(row.key)
-        else:
-            said = f"{row.status} ({row.how_ended})" if row.how_ended else row.status
-            self.notify(f"{KIND_WORDS.get(row.kind, row.kind)} {row.name}: {said}; "
-                        f"{row.origin_label}", markup=False)  # fmt: skip
+        self._choose_workload()
 
     @on(DataTable.RowSelected, "TrialTable")
     def _trial_chosen(self, event: DataTable.RowSelected) -> None:
@@ -239,13 +221,8 @@ class OverviewScreen(StopActions, SnapshotScreen):
         if action == "open_run":
             experiment = self._experiment()
             return experiment is not None and bool(experiment.runs)
-        # Only offer "all runs" when the cluster runs more than the experiment on view.
-        if action == "open_runs":
-            body = self._state.body
-            shown = self._experiment()
-            return bool(body and (body.runs or any(
-                w.key != (shown.path if shown else None) for w in body.workloads
-            )))  # fmt: skip
+        if action in ("open_runs", "show_older"):
+            return self._runs_offered(action)
         # Only offer "placement" once the cluster has placement groups to explain.
         if action == "open_placement":
             snapshot = self._state.cluster_snapshot

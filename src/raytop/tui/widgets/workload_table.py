@@ -19,13 +19,14 @@ from raytop.tui.widgets.table_cells import left, right
 
 _COLUMNS = (
     ColumnSpec("status", "status", 11),
-    ColumnSpec("kind", "what", 10),
-    ColumnSpec("name", "run", 18),
+    ColumnSpec("kind", "what", 5),
+    ColumnSpec("name", "run", 20),
     ColumnSpec("doing", "doing", 16),
     ColumnSpec("holds", "holds", 11, "right", numeric=False),
     ColumnSpec("origin", "from", 16),
 )
-KIND_WORDS = {KIND_EXPERIMENT: "experiment", KIND_TRAIN_RUN: "Train run", KIND_JOB: "job"}
+# A Tune experiment, a Train run of no experiment, a job running neither: in 5 columns.
+KIND_WORDS = {KIND_EXPERIMENT: "Tune", KIND_TRAIN_RUN: "Train", KIND_JOB: "job"}
 
 
 def row_key(workload: Workload) -> str:

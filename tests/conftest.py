@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,15 +44,8 @@ def own_ray_tmpdir(name: str) -> Iterator[None]:
     must fit): Train's placement-group cleaner asks the temp dir for "the" cluster, so two
     clusters that may run at once (one per xdist worker) must never share one."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    saved = os.environ.get("RAY_TMPDIR")
-    os.environ["RAY_TMPDIR"] = f"/tmp/raytop-{name}-{worker}"
-    try:
+    with environ(RAY_TMPDIR=f"/tmp/raytop-{name}-{worker}"):
         yield
-    finally:
-        if saved is None:
-            os.environ.pop("RAY_TMPDIR", None)
-        else:
-            os.environ["RAY_TMPDIR"] = saved
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
@@ -149,10 +142,32 @@ def probed_cluster(tmp_path_factory):
     with environ(**own, HOME=str(home), RAY_TRAIN_CALLBACKS="raytop.probe.ReportProbe"):
         target = start_embedded(ClusterSection(num_cpus=4))
     raw = GcsKv(target.address).get_from("dashboard", "dashboard")
+
+    def stop() -> None:
+        with environ(**own):
+            stop_embedded()
+
+    _EARLY_STOPS["probed_cluster"] = stop
     yield SimpleNamespace(address=target.address, dashboard=f"http://{raw.decode()}",
                           home=home, target=target)  # fmt: skip
-    with environ(**own):
-        stop_embedded()
+    if _EARLY_STOPS.pop("probed_cluster", None) is not None:
+        stop()
+
+
+# Session clusters a group of their own uses (``OWN_CLUSTER_GROUPS``), stopped as soon as
+# the last of its tests on this worker is done: an idle cluster costs CPU the shared
+# cluster's serial tests (the suite's critical path) need. Fixture name -> its stop.
+_EARLY_STOPS: dict[str, Callable[[], None]] = {}
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures (the leak guard) are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop a session cluster of ``_EARLY_STOPS`` after the last test that uses it (its
+    group's tests run together, in order: the next one does not use it)."""
+    for name in list(_EARLY_STOPS):
+        if name in item.fixturenames and (nextitem is None
+                                          or name not in nextitem.fixturenames):  # fmt: skip
+            _EARLY_STOPS.pop(name)()
 
 
 def submit_job(cluster, entrypoint: str, *, cwd: Path | None = None,
@@ -337,6 +352,29 @@ def status_json(address: str, experiment: Path, *extra: str) -> dict:
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 0, (result.stderr, result.exception)
     return json.loads(result.stdout)
+
+
+def check_now(address: str, *experiments: Path, stall_after: float | None = None,
+              home: Path | None = None) -> tuple[int, str]:  # fmt: skip
+    """``raytop check``'s exit code and lines, from the collector and the lines the command
+    uses (``faces.check.health``), in this process and without the CLI's stdout capture,
+    so that a polling thread may call it too. For wait loops (a liveness probe's polling):
+    a new ``raytop`` process a poll spent ~0.7 s of CPU starting on the 2 cores the
+    clusters under test share. ``home``: the HOME whose ``~/ray_results`` it reads."""
+    from raytop.faces import check as faces_check
+    from raytop.faces.command_line import collector_for, experiment_paths
+    from raytop.launch.cluster import Target
+    from raytop.model.thresholds import Thresholds
+
+    chosen = experiment_paths(tuple(str(e) for e in experiments))
+    with environ(**({"HOME": str(home)} if home is not None else {})):
+        collector = collector_for(Target(address, embedded=False), chosen,
+                                  Thresholds.given(stall_after))  # fmt: skip
+    try:
+        lines, code = faces_check.health(collector.collect())
+    finally:
+        collector.close()
+    return code, "\n".join(lines)
 
 
 def experiment_status(address: str, experiment: Path) -> dict:

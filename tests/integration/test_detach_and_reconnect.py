@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.conftest import run_raytop
+from tests.conftest import run_raytop, status_json
 
 pytestmark = pytest.mark.ray
 
@@ -37,9 +37,7 @@ def test_driver_survives_a_dropped_terminal(ray_cluster, example_copy):
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        result = run_raytop("status", "--json", "--experiment", str(experiment),
-                            "--address", ray_cluster.address)  # fmt: skip
-        (exp,) = json.loads(result.stdout)["experiments"]
+        (exp,) = status_json(ray_cluster.address, experiment)["experiments"]
         if exp["status"] != "RUNNING":
             break
         time.sleep(1)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.conftest import launch_run, run_raytop
+from tests.conftest import launch_run, run_raytop, status_json
 
 pytestmark = pytest.mark.ray
 
@@ -32,8 +32,7 @@ def test_gpu_train_run_places_one_logical_gpu_per_rank(ray_cluster, example_copy
     deadline = time.monotonic() + 180
     while watcher.poll() is None and time.monotonic() < deadline:
         if experiment.is_dir():
-            snapshot = json.loads(run_raytop("status", "--json", "--address", ray_cluster.address,
-                                             "--experiment", str(experiment)).stdout)  # fmt: skip
+            snapshot = status_json(ray_cluster.address, experiment)
             gpu_groups += [
                 g for g in snapshot["placement_groups"]
                 if g["owner_kind"] == "train_run" and g["state"] == "CREATED"

@@ -32,6 +32,7 @@ from raytop.model import untrusted
 from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
 from raytop.wire import gcs as ray_adapter
 from raytop.wire.gcs import ClusterUnreachable
+from raytop.wire.version import check_ray_version
 
 EMBEDDED_START_TIMEOUT_S = 90.0
 EMBEDDED_STOP_TIMEOUT_S = 45.0
@@ -148,6 +149,7 @@ def resolve(cli_address: str | None) -> Target | None:
     A named address (flag or RAY_ADDRESS) that cannot be reached raises
     ClusterUnreachable within a few seconds: the user asked for that cluster.
     """
+    check_ray_version()  # another Ray line is refused before anything is asked of it
     named = cli_address or os.environ.get("RAY_ADDRESS") or None
     if named:
         address = normalise_address(named)
@@ -256,6 +258,11 @@ def start_embedded(
     address = f"127.0.0.1:{port}"
     cmd = [
         _ray_executable(), "start", "--head", "--block",
+        # Each worker's port picked by the OS: in Ray's default range (10002-19999), shared
+        # by every cluster on the host, two clusters starting workers at once can pick the
+        # same port, and a worker that cannot bind it ends its process (seen: a Tune driver
+        # died with "Failed to start the grpc server" beside a second cluster).
+        "--min-worker-port=0", "--max-worker-port=0",
         f"--port={port}",
         "--node-ip-address=127.0.0.1",
         "--dashboard-host=127.0.0.1",

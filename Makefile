@@ -9,14 +9,14 @@ PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c co
 STAMP  := $(VENV)/.installed
 SPEC   ?= examples/torch_sweep.toml
 
-.PHONY: run test test-fast lint bench down
+.PHONY: run test test-fast test-compat lint bench down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(PIP) torch==2.13.0
-	$(PIP) -e '.[test]'
+	$(PIP) -e '.[test,torch]'
 	touch $@
 
 ## make run: install, start the embedded cluster if none is reachable, launch the torch
@@ -27,15 +27,15 @@ run: $(STAMP)
 ## make test: install what the tests need and run the whole suite (lint first). Two
 ## pytest-xdist workers: every Ray test on one (tests/conftest.py), the rest on the other.
 test: $(STAMP)
-	$(BIN)/ruff check src tests examples benchmarks
-	$(BIN)/ruff format --check src tests examples benchmarks
+	$(BIN)/ruff check src tests examples benchmarks compat
+	$(BIN)/ruff format --check src tests examples benchmarks compat
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=30
 
 ## make test-fast: the development loop: lint, the layer contracts, then every test that
 ## needs no Ray cluster (unit, Textual Pilot and snapshot tests), in about three minutes.
 test-fast: $(STAMP)
-	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff check src tests examples benchmarks compat
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q tests/unit tests/tui
 
@@ -54,3 +54,18 @@ bench: $(STAMP)
 ## make down: stop the embedded cluster raytop started (never any other).
 down: $(STAMP)
 	$(BIN)/raytop down
+
+## make test-compat: another Python and Ray line than the suite's (default Python 3.12,
+## Ray 2.60.0): a venv that has that Ray first, raytop installed into it (its Ray kept, no
+## torch), then a real-cluster smoke (compat/test_ray_line.py).
+COMPAT_PYTHON ?= python3.12
+COMPAT_RAY    ?= 2.60.0
+COMPAT        := .venv-compat
+test-compat:
+	rm -rf $(COMPAT)
+	$(COMPAT_PYTHON) -m venv $(COMPAT)
+	$(COMPAT)/bin/python -m pip install --quiet --disable-pip-version-check \
+		'ray[default,train,tune]==$(COMPAT_RAY)' pytest
+	$(COMPAT)/bin/python -m pip install --quiet --disable-pip-version-check .
+	RAYTOP_COMPAT_RAY=$(COMPAT_RAY) $(COMPAT)/bin/pytest -q -p no:cacheprovider \
+		--confcutdir compat compat

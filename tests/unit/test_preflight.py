@@ -219,3 +219,23 @@ def test_file_uri_storage_is_probed_as_a_local_folder(make_spec, tmp_path: Path)
     (tmp_path / "afile").write_text("x")
     spec = storage_spec(make_spec, f"file://{tmp_path}/afile")
     assert "not a folder (a file is in the way)" in preflight_error(spec)
+
+
+def test_a_torch_spec_where_torch_is_missing_says_what_to_install(make_spec, monkeypatch):
+    """raytop does not bring torch (an image's own must not be replaced): a torch spec on
+    a Python without it is one line, before the entrypoint (which would import torch) is
+    imported; a function spec needs none."""
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else found(name, *a))  # fmt: skip
+    spec_path, mod = make_spec()
+    message = preflight_error(load_spec(spec_path))
+    assert message.endswith(
+        "[trainable] kind 'torch': needs PyTorch, which this Python does not have: install "
+        "the torch build for your hardware (pip install torch, or pip install 'raytop[torch]')"
+    ), message
+    assert mod not in sys.modules
+    spec_path.write_text(spec_path.read_text().replace('kind = "torch"', 'kind = "function"'))
+    preflight(load_spec(spec_path))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import secrets
 import sys
@@ -28,8 +29,19 @@ def preflight(spec: RunSpec) -> None:
     line). Safe to call twice."""
     ctx = SpecFile(str(spec.path))
     import_ray()  # before the user's module imports Ray: this process outlives its cluster
+    _check_torch(ctx, spec.trainable)
     _check_entrypoint(ctx, spec.trainable, spec.spec_dir)
     _check_storage(ctx, spec.experiment.storage_path)
+
+
+def _check_torch(ctx: SpecFile, trainable: TrainableSection) -> None:
+    """A torch trainable needs torch where its driver runs; raytop does not bring it (the
+    reading side needs none, and an image's own torch must not be replaced): one line
+    saying what to install, looked up without importing it."""
+    if trainable.kind == "torch" and importlib.util.find_spec("torch") is None:
+        ctx.fail("[trainable] kind 'torch'", "needs PyTorch, which this Python does not have: "
+                 "install the torch build for your hardware (pip install torch, or "
+                 "pip install 'raytop[torch]')")  # fmt: skip
 
 
 def _check_entrypoint(ctx: SpecFile, trainable: TrainableSection, spec_dir: Path) -> None:

@@ -110,6 +110,9 @@ class Cluster:
     # answer, or the cluster has none); None when they have them or all nodes are local.
     # A note, not a fault: no finding, no warning.
     host_note: str | None = None
+    # raytop runs on a Ray line it does not support because the user asked
+    # (``RAYTOP_ANY_RAY=1``): the top bar says so; the snapshot's warnings too.
+    ray_unsupported: bool = False
 
     def total(self, resource: str) -> float:
         return sum(n.resources_total.get(resource, 0.0) for n in self.nodes if n.alive)

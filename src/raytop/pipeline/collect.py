@@ -49,6 +49,7 @@ from raytop.sources.tune_dir import ExperimentReader
 from raytop.sources.tune_home import TuneHome, default_roots
 from raytop.wire.dashboard import DashboardClient
 from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
+from raytop.wire.version import unsupported_warning
 
 HISTORY_ONLY = "no cluster: history from storage"
 
@@ -128,6 +129,11 @@ class SnapshotCollector:
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
         self._warnings: list[str] = []  # raytop's own records, read once here
+        # On a Ray line raytop does not support, run anyway on the user's word: said in
+        # every snapshot (wire.version).
+        self._ray_warning = unsupported_warning()
+        if self._ray_warning is not None:
+            self._warnings.append(self._ray_warning)
         chosen = experiments if experiments is not None else default_experiments(self._warnings)
         self._experiments = [ExperimentReader(path, rdir, self._storages) for path, rdir in chosen]
         self._history_roots = list(storage_roots or [])
@@ -218,6 +224,7 @@ class SnapshotCollector:
             connected=True,
             embedded=self.embedded,
             ray_version=ray_version(),
+            ray_unsupported=self._ray_warning is not None,
             nodes=nodes,
             host_note=host_note,
         )

@@ -10,7 +10,11 @@ import os
 import sys
 from typing import Any
 
-VERIFIED_RAY_LINE = "2.58."
+# The Ray lines raytop's private Ray calls are verified on (major.minor). Another line is
+# refused in one line, exit 2, unless ALLOW_ANY_RAY_ENV is "1": then raytop runs and says
+# so in every snapshot's warnings (and the TUI's top bar).
+SUPPORTED_RAY_LINES = ("2.58", "2.59", "2.60")
+ALLOW_ANY_RAY_ENV = "RAYTOP_ANY_RAY"
 
 # Ray's GCS client ends its whole process once the GCS has been unreachable for
 # gcs_rpc_server_reconnect_timeout_s (60 s), even a client that is no longer used, and Ray
@@ -21,7 +25,7 @@ NEVER_GIVE_UP_S = str(10 * 365 * 24 * 3600)
 
 
 class RayUnsupported(RuntimeError):
-    """The installed Ray is not the line the private calls were verified on."""
+    """The installed Ray is not a line the private calls were verified on."""
 
 
 def import_ray() -> Any:
@@ -46,9 +50,33 @@ def ray_version() -> str:
     return import_ray().__version__
 
 
+def ray_line(version: str) -> str:
+    """``2.60.0`` → ``2.60``; a version of another shape is its own line."""
+    parts = version.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 else version
+
+
+def unsupported(version: str) -> str | None:
+    """Why ``version`` is not a supported line (one line, naming the supported lines and
+    the override), or None."""
+    if ray_line(version) in SUPPORTED_RAY_LINES:
+        return None
+    lines = ", ".join(f"{line}.x" for line in SUPPORTED_RAY_LINES)
+    return (f"Ray {version} is not a line raytop supports ({lines}); "
+            f"{ALLOW_ANY_RAY_ENV}=1 runs it anyway, unverified")  # fmt: skip
+
+
+def unsupported_warning() -> str | None:
+    """The warning every snapshot carries while raytop runs on an unsupported Ray line
+    because the user asked (``ALLOW_ANY_RAY_ENV``); None on a supported line."""
+    why = unsupported(ray_version())
+    if why is None or os.environ.get(ALLOW_ANY_RAY_ENV) != "1":
+        return None
+    return f"Ray {ray_version()}: not a supported line, run anyway ({ALLOW_ANY_RAY_ENV}=1)"
+
+
 def check_ray_version() -> None:
-    version = ray_version()
-    if not version.startswith(VERIFIED_RAY_LINE):
-        raise RayUnsupported(
-            f"raytop reads Ray internals verified on Ray {VERIFIED_RAY_LINE}x; found Ray {version}"
-        )
+    """Refuse an unsupported Ray line (``RayUnsupported``) unless the user overrode it."""
+    why = unsupported(ray_version())
+    if why is not None and os.environ.get(ALLOW_ANY_RAY_ENV) != "1":
+        raise RayUnsupported(why)

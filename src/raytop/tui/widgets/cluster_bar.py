@@ -30,6 +30,8 @@ def describe_cluster(cluster: Cluster | None) -> Content:
         parts.append(f" · {resource} {used}/{total}")
     if cluster.ray_version:
         parts.append(f" · ray {cluster.ray_version}")
+    if cluster.ray_unsupported:
+        parts.append(Content.styled(" (unsupported line)", "bold $warning"))
     return Content.assemble(*parts)
 
 

@@ -1,0 +1,54 @@
+"""Which Ray lines raytop runs on (``wire.version``): 2.58, 2.59 and 2.60; another line
+is one line and exit 2 naming the supported lines and the override, never an internal
+error; with ``RAYTOP_ANY_RAY=1`` raytop runs, and says so in every snapshot's warnings
+and in the top bar."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from raytop.cli import main
+from raytop.model import Cluster
+from raytop.tui.widgets.cluster_bar import describe_cluster
+from raytop.wire import version
+
+
+@pytest.mark.parametrize("found", ["2.58.1", "2.59.0", "2.60.0", "2.60.3"])
+def test_the_supported_lines(found):
+    assert version.unsupported(found) is None
+
+
+@pytest.mark.parametrize("found", ["2.57.0", "2.61.0", "3.0.0", "2.6.0", "nightly"])
+def test_another_line_names_the_supported_ones_and_the_override(found):
+    assert version.unsupported(found) == (
+        f"Ray {found} is not a line raytop supports (2.58.x, 2.59.x, 2.60.x); "
+        "RAYTOP_ANY_RAY=1 runs it anyway, unverified"
+    )
+
+
+def test_an_unsupported_ray_is_one_line_exit_2_or_runs_with_a_warning(monkeypatch, tmp_path):
+    monkeypatch.setattr(version, "ray_version", lambda: "2.61.0")
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path))
+    refused = CliRunner().invoke(main, ["status", "--address", "127.0.0.1:1"])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        "raytop: error: Ray 2.61.0 is not a line raytop supports (2.58.x, 2.59.x, 2.60.x); "
+        "RAYTOP_ANY_RAY=1 runs it anyway, unverified"
+    ]
+    monkeypatch.setenv("RAYTOP_ANY_RAY", "1")
+    assert version.unsupported_warning() == (
+        "Ray 2.61.0: not a supported line, run anyway (RAYTOP_ANY_RAY=1)"
+    )
+    version.check_ray_version()  # no refusal
+    history = CliRunner().invoke(main, ["status", "--json", "--storage", str(tmp_path)])
+    assert history.exit_code == 0, history.stderr
+    warnings = json.loads(history.stdout)["warnings"]
+    assert "Ray 2.61.0: not a supported line, run anyway (RAYTOP_ANY_RAY=1)" in warnings
+
+
+def test_the_top_bar_says_the_line_is_unsupported():
+    cluster = Cluster("10.0.0.1:6379", True, ray_version="2.61.0", ray_unsupported=True)
+    assert str(describe_cluster(cluster)).endswith("· ray 2.61.0 (unsupported line)")

@@ -354,29 +354,6 @@ def status_json(address: str, experiment: Path, *extra: str) -> dict:
     return json.loads(result.stdout)
 
 
-def check_now(address: str, *experiments: Path, stall_after: float | None = None,
-              home: Path | None = None) -> tuple[int, str]:  # fmt: skip
-    """``raytop check``'s exit code and lines, from the collector and the lines the command
-    uses (``faces.check.health``), in this process and without the CLI's stdout capture,
-    so that a polling thread may call it too. For wait loops (a liveness probe's polling):
-    a new ``raytop`` process a poll spent ~0.7 s of CPU starting on the 2 cores the
-    clusters under test share. ``home``: the HOME whose ``~/ray_results`` it reads."""
-    from raytop.faces import check as faces_check
-    from raytop.faces.command_line import collector_for, experiment_paths
-    from raytop.launch.cluster import Target
-    from raytop.model.thresholds import Thresholds
-
-    chosen = experiment_paths(tuple(str(e) for e in experiments))
-    with environ(**({"HOME": str(home)} if home is not None else {})):
-        collector = collector_for(Target(address, embedded=False), chosen,
-                                  Thresholds.given(stall_after))  # fmt: skip
-    try:
-        lines, code = faces_check.health(collector.collect())
-    finally:
-        collector.close()
-    return code, "\n".join(lines)
-
-
 def experiment_status(address: str, experiment: Path) -> dict:
     """The one experiment of ``raytop status --json --experiment``."""
     return status_json(address, experiment)["experiments"][0]

@@ -21,11 +21,11 @@ from raytop.diagnose import check
 from raytop.model import Snapshot
 from raytop.model.hangs import HANG_LABELS
 from tests.conftest import (
-    check_now,
     kill_driver,
     launch_run,
     own_ray_tmpdir,
     run_output,
+    run_raytop,
     status_json,
 )
 
@@ -78,9 +78,9 @@ def write_spec(folder: Path, name: str, mode: str, *, steps=400, step_s=STEP_S, 
 
 
 def checked(address: str, experiment: Path) -> tuple[int, str]:
-    """``raytop check``'s verdict, as a liveness probe polls it (in this process: the
-    poller thread calls it every 2 s for the whole module)."""
-    return check_now(address, experiment)
+    result = run_raytop("check", "--address", address, "--experiment", str(experiment),
+                        timeout=60)  # fmt: skip
+    return result.returncode, result.stdout + result.stderr
 
 
 def stop(spec: Path, experiment: Path, driver) -> None:

@@ -77,7 +77,7 @@ def test_no_py_spy_on_the_worker_is_one_clear_line(tmp_path, monkeypatch):
     # Neither on PATH nor beside this Python: the same line.
     monkeypatch.delenv(ns.PY_SPY_ENV)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(ns.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     assert ns.find_py_spy() is None and ns.native_stack() == ns.NOT_INSTALLED
     # A binary that vanished between the lookup and the run: still that line.
     assert ns.native_stack(binary=str(tmp_path / "gone")) == ns.NOT_INSTALLED

@@ -26,16 +26,16 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
+
+from raytop.wire.py_spy_binary import py_spy_on, yama_scope
 
 NATIVE_TIMEOUT_S = 5.0
 MAX_NATIVE_CHARS = 20_000
 PY_SPY_ENV = "RAYTOP_PY_SPY"  # names the py-spy binary on the workers (else PATH, venv bin)
 NOT_INSTALLED = "py-spy not installed on the workers (pip install py-spy on the image)"
-YAMA_SCOPE_FILE = "/proc/sys/kernel/yama/ptrace_scope"
 PR_SET_PTRACER = 0x59616D61
 _THREAD_LINE = re.compile(r"^Thread (\d+)\b")
 _ONE_AT_A_TIME = threading.Lock()  # two py-spy runs on one process only slow both
@@ -49,20 +49,7 @@ def find_py_spy(environ: Mapping[str, str] | None = None) -> str | None:
     named = env.get(PY_SPY_ENV)
     if named is not None:
         return named if os.path.isfile(named) and os.access(named, os.X_OK) else None
-    found = shutil.which("py-spy", path=env.get("PATH"))
-    if found:
-        return found
-    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
-    return beside if os.path.isfile(beside) and os.access(beside, os.X_OK) else None
-
-
-def yama_scope(path: str = YAMA_SCOPE_FILE) -> int | None:
-    """``kernel.yama.ptrace_scope`` (None: no Yama, or unreadable)."""
-    try:
-        with open(path) as f:
-            return int(f.read(16).strip())
-    except (OSError, ValueError):
-        return None
+    return py_spy_on(env.get("PATH"))
 
 
 def _libc_prctl(option: int, arg: int) -> int:

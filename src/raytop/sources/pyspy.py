@@ -28,11 +28,8 @@ one line with what would allow it. Every outcome is a ``StackAnswer``; nothing r
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 from typing import Protocol, runtime_checkable
 
@@ -41,10 +38,10 @@ import psutil
 from raytop.model import untrusted
 from raytop.model.stacks import STACK_BY_DASHBOARD, STACK_BY_PY_SPY, StackAnswer
 from raytop.wire.dashboard import DashboardUnreachable
+from raytop.wire.py_spy_binary import py_spy_on, yama_scope
 
 DUMP_TIMEOUT_S = 5.0
 MAX_DUMP_CHARS = 20_000
-YAMA_SCOPE_FILE = "/proc/sys/kernel/yama/ptrace_scope"
 RAY_WORKER_TITLE = "ray::"  # Ray's workers set their process title to ray::<actor>.<method>
 TRAIN_THREAD = '"TrainingThread('  # Train V2 runs the train loop in this thread (thread_runner.py)
 NOT_INSTALLED = (
@@ -69,20 +66,7 @@ class Tracebacks(Protocol):
 
 def find_py_spy(executable: str | None = None) -> str | None:
     """The py-spy raytop can run: on ``PATH`` (as Ray finds it), else beside this Python."""
-    found = shutil.which("py-spy")
-    if found:
-        return found
-    beside = os.path.join(os.path.dirname(executable or sys.executable), "py-spy")
-    return beside if os.path.isfile(beside) and os.access(beside, os.X_OK) else None
-
-
-def yama_scope(path: str = YAMA_SCOPE_FILE) -> int | None:
-    """``kernel.yama.ptrace_scope`` (None: no Yama, or unreadable)."""
-    try:
-        with open(path) as f:
-            return int(f.read(16).strip())
-    except (OSError, ValueError):
-        return None
+    return py_spy_on(executable=executable)
 
 
 def not_a_worker(pid: int) -> str | None:

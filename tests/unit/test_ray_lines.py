@@ -52,3 +52,16 @@ def test_an_unsupported_ray_is_one_line_exit_2_or_runs_with_a_warning(monkeypatc
 def test_the_top_bar_says_the_line_is_unsupported():
     cluster = Cluster("10.0.0.1:6379", True, ray_version="2.61.0", ray_unsupported=True)
     assert str(describe_cluster(cluster)).endswith("· ray 2.61.0 (unsupported line)")
+
+
+def test_the_probe_takes_its_hook_classes_on_any_line(monkeypatch):
+    """In a user's worker a refusal would fail the Train job: on an unlisted Ray line the
+    probe still gets Train's callback classes when they import (its hooks guard
+    themselves)."""
+    from raytop.wire import train_hooks
+
+    monkeypatch.setattr(version, "ray_version", lambda: "2.61.0")
+    monkeypatch.delenv("RAYTOP_ANY_RAY", raising=False)
+    worker, context = train_hooks.train_worker_callback_bases()
+    assert (worker.__name__, context.__name__) == ("WorkerCallback", "TrainContextCallback")
+    assert len(train_hooks.train_controller_callback_bases()) == 3

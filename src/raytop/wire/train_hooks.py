@@ -1,8 +1,11 @@
 """Train V2's worker internals the ReportProbe stands on: its hook classes, the identity of
 the worker group, and the arguments of the Train calls its hooks wrap.
 
-All of it is internal Ray API (RAY_NOTES h), so it is reached only here and only after
-``check_ray_version`` has passed (the probe gets its base classes first). The records
+All of it is internal Ray API, so it is reached only here. The base classes are taken
+when they import, whatever Ray's version says: the probe runs inside the user's workers,
+and on a Ray line raytop does not list a refusal there would fail every Train job of a
+cluster that names the probe in ``RAY_TRAIN_CALLBACKS``; its hooks guard themselves
+(no probe is better than a broken worker). The records
 returned are this module's own: the probe turns them into what it sends
 (``model.records``).
 """
@@ -13,15 +16,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from raytop.wire.version import check_ray_version
-
 
 def train_worker_callback_bases() -> tuple[type, type]:
     """(WorkerCallback, TrainContextCallback): DeveloperAPI classes from Train V2's
     internal package. A probe deriving from both gets ``after_init_train_context`` /
     ``before_worker_shutdown`` and the ``on_report`` / ``on_checkpoint_*`` context
     managers inside every worker (RAY_NOTES h)."""
-    check_ray_version()
     from ray.train.v2._internal.execution.callback import (
         TrainContextCallback,
         WorkerCallback,
@@ -168,7 +168,6 @@ def train_controller_callback_bases() -> tuple[type, type, type]:
     A probe deriving from these gets ``after_controller_start``,
     ``after_controller_state_update`` (every state change, with the error that caused a
     restart), ``after_worker_group_start`` and ``after_report`` (controller.py:159-189)."""
-    check_ray_version()
     from ray.train.v2._internal.execution.callback import (
         ControllerCallback,
         ReportCallback,

@@ -5,11 +5,11 @@ within a second, not a RecursionError or minutes of parsing; a UTF-8 BOM is acce
 from __future__ import annotations
 
 import time
-import tomllib
 
 import pytest
 
 from raytop.launch.toml_text import MAX_DEPTH, TomlUnusable, parse_toml, too_deep
+from raytop.model.stdlib import tomllib
 
 
 def depth(value) -> int:

@@ -11,10 +11,10 @@ editors on Windows write, is dropped.
 from __future__ import annotations
 
 import re
-import tomllib
 from typing import Any
 
 from raytop.model.format import one_line
+from raytop.model.stdlib import tomllib
 from raytop.model.untrusted import MiB
 
 MAX_TOML_BYTES = 1 * MiB  # a spec is a page of text; a NODES.toml a few node groups

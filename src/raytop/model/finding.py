@@ -14,8 +14,9 @@ Stdlib only (``model`` floor).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
+
+from raytop.model.stdlib import StrEnum
 
 MAX_OCCURRENCES = 20  # what the latest occurrences were about, kept in a folded finding
 

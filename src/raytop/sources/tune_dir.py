@@ -13,7 +13,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from raytop.model.paths import (
     quoted,
     split_path,
 )
+from raytop.model.stdlib import tomllib
 from raytop.process_identity import check_driver
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
 from raytop.sources.history import STATE_FILES, same_place

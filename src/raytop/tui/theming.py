@@ -11,15 +11,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
-import tomllib
 from importlib.resources import files
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from textual.app import App, InvalidThemeError
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+from raytop.model.stdlib import Traversable, tomllib
 
 DEFAULT_THEME = "raytop-dark"
 

@@ -16,12 +16,12 @@ import json
 import shlex
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import ray
 from click.testing import CliRunner
 
 from raytop.cli import main
@@ -33,10 +33,24 @@ from tests.conftest import RAY_CLI, job_status, submit_job, wait_for
 ENTRYPOINT = f"{shlex.quote(sys.executable)} no_probe_train.py"
 LOOP = "train_loop_without_probe"
 SCRIPT = f"""
+import os
+import threading
 import time
 
 import ray.train
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
+
+
+def file_a_problem_when_asked():
+    # What a probe whose hooks do not fit this Ray files, from inside the job.
+    while not os.path.exists(FLAG):
+        time.sleep(0.2)
+    from raytop.wire.train_hooks import file_probe_problem
+
+    file_probe_problem("simulated: Ray's Train callbacks have no on_report")
+
+
+threading.Thread(target=file_a_problem_when_asked, daemon=True).start()
 
 
 def {LOOP}(config):
@@ -55,7 +69,8 @@ def no_probe_job(probed_cluster, tmp_path_factory):
     """The job (its submission id and raytop's home for it: the test's own, so that every
     run shown is the cluster's), while it runs; stopped at the end."""
     folder = tmp_path_factory.mktemp("no_probe_job")
-    (folder / "no_probe_train.py").write_text(textwrap.dedent(SCRIPT))
+    flag = tmp_path_factory.mktemp("no_probe_flag") / "file_a_problem"
+    (folder / "no_probe_train.py").write_text(f"FLAG = {str(flag)!r}\n" + SCRIPT)
     for attempt in range(3):  # a just-started head's job agent may drop the first one (500)
         try:
             job = submit_job(probed_cluster, ENTRYPOINT, cwd=folder,
@@ -65,7 +80,7 @@ def no_probe_job(probed_cluster, tmp_path_factory):
             if attempt == 2:
                 raise
             time.sleep(3)
-    yield SimpleNamespace(id=job, home=tmp_path_factory.mktemp("no_probe_home"))
+    yield SimpleNamespace(id=job, home=tmp_path_factory.mktemp("no_probe_home"), flag=flag)
     subprocess.run([RAY_CLI, "job", "stop", "--address", probed_cluster.dashboard, job],
                    capture_output=True, timeout=120)  # fmt: skip
 
@@ -136,3 +151,68 @@ def test_a_run_with_no_probe_shows_workers_job_hint_and_stacks_by_py_spy(
 
 def test_a_run_with_no_probe_names_its_jobs_entrypoint(shown):
     assert shown["job_entrypoint"] == ENTRYPOINT
+
+
+def test_why_a_run_has_no_probe_is_said_from_evidence(probed_cluster, no_probe_job, shown):
+    """The job emptied RAY_TRAIN_CALLBACKS for itself: its driver (on this node) is read
+    and named. Then the job files what a probe whose hooks do not fit would file: that
+    reason replaces it, in JSON and in the text face."""
+    address, home = probed_cluster.address, no_probe_job.home
+
+    def reason() -> dict | None:
+        (run,) = [r for r in status(address, home)["runs"] if r["run_id"] == shown["run_id"]]
+        return run["no_probe"] if run["no_probe"]["kind"] != "waiting" else None
+
+    unset = wait_for(reason, 60, "the run's reason")
+    assert unset["kind"] == "callbacks_unset", unset
+    assert unset["line"].startswith(f"RAY_TRAIN_CALLBACKS is not set in job {shown['job_id']}'s "
+                                    "driver (pid ")  # fmt: skip
+
+    no_probe_job.flag.touch()
+    unfit = wait_for(lambda: (r := reason()) and r["kind"] == "hooks_unfit" and r, 30,
+                     "the filed problem to be the reason")  # fmt: skip
+    assert unfit["line"] == (
+        f"raytop's probe is in this run but cannot count on Ray {ray.__version__}: "
+        "simulated: Ray's Train callbacks have no on_report"
+    )
+    text = CliRunner().invoke(main, ["status", "--address", address],
+                              env={"RAYTOP_HOME": str(home)})  # fmt: skip
+    assert "no probe: its hooks do not fit this Ray" in text.stdout
+    assert f"why no counts: {unfit['line']}" in text.stdout
+
+
+NAMES_THE_PROBE = """
+import ray.train
+from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
+
+DataParallelTrainer(lambda config: None,
+                    scaling_config=ray.train.ScalingConfig(num_workers=1)).fit()
+"""
+
+
+def test_a_job_naming_the_probe_where_raytop_is_missing_ends_saying_so(probed_cluster, tmp_path):
+    """raytop missing where the trainer is built: a ``raytop`` package without the probe
+    first on the job's PYTHONPATH (what an image without raytop is to ``import``). Train
+    cannot build the callback; the job fails at once, and raytop says why."""
+    shadow = tmp_path / "shadow" / "raytop"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "names_the_probe.py").write_text(NAMES_THE_PROBE)
+    job = submit_job(probed_cluster, f"{shlex.quote(sys.executable)} names_the_probe.py",
+                     cwd=tmp_path / "job",
+                     env={"RAY_TRAIN_CALLBACKS": "raytop.probe.ReportProbe",
+                          "PYTHONPATH": str(shadow.parent)})  # fmt: skip
+    wait_for(lambda: job_status(probed_cluster, job) == "FAILED", 90, "the job to fail")
+    home = tmp_path / "home"
+
+    def its_row() -> dict | None:
+        rows = status(probed_cluster.address, home)["workloads"]
+        return next((w for w in rows if w["submission_id"] == job and w["how_ended"]), None)
+
+    row = wait_for(its_row, 30, "the job's row, ended")
+    assert row["status"] == "ENDED"
+    assert row["how_ended"] == (
+        "failed: RAY_TRAIN_CALLBACKS names raytop.probe.ReportProbe, but raytop is not "
+        "installed where Train imports it (the trainer's process or its workers)"
+    )

@@ -35,6 +35,7 @@ from raytop.model import (
     Trial,
     Worker,
 )
+from raytop.model.no_probe import CALLBACKS_UNSET, NoProbe
 from raytop.model.resume import PreviewRow, ResumePreview, StoredExperiment
 from raytop.model.thresholds import Thresholds
 from raytop.model.workloads import (
@@ -51,6 +52,11 @@ from raytop.tui.app import RaytopApp
 
 NOW = 1_767_225_600.0  # a fixed "wall clock" for every test
 RUN_ID = "5f0c2e9a7b1d4c3e8a6b"
+
+NO_PROBE_WHY = (
+    "RAY_TRAIN_CALLBACKS is not set in job 07000000's driver (pid 4242): set "
+    "RAY_TRAIN_CALLBACKS=raytop.probe.ReportProbe there"
+)
 
 
 class FakeCollector:
@@ -545,6 +551,7 @@ OTHER_RUNS = (
         attempt_id="c0ffee", world_size=2, instrumented=False,
         workers=(Worker(rank=0, pid=81001, node_id=HEAD_NODE),
                  Worker(rank=1, pid=81002, node_id=CPU_NODE)),
+        no_probe=NoProbe(CALLBACKS_UNSET, NO_PROBE_WHY),
     ),
 )  # fmt: skip
 

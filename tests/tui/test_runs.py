@@ -11,7 +11,7 @@ from raytop.tui.screens.runs import PROBE_HINT, RunsScreen
 from raytop.tui.widgets.runs_table import RunsTable
 from raytop.tui.widgets.worker_table import NEEDS_PROBE, WorkerTable
 
-from .conftest import NOW, OTHER_RUNS
+from .conftest import NO_PROBE_WHY, NOW, OTHER_RUNS
 from .helpers import cell, row_keys, show, text_of, wait_until
 
 
@@ -36,6 +36,7 @@ async def test_n_lists_the_other_runs_and_enter_opens_one_with_no_probe(make_app
         await pilot.pause()
         assert app.screen.run_id == "actor-c0ffee"
         assert NO_PROBE_NOTE in text_of(app, "#run-notes")
+        assert f"why no counts: {NO_PROBE_WHY}" in text_of(app, "#run-notes")
         workers = app.screen.query_one(WorkerTable)
         assert cell(workers, "0", "entered") == NEEDS_PROBE  # not a count of 0
         assert cell(workers, "1", "pid") == "81002"

@@ -19,6 +19,7 @@ from raytop.model.ports import Collector
 from raytop.model.resume import ResumePreview
 from raytop.model.stacks import STACK_BY_PROBE
 from raytop.model.visible import visible, visible_lines
+from raytop.model.workloads import KIND_TRAIN_RUN
 
 
 def status_text(snapshot: Snapshot) -> str:
@@ -61,6 +62,7 @@ def workload_lines(snapshot: Snapshot) -> list[str]:
     if not snapshot.workloads and not snapshot.older_experiments:
         return []
     lines = [f"runs on the cluster ({len(snapshot.workloads)}):"]
+    no_probe_runs = {r.run_id: r for r in snapshot.runs if not r.instrumented}
     for w in snapshot.workloads:
         status = f"{w.status} ({w.how_ended})" if w.how_ended else w.status
         kind = w.kind.replace("_", " ")
@@ -72,6 +74,9 @@ def workload_lines(snapshot: Snapshot) -> list[str]:
         if w.waiting:
             parts.append(f"{w.waiting} group(s) waiting")
         lines.append(f"  {status:<12} " + " · ".join(p for p in parts if p))
+        run = no_probe_runs.get(w.key) if w.kind == KIND_TRAIN_RUN and w.live else None
+        if run is not None and run.no_probe is not None:
+            lines.append(f"  {'':<12} why no counts: {run.no_probe.line}")
     lines += [f"  {o.count} older experiment folder(s) under {o.root} not read "
               f"(older than a day and than every live job; --storage {o.root} or h in "
               "the TUI reads them)"

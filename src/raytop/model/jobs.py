@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from raytop.model.no_probe import job_needs_probe
+
 # Ray's JobStatus (dashboard/modules/job/common.py) of a submitted job.
 JOB_PENDING, JOB_RUNNING = "PENDING", "RUNNING"
 JOB_STOPPED, JOB_SUCCEEDED, JOB_FAILED = "STOPPED", "SUCCEEDED", "FAILED"
@@ -80,6 +82,9 @@ def _how_ended(job: Job) -> str:
     if job.status == JOB_STOPPED:
         return ENDED_STOPPED
     if job.status == JOB_FAILED:
+        needs_probe = job_needs_probe(job.message)
+        if needs_probe is not None:
+            return needs_probe
         # Ray's message: what failed, then the last logs: the last line says why.
         lines = [ln.strip() for ln in (job.message or "").splitlines() if ln.strip()]
         said = lines[0] + (f" … {lines[-1]}" if len(lines) > 1 else "") if lines else ""

@@ -13,7 +13,9 @@ Stdlib only (``model`` layer).
 
 from __future__ import annotations
 
-from typing import NamedTuple, NotRequired, TypedDict
+from typing import NamedTuple, TypedDict
+
+from raytop.model.stdlib import NotRequired
 
 MAX_REPORT_HISTORY = 32  # report times a probe keeps (and sends) per rank; readers keep as many
 
@@ -294,4 +296,17 @@ class RunAttempts(TypedDict):
     run_name: str
     failure_config: dict[str, int]  # the three FailureConfig fields (-1: unlimited)
     attempts: list[AttemptRecord]  # oldest first, at most MAX_ATTEMPTS
+    sent_at: float
+
+
+MAX_PROBE_PROBLEM = 300  # characters of a probe's one-line problem
+
+
+class ProbeProblem(TypedDict):
+    """``probe/problem/<job id>``: filed by a ReportProbe that cannot count in this job's
+    Train runs on this Ray (its hooks are not Ray's, or a worker's identity does not read);
+    ``model.no_probe`` turns it into the run's reason. ``ray`` is the Ray version it ran on."""
+
+    ray: str
+    problem: str
     sent_at: float

@@ -7,7 +7,6 @@ The JSON form (``to_json`` / ``from_json``) is the documented schema of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from raytop.model import finding, strict_json
@@ -15,6 +14,8 @@ from raytop.model.collectives import FlightRecorderReport
 from raytop.model.finding import Finding
 from raytop.model.jobs import DERIVED_FIELDS as JOB_DERIVED_FIELDS
 from raytop.model.jobs import Job
+from raytop.model.no_probe import NoProbe
+from raytop.model.stdlib import StrEnum
 from raytop.model.workloads import OlderExperiments, Workload
 
 SCHEMA_VERSION = 1
@@ -380,6 +381,8 @@ class TrainRun:
     job_id: str | None = None
     job_entrypoint: str | None = None
     probe_hint: str | None = None
+    # A run with no probe: why it has none (``model.no_probe``), judged once.
+    no_probe: NoProbe | None = None
 
     @property
     def finished(self) -> bool:
@@ -594,5 +597,7 @@ def _run_from_json(data: dict[str, Any]) -> TrainRun:
     )  # fmt: skip
     attempts = tuple(Attempt(**a) for a in data.get("attempts", ()))
     budget = {k: RetryBudget(**b) for k, b in data.get("retry_budget", {}).items()}
+    no_probe = NoProbe(**data["no_probe"]) if data.get("no_probe") else None
     return TrainRun(**{**data, "workers": workers, "checkpoints": checkpoints,
-                       "attempts": attempts, "retry_budget": budget})  # fmt: skip
+                       "attempts": attempts, "retry_budget": budget,
+                       "no_probe": no_probe})  # fmt: skip

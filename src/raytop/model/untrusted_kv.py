@@ -19,12 +19,14 @@ from raytop.model.records import (
     MAX_ATTEMPTS,
     MAX_ERROR_CHARS,
     MAX_METRIC_KEY_CHARS,
+    MAX_PROBE_PROBLEM,
     MAX_REPORT_HISTORY,
     MAX_REPORT_METRICS,
     Activity,
     AttemptRecord,
     LedgerIndex,
     LedgerPage,
+    ProbeProblem,
     RankBeat,
     RankRecord,
     RunAttempts,
@@ -347,3 +349,15 @@ def trial_registration(data: Any) -> dict[str, Any]:
     text(record, "experiment")
     text(record, "pg_id", optional=True)
     return record
+
+
+# -- a probe's problem (probe.report_probe; pipeline.uninstrumented) -------------------------
+
+
+def probe_problem(data: Any) -> ProbeProblem:
+    """``probe/problem/<job id>``: why a probe cannot count in that job's runs, capped."""
+    record = obj(data)
+    ray = text(record, "ray") or ""
+    problem = text(record, "problem", nonempty=True) or ""
+    return ProbeProblem(ray=ray[:40], problem=problem[:MAX_PROBE_PROBLEM],
+                        sent_at=number(record, "sent_at"))  # fmt: skip

@@ -26,11 +26,8 @@ from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
-from raytop.pipeline.joins import (
-    attach_runs,
-    with_pending_reasons,
-    with_run_warnings,
-)
+from raytop.pipeline.joins import attach_runs, with_pending_reasons, with_run_warnings
+from raytop.pipeline.no_probe import NoProbeReasons
 from raytop.pipeline.others import OtherRuns
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.pipeline.stacks_request import Readers, ask_stacks
@@ -45,6 +42,7 @@ from raytop.sources.pyspy import Tracebacks
 from raytop.sources.remote_hosts import NodeSummarySource, RemoteHosts
 from raytop.sources.storage import Storages
 from raytop.sources.train_state import TrainRunsSource, TrainState
+from raytop.sources.trainer_env import TrainerEnvReader
 from raytop.sources.tune_dir import ExperimentReader
 from raytop.sources.tune_home import TuneHome, default_roots
 from raytop.wire.dashboard import DashboardClient
@@ -109,6 +107,10 @@ class SnapshotCollector:
             if dashboard is None and kv is not None:
                 dashboard = DashboardClient(kv)
         self._ledger = LedgerReader(kv) if kv else None
+        self._host = HostProbe()
+        self._no_probe = NoProbeReasons(
+            TrainerEnvReader(), self._host.is_local, kv.multi_get if kv else None
+        )
         self._placement = PlacementReader(self._reader, kv) if kv else None
         # One watch (local) or poll (remote) per storage root, shared by every reader;
         # ``watch`` for faces that collect again and again (TUI, follow), not one-shots.
@@ -116,7 +118,6 @@ class SnapshotCollector:
         self._snapshots = CheckpointSnapshots(self._storages)
         self._checkpoints = RunCheckpoints(self._snapshots, self._ledger) if kv else None
         self._lock = threading.Lock()
-        self._host = HostProbe()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
         self._dashboard = dashboard  # also asked for the stacks of workers elsewhere
@@ -318,6 +319,7 @@ class SnapshotCollector:
         self._train_warnings = []
         foreign = () if self._only_named else self._uninstrumented(runs, actors)
         foreign = with_job_entrypoints(foreign, {j.job_id: j.entrypoint for j in jobs if j.job_id})
+        foreign = self._no_probe.judge(foreign, actors, jobs, cluster.nodes, now)
         experiments = [with_pending_reasons(e, groups) for e in experiments]
         creators = self._placement.creators if self._placement is not None else {}
         # Every run on the cluster is a row of the one list, even when the view is narrowed.
@@ -339,6 +341,7 @@ class SnapshotCollector:
                     + self._host_warnings
                     + self._train_warnings
                     + self._others.warnings
+                    + self._no_probe.warnings
                 )
             ),
             jobs=jobs,

@@ -192,7 +192,7 @@ def _run_row(run: TrainRun, job: Job | None, held: Holdings) -> Workload:
         status, how = RUNNING, None
     summary = plural(run.world_size or len(ranks), "rank")
     if not run.instrumented:
-        summary += " (no probe)"
+        summary += f" ({run.no_probe.short if run.no_probe else 'no probe'})"
     return Workload(
         kind=KIND_TRAIN_RUN, key=run.run_id, name=run.run_name, origin=origin,
         origin_label=label, status=status, live=status == RUNNING, how_ended=how,

@@ -28,6 +28,8 @@ from contextlib import contextmanager, suppress
 
 from raytop.probe.rank_state import RankState
 from raytop.wire.train_hooks import (
+    file_probe_problem,
+    hooks_ray_lacks,
     report_call_details,
     train_worker_callback_bases,
     train_worker_identity,
@@ -36,6 +38,9 @@ from raytop.wire.train_hooks import (
 WorkerCallback, TrainContextCallback = train_worker_callback_bases()
 
 FLUSH_INTERVAL_S = 0.1
+# The hooks the probe counts with; Ray calls each only if its callback bases declare it.
+HOOKS = ("after_init_train_context", "before_worker_shutdown", "on_report",
+         "on_checkpoint_sync", "on_checkpoint_transfer")  # fmt: skip
 
 _log = logging.getLogger(__name__)
 _LOCK = threading.Lock()
@@ -50,6 +55,16 @@ class ReportProbe(WorkerCallback, TrainContextCallback):
     def __init__(self) -> None:
         self.flush_interval_s = float(os.environ.get("RAYTOP_PROBE_FLUSH_S", FLUSH_INTERVAL_S))
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled in Train's controller and in every worker, connected to the cluster:
+        where the hooks would run, check that Ray calls them, and file why not if it
+        does not (raytop then says so on the run, instead of showing no counts)."""
+        self.__dict__.update(state)
+        with suppress(Exception):
+            lacking = hooks_ray_lacks(HOOKS)
+            if lacking:
+                file_probe_problem(f"Ray's Train callbacks have no {', '.join(lacking)}")
+
     def after_init_train_context(self) -> None:
         global _STATE, _OWNER
         with _LOCK:
@@ -60,9 +75,11 @@ class ReportProbe(WorkerCallback, TrainContextCallback):
             try:
                 _STATE = RankState(train_worker_identity(), self.flush_interval_s)
                 _OWNER = self
-            except Exception:  # no probe is better than a broken worker
+            except Exception as exc:  # no probe is better than a broken worker
                 _log.exception("raytop ReportProbe disabled in this worker")
                 _STATE = None
+                file_probe_problem(f"a worker's Train context did not read: "
+                                   f"{type(exc).__name__}: {exc}")  # fmt: skip
 
     def _state(self) -> RankState | None:
         """This worker's probe state when this probe owns it; None for an inert one."""

@@ -17,6 +17,8 @@ through the GCS KV store instead. Each key has one writer and one reader:
 - ``cmd/flight_recorder``: raytop asks the ranks of a run it launched on GPUs to make
   PyTorch's Flight Recorder dump (``model.records.FlightRecorderRequest``); each probe
   writes to its rank's dump pipe and answers in its next report what happened.
+- ``probe/problem/<job id>``: a ReportProbe that cannot count on this Ray files why
+  (``model.records.ProbeProblem``); raytop reads it for the job's runs with no report.
 - ``trial/<actor id>``: each raytop trial registers its experiment, trial id and placement
   group; raytop's placement reader names the groups' owners from them.
 """
@@ -34,6 +36,7 @@ RUN_PREFIX = "ledger/run/"
 STACKS_COMMAND_KEY = "cmd/stacks"
 FLIGHT_RECORDER_COMMAND_KEY = "cmd/flight_recorder"
 TRIAL_PREFIX = "trial/"
+PROBE_PROBLEM_PREFIX = "probe/problem/"
 
 
 def page_key(run_id: str, attempt_id: str) -> str:

@@ -12,7 +12,9 @@ returned are this module's own: the probe turns them into what it sends
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,36 @@ def train_worker_callback_bases() -> tuple[type, type]:
     )
 
     return WorkerCallback, TrainContextCallback
+
+
+def hooks_ray_lacks(hooks: tuple[str, ...]) -> list[str]:
+    """The hooks in ``hooks`` that Train's callback bases do not have on this Ray: Ray
+    would never call them (capability, not version: the same five on 2.58, 2.59 and
+    2.60). An import failure counts every hook as lacking."""
+    try:
+        bases = train_worker_callback_bases()
+    except Exception:
+        return list(hooks)
+    return [hook for hook in hooks if not any(hasattr(base, hook) for base in bases)]
+
+
+def file_probe_problem(problem: str) -> None:
+    """From inside a Train process: file why the probe cannot count in this job
+    (``model.records.ProbeProblem`` under ``probe/problem/<job id>``) for raytop to show
+    on the job's runs. Never raises."""
+    try:
+        import ray
+
+        from raytop.wire.cluster_kv import kv_put_in_cluster
+        from raytop.wire.kv_keys import PROBE_PROBLEM_PREFIX
+
+        if not ray.is_initialized():
+            return
+        job_id = ray.get_runtime_context().get_job_id()
+        record = {"ray": ray.__version__, "problem": problem[:300], "sent_at": time.time()}
+        kv_put_in_cluster(PROBE_PROBLEM_PREFIX + job_id, json.dumps(record).encode())
+    except Exception:
+        pass
 
 
 @dataclass(frozen=True)

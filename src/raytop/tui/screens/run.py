@@ -238,6 +238,8 @@ class RunScreen(StacksRequestScreen):
         if self._run is not None and not self._run.instrumented:
             from_state = self._run.source == RUN_FROM_TRAIN_STATE
             notes.append(NO_PROBE_STATE_NOTE if from_state else NO_PROBE_NOTE)
+            if self._run.no_probe is not None:
+                notes.append(f"why no counts: {self._run.no_probe.line}")
         widget = self.query_one("#run-notes", Static)
         widget.display = bool(notes)
         widget.update(shown_lines(notes))

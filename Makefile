@@ -24,13 +24,14 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/raytop run $(SPEC) --new-name
 
-## make test: install what the tests need and run the whole suite (lint first). Two
-## pytest-xdist workers: every Ray test on one (tests/conftest.py), the rest on the other.
+## make test: install what the tests need and run the whole suite (lint first). Three
+## pytest-xdist workers: the shared-cluster tests in two serial halves, each on a worker
+## and a cluster of its own (tests/conftest.py); the rest fill the third.
 test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks compat
 	$(BIN)/ruff format --check src tests examples benchmarks compat
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=30
+	$(BIN)/pytest -q -n 3 --dist loadgroup --durations=30
 
 ## make test-fast: the development loop: lint, the layer contracts, then every test that
 ## needs no Ray cluster (unit, Textual Pilot and snapshot tests), in about three minutes.
@@ -61,7 +62,7 @@ down: $(STAMP)
 # python3.12 itself, or pyenv's 3.12 (whose python3.12 shim refuses unless selected).
 COMPAT_PYTHON ?= $(or $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12)),python3.12)
 COMPAT_RAY    ?= 2.60.0
-COMPAT        := .venv-compat
+COMPAT        ?= .venv-compat
 test-compat:
 	rm -rf $(COMPAT)
 	$(COMPAT_PYTHON) -m venv $(COMPAT)

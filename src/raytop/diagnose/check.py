@@ -39,6 +39,7 @@ CODE_OF_KIND = {
     "report_undeliverable": CONTROLLER_STUCK,
     "checkpoint_upload_stuck": CHECKPOINT_UPLOAD_STUCK,
     "collective_hang": COLLECTIVE_HANG,
+    "ray_nccl_hang": COLLECTIVE_HANG,  # Ray's own detector confirmed it (Ray 2.60)
     "data_loader_hang": DATA_LOADER_HANG,
     "io_hang": IO_HANG,
     "compute_hang": COMPUTE_HANG,
@@ -83,7 +84,8 @@ EXIT_CODES_HELP = """Exit codes:
   16  the ranks reported and the controller does not take it: it is stuck, or a run
       failed because the controller could not load a reported metric
   17  a checkpoint upload is stuck (far past its bytes at the run's usual throughput)
-  18  no report, and ranks wait in a collective that other ranks have not joined
+  18  no report, and ranks wait in a collective that other ranks have not joined (or
+      Ray 2.60's NCCL hang detector confirmed such a hang)
   19  no report, and the ranks holding the run up are in the data loader
   20  the Ray cluster is unreachable
   21  no report, and the ranks holding the run up are in I/O

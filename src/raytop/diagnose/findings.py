@@ -8,6 +8,7 @@ from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.hang import hang_findings
 from raytop.diagnose.ledger import is_over, lost_ranks, run_findings
 from raytop.diagnose.placement import placement_findings
+from raytop.diagnose.ray_hang import ray_hang_findings
 from raytop.diagnose.repeats import fold
 from raytop.diagnose.retries import attempt_findings
 from raytop.model import (
@@ -150,7 +151,11 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
         dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
         for run in runs:
             if run.trial_id not in ended and not is_over(run, thresholds):
-                findings += run_findings(run, thresholds, dead_nodes)
+                own = run_findings(run, thresholds, dead_nodes)
                 if not lost_ranks(run, dead_nodes):  # a lost rank explains every wait
-                    findings += hang_findings(run, thresholds, snapshot.taken_at)
+                    own += hang_findings(run, thresholds, snapshot.taken_at)
+                findings += own
+                findings += ray_hang_findings(run, own, thresholds, over=False)
+            else:
+                findings += ray_hang_findings(run, [], thresholds, over=True)
     return tuple(fold(findings))

@@ -14,6 +14,7 @@ from raytop.model.collectives import FlightRecorderReport
 from raytop.model.finding import Finding
 from raytop.model.jobs import DERIVED_FIELDS as JOB_DERIVED_FIELDS
 from raytop.model.jobs import Job
+from raytop.model.nccl_ras import CommLag, RayHangVerdict
 from raytop.model.no_probe import NoProbe
 from raytop.model.stdlib import StrEnum
 from raytop.model.workloads import OlderExperiments, Workload
@@ -383,6 +384,8 @@ class TrainRun:
     probe_hint: str | None = None
     # A run with no probe: why it has none (``model.no_probe``), judged once.
     no_probe: NoProbe | None = None
+    # Ray 2.60's NCCL hang detector confirmed a hang in this run (``model.nccl_ras``).
+    ray_hang: RayHangVerdict | None = None
 
     @property
     def finished(self) -> bool:
@@ -598,6 +601,11 @@ def _run_from_json(data: dict[str, Any]) -> TrainRun:
     attempts = tuple(Attempt(**a) for a in data.get("attempts", ()))
     budget = {k: RetryBudget(**b) for k, b in data.get("retry_budget", {}).items()}
     no_probe = NoProbe(**data["no_probe"]) if data.get("no_probe") else None
+    hang = data.get("ray_hang")
+    ray_hang = RayHangVerdict(**{
+        **hang, "stack_ranks": tuple(hang.get("stack_ranks", ())),
+        "lagging": tuple(CommLag(**{**c, "behind": tuple(c["behind"])}) for c in hang["lagging"]),
+    }) if hang else None  # fmt: skip
     return TrainRun(**{**data, "workers": workers, "checkpoints": checkpoints,
                        "attempts": attempts, "retry_budget": budget,
-                       "no_probe": no_probe})  # fmt: skip
+                       "no_probe": no_probe, "ray_hang": ray_hang})  # fmt: skip

@@ -17,8 +17,10 @@ from typing import Any
 
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import CheckpointRecord, TrainRun
+from raytop.model.nccl_ras import HANG_DETECTOR_DIR
 from raytop.pipeline.derive import with_restored_checkpoint
 from raytop.sources.checkpoints import CheckpointSnapshots
+from raytop.sources.hang_detector import HangDetectorReader
 from raytop.sources.ledger_source import LedgerReader
 
 
@@ -26,6 +28,7 @@ class RunCheckpoints:
     def __init__(self, snapshots: CheckpointSnapshots, ledger: LedgerReader) -> None:
         self._snapshots = snapshots
         self._ledger = ledger
+        self._hangs = HangDetectorReader(snapshots.storages)  # Ray 2.60's NCCL detector
         # (run id, attempt id) → (pages, snapshot, folder names, the pipeline's result)
         self._kept: dict[tuple[str, str], tuple[tuple, Any, Any, tuple[CheckpointRecord, ...]]]
         self._kept = {}
@@ -59,7 +62,13 @@ class RunCheckpoints:
                 self._kept.pop(key, None)
             else:
                 self._kept[key] = (pages, snapshot, on_storage, checkpoints)
-        return with_restored_checkpoint(dataclasses.replace(run, checkpoints=checkpoints), snapshot)
+        ray_hang = None
+        if run.run_path and on_storage and HANG_DETECTOR_DIR in on_storage:
+            ray_hang, warning = self._hangs.read(str(run.run_path))
+            if warning:
+                self._snapshots.warnings.append(warning)
+        run = dataclasses.replace(run, checkpoints=checkpoints, ray_hang=ray_hang)
+        return with_restored_checkpoint(run, snapshot)
 
     def forget_unseen(self) -> None:
         """After a collection: drop what is kept for runs it did not see."""

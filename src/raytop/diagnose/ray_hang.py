@@ -1,0 +1,59 @@
+"""Ray's own NCCL hang verdict (Ray 2.60's detector, ``model.nccl_ras``) beside raytop's.
+
+Ray confirms a hang from NCCL's op counts after its confirmation time (10 min by default);
+raytop classifies one from the ranks' reports and where each rank is, after the run's own
+stall threshold. Both are shown, and which came first: raytop's moment is when the run's
+last progress crossed its threshold, Ray's the time of the files it uploaded.
+
+- ``ray_nccl_hang`` (an error; ``check`` exits 18 as for a collective hang): Ray confirmed
+  a hang and no rank has reported since.
+- ``ray_nccl_hang_past`` (info): Ray confirmed one, and the run has reported since (an
+  earlier attempt's, or ``observe`` mode and the run moved on), or the attempt is over
+  (action ``fail`` ends it).
+
+Pure (``diagnose`` floor).
+"""
+
+from __future__ import annotations
+
+from raytop.diagnose.hang import last_progress, stall_threshold
+from raytop.model import Finding, Severity, TrainRun
+from raytop.model.format import fmt_duration
+from raytop.model.thresholds import Thresholds
+
+OWN_HANG_KINDS = frozenset({
+    "collective_hang", "data_loader_hang", "io_hang", "compute_hang", "controller_stuck",
+    "checkpoint_upload_stuck", "barrier_stall",
+})  # fmt: skip
+
+
+def ray_hang_findings(run: TrainRun, own: list[Finding], t: Thresholds,
+                      over: bool) -> list[Finding]:  # fmt: skip
+    """The finding for Ray's verdict on ``run``, if any; ``own``: raytop's findings on it;
+    ``over``: the attempt has ended."""
+    verdict = run.ray_hang
+    if verdict is None:
+        return []
+    subject = f"run {run.run_name} attempt {run.attempt_index}"
+    progress = last_progress(run)
+    at = verdict.confirmed_at
+    evidence = {"run_id": run.run_id, "folder": verdict.folder, "confirmed_at": at,
+                "stack_ranks": list(verdict.stack_ranks)}  # fmt: skip
+    head = f"Ray's NCCL hang detector confirmed a hang: {verdict.where()}"
+    files = f"its evidence in {verdict.folder}"
+    if over or (at is not None and progress is not None and progress > at):
+        since = "the attempt is over" if over else "the run has reported since"
+        line = f"{head}; {since} ({files})"
+        return [Finding("ray_nccl_hang_past", Severity.INFO, subject, line, evidence)]
+    mine = [f for f in own if f.kind in OWN_HANG_KINDS]
+    if not mine:
+        order = "raytop has not named a hang on this run"
+    elif at is None or progress is None:
+        order = f"raytop names it {mine[0].kind}"
+    else:
+        named_at = progress + stall_threshold(run, t)[0]
+        gap = fmt_duration(abs(at - named_at))
+        first = "raytop first" if named_at <= at else "Ray first"
+        order = f"raytop names it {mine[0].kind}; {first}, by {gap}"
+    line = f"{head}; {order} ({files})"
+    return [Finding("ray_nccl_hang", Severity.ERROR, subject, line, evidence)]

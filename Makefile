@@ -24,14 +24,14 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/raytop run $(SPEC) --new-name
 
-## make test: install what the tests need and run the whole suite (lint first). Three
-## pytest-xdist workers: the shared-cluster tests in two serial halves, each on a worker
-## and a cluster of its own (tests/conftest.py); the rest fill the third.
+## make test: install what the tests need and run the whole suite (lint first). Two
+## pytest-xdist workers: the shared-cluster tests in two serial halves, each with a cluster
+## of its own (tests/conftest.py); the rest fill in around them.
 test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks compat
 	$(BIN)/ruff format --check src tests examples benchmarks compat
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -q -n 3 --dist loadgroup --durations=30
+	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=30
 
 ## make test-fast: the development loop: lint, the layer contracts, then every test that
 ## needs no Ray cluster (unit, Textual Pilot and snapshot tests), in about three minutes.

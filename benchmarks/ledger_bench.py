@@ -8,7 +8,8 @@
    plain, probe, plain, probe… in the same cluster: a ratio from the same run.
 3. Freshness: from a rank entering report (the probe's own timestamp) to that count being
    visible through the GCS KV, as ``status --json`` reads it (poll every 20 ms), and as
-   the TUI sees it (poll at its refresh period, 0.25 s); reports 0.3 s apart.
+   the TUI sees it (poll at its refresh period, 0.25 s), both watching the same run;
+   reports 0.3 s apart.
 
     .venv/bin/python benchmarks/ledger_bench.py [--reports 300] [--rounds 2]
 
@@ -83,33 +84,37 @@ def fit(reports: int, probe: bool, storage: str, interval_s: float = 0.0) -> dic
         return json.load(f)
 
 
-def freshness(address: str, reports: int, storage: str, poll_s: float) -> list[float]:
-    """Latencies from rank 0 entering report to the count being readable via the KV."""
+def freshness(address: str, reports: int, storage: str,
+              polls: dict[str, float]) -> dict[str, list[float]]:  # fmt: skip
+    """Latencies from rank 0 entering report to the count being readable via the KV, for
+    each face (``polls``: its name → its poll period), all watching the same run."""
     from raytop.sources.ledger_source import LedgerReader
     from raytop.wire.gcs import GcsKv
 
-    reader = LedgerReader(GcsKv(address))
-    seen: dict[int, float] = {}
-    latencies: list[float] = []
     stop = threading.Event()
+    found: dict[str, list[float]] = {label: [] for label in polls}
 
-    def watch() -> None:
+    def watch(label: str, poll_s: float) -> None:
+        reader = LedgerReader(GcsKv(address))
+        seen: set[int] = set()
         while not stop.is_set():
             now = time.time()
             runs, _ = reader.read(now)
             for run in runs:
                 for w in run.workers:
                     if w.rank == 0 and w.reports_entered not in seen and w.last_enter_at:
-                        seen[w.reports_entered] = now
-                        latencies.append(now - w.last_enter_at)
+                        seen.add(w.reports_entered)
+                        found[label].append(now - w.last_enter_at)
             time.sleep(poll_s)
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
+    threads = [threading.Thread(target=watch, args=item, daemon=True) for item in polls.items()]
+    for thread in threads:
+        thread.start()
     fit(reports, probe=True, storage=storage, interval_s=0.3)
     stop.set()
-    thread.join()
-    return latencies[2:]  # the first sightings include the run's start-up
+    for thread in threads:
+        thread.join()
+    return {label: lat[2:] for label, lat in found.items()}  # the first include start-up
 
 
 def main() -> None:
@@ -144,8 +149,8 @@ def main() -> None:
     print(f"report latency probed: median {statistics.median(probed) * 1e3:.3f} ms, "
           f"p99 {percentile(probed, 0.99) * 1e3:.3f} ms")  # fmt: skip
     print(f"instrumented / plain (median): {p50_ratio:.4f}")
-    for label, poll in (("status --json (20 ms poll)", 0.02), ("TUI (0.25 s refresh)", 0.25)):
-        lat = freshness(address, args.fresh, storage, poll)
+    faces = {"status --json (20 ms poll)": 0.02, "TUI (0.25 s refresh)": 0.25}
+    for label, lat in freshness(address, args.fresh, storage, faces).items():
         p50, p95 = statistics.median(lat), percentile(lat, 0.95)
         print(f"freshness {label}: p50 {p50:.3f} s, p95 {p95:.3f} s, max {max(lat):.3f} s "
               f"(n={len(lat)})")  # fmt: skip

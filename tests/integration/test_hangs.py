@@ -21,6 +21,7 @@ from raytop.diagnose import check
 from raytop.model import Snapshot
 from raytop.model.hangs import HANG_LABELS
 from tests.conftest import (
+    check_in_process,
     kill_driver,
     launch_run,
     own_ray_tmpdir,
@@ -165,12 +166,15 @@ def classified(address, spec, experiment, code: int, deadline_s: float = 120):
     end = time.monotonic() + deadline_s
     seen = []
     while time.monotonic() < end:
-        got, text = checked(address, experiment)
+        got, text = check_in_process("--address", address, "--experiment", str(experiment))
         seen.append((got, text.splitlines()[:1]))
         if got == code:
             began = hang_started(folder)
             assert began is not None, "classified before the hang started: " + text
-            return time.time() - began, text
+            took = time.time() - began
+            confirmed, text = checked(address, experiment)  # as a user runs it
+            assert confirmed == code, (confirmed, text)
+            return took, text
         time.sleep(0.5)
     raise AssertionError(f"never exit {code}: {seen[-5:]}\n{run_output(spec, experiment)}")
 
@@ -240,7 +244,8 @@ def test_a_rank_three_times_slower_is_a_straggler_not_a_hang(healthy, hang_clust
             if not experiment.is_dir():
                 time.sleep(0.5)
                 continue
-            code, text = checked(hang_cluster.address, experiment)
+            code, text = check_in_process("--address", hang_cluster.address,
+                                          "--experiment", str(experiment))  # fmt: skip
             seen.append(code)
             assert code == check.HEALTHY, text  # slow, never hung
             if "straggler" in text:

@@ -18,7 +18,7 @@ import pytest
 
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.collect import SnapshotCollector
-from tests.conftest import kill_driver, launch_run, run_raytop, wait_for
+from tests.conftest import check_in_process, kill_driver, launch_run, run_raytop, wait_for
 
 pytestmark = pytest.mark.ray
 
@@ -27,14 +27,20 @@ ALARMS = {"barrier_stall", "report_mispaired", "rank_dead", "rank_silent"}
 
 
 def wait_for_check(address: str, experiment: Path, code: int, timeout: float):
+    """Poll ``check``'s verdict (in this process) until it is ``code``; then the command
+    itself, as a user runs it, must say the same: its result and when it was first seen."""
+    args = ("--stall-after", str(STALL_AFTER_S), "--address", address,
+            "--experiment", str(experiment))  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        result = run_raytop("check", "--stall-after", str(STALL_AFTER_S), "--address", address,
-                            "--experiment", str(experiment))  # fmt: skip
-        if result.returncode == code:
-            return result, time.time()
+        seen, text = check_in_process(*args)
+        if seen == code:
+            detected_at = time.time()
+            result = run_raytop("check", *args)
+            assert result.returncode == code, (result.returncode, result.stdout)
+            return result, detected_at
         time.sleep(0.5)
-    raise AssertionError(f"check never exited {code}; last: {result.returncode} {result.stdout}")
+    raise AssertionError(f"check never exited {code}; last: {seen} {text}")
 
 
 @pytest.mark.parametrize("skip_rank", [1, 0])

@@ -25,8 +25,7 @@ run: $(STAMP)
 	$(BIN)/raytop run $(SPEC) --new-name
 
 ## make test: install what the tests need and run the whole suite (lint first). Two
-## pytest-xdist workers: the shared-cluster tests in two serial halves, each with a cluster
-## of its own (tests/conftest.py); the rest fill in around them.
+## pytest-xdist workers: every Ray test on one (tests/conftest.py), the rest on the other.
 test: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks compat
 	$(BIN)/ruff format --check src tests examples benchmarks compat

@@ -48,29 +48,21 @@ def own_ray_tmpdir(name: str) -> Iterator[None]:
         yield
 
 
-# The shared cluster's tests in two halves of about equal time (measured: ~1,000 s each
-# under CI's load), each a serial group. A session fixture is one per xdist worker, so each
-# half on its worker has a shared cluster of its own, with its own Ray temp dir.
-SECOND_HALF = frozenset({"test_faults", "test_retries", "test_checkpoint_pipeline",
-                         "test_resume", "test_gpu_simulation"})  # fmt: skip
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test that
-    starts or uses a shared Ray cluster runs in one of two serial groups (``SECOND_HALF``),
-    one test after the other on its cluster; the pure tests (unit, Textual, the bad-input
-    battery) and the tests on a cluster of their own (``OWN_CLUSTER_GROUPS``) fill both
-    workers around them. Measured, the suite keeps both cores busy (99.7 % from the first
-    test to the last): a third worker only adds contention, so the groups are there to
-    balance the two."""
+    starts or uses the shared Ray cluster runs on one worker, one after the other as
+    without xdist: one shared cluster. The pure tests (unit, Textual, the bad-input
+    battery) and the tests on a cluster of their own (``OWN_CLUSTER_GROUPS``) fill the
+    other worker meanwhile. Measured, the suite keeps both cores busy (99.7 % from the
+    first test on): a third worker, or the shared cluster's tests split over two clusters
+    at once, made it slower (docs/PERFORMANCE.md)."""
     for item in items:
         own = [group for name, group in OWN_CLUSTER_GROUPS.items() if name in item.fixturenames]
         if own:
             item.add_marker(pytest.mark.xdist_group(own[0]))
         elif item.get_closest_marker("ray") or CLUSTER_FIXTURES & set(item.fixturenames):
-            half = "ray-b" if Path(str(item.fspath)).stem in SECOND_HALF else "ray"
-            item.add_marker(pytest.mark.xdist_group(half))
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session", autouse=True)

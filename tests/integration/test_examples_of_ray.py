@@ -63,7 +63,12 @@ def test_rays_own_tune_examples_raise_no_alarm(probed_cluster, tmp_path):
     statuses = wait_for(all_ended, 300, "every example to end")
     assert set(statuses.values()) == {"SUCCEEDED"}, statuses
     storage = [arg for home in homes for arg in ("--storage", str(home / "ray_results"))]
-    shown = run_raytop("status", "--json", "--address", probed_cluster.address, *storage)
+    # raytop's own home and HOME of this test: the worker's home lists the runs other
+    # tests launched on this worker, and HOME's ~/ray_results is read by default.
+    (tmp_path / "raytop_home").mkdir()
+    alone = {"RAYTOP_HOME": str(tmp_path / "raytop_home"), "HOME": str(tmp_path)}
+    shown = run_raytop("status", "--json", "--address", probed_cluster.address, *storage,
+                       env=alone)  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     snapshot = json.loads(shown.stdout)
     experiments = snapshot["experiments"]  # two examples share a name: a list
@@ -73,5 +78,5 @@ def test_rays_own_tune_examples_raise_no_alarm(probed_cluster, tmp_path):
         assert exp["trials"] and all(t["status"] == "TERMINATED" for t in exp["trials"])
     alarms = [f for f in snapshot["findings"] if f["severity"] in ("error", "warning")]
     assert alarms == [], json.dumps(alarms, indent=1)[:4000]
-    check = run_raytop("check", "--address", probed_cluster.address, *storage)
+    check = run_raytop("check", "--address", probed_cluster.address, *storage, env=alone)
     assert check.returncode == 0, check.stdout + check.stderr

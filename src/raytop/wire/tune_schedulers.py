@@ -10,6 +10,7 @@ attributes are not what it expects, and the caller then words the decision witho
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,15 +64,16 @@ def median_comparison(scheduler: Any, trial: Any, now: float) -> MedianCompariso
     try:
         check_ray_version()
         others = [t for t in scheduler._trials_beyond_time(now) if t is not trial]
-        if not others:
-            return None
-        median = _finite(scheduler._median_result(others, now))
+        # The median of the others' finite running means: what Ray 2.60 compares (it drops
+        # NaN and inf, and has no ``_median_result``), and Ray 2.58 too when all are finite.
+        means = [m for m in (_finite(scheduler._running_mean(t, now)) for t in others)
+                 if m is not None]  # fmt: skip
         best = _finite(scheduler._best_result(trial))
     except Exception:
         return None
-    if median is None or best is None:
+    if not means or best is None:
         return None
-    return MedianComparison(best=best, median=median, others=len(others))
+    return MedianComparison(best=best, median=statistics.median(means), others=len(means))
 
 
 def pbt_quantile_fraction(scheduler: Any) -> float | None:

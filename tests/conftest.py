@@ -340,37 +340,37 @@ def run_output(spec: Path, experiment: Path | None = None) -> str:
     return text
 
 
-def status_json(address: str, experiment: Path, *extra: str) -> dict:
-    """``raytop status --json --experiment EXPERIMENT``, parsed: the CLI's own command,
-    run in this process. Tests call it in their wait loops every half second; a new
-    ``raytop`` process for each call spent a second of CPU on start-up alone (Python, Ray's
-    client), on the 2 cores the clusters under test share. The subprocess form is
-    ``run_raytop`` (and the bad-input battery), where the process itself is the point."""
+def raytop_in_process(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """``raytop ARGS`` run in this process (click's runner): its exit code, stdout and
+    stderr; an exception that escapes the CLI is raised here (a user would have seen a
+    traceback). For wait loops that poll: a new ``raytop`` process a poll costs ~0.8 s of
+    CPU (Python, Ray's client) on the 2 cores the clusters under test share, and the suite
+    is CPU-bound. Call it from the test's own thread only (the runner swaps this process's
+    stdout while it runs); a test confirms what it waited for once with ``run_raytop``,
+    as a user runs it."""
     from click.testing import CliRunner
 
     from raytop.cli import main
 
-    argv = ["status", "--json", "--address", address, "--experiment", str(experiment), *extra]
-    result = CliRunner().invoke(main, argv)
-    assert result.exit_code == 0, (result.stderr, result.exception)
-    return json.loads(result.stdout)
+    result = CliRunner().invoke(main, list(args), env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def status_json(address: str, experiment: Path | None = None, *extra: str) -> dict:
+    """``raytop status --json`` (of ``experiment`` only, when given), parsed, run in this
+    process (``raytop_in_process``)."""
+    chosen = ("--experiment", str(experiment)) if experiment is not None else ()
+    code, out, err = raytop_in_process("status", "--json", "--address", address, *chosen, *extra)
+    assert code == 0, err[-2000:]
+    return json.loads(out)
 
 
 def check_in_process(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    """``raytop check ARGS``: its exit code and output, the CLI's own command run in this
-    process (click's runner: an exit is its code, never a raised SystemExit). For wait
-    loops that poll a verdict: a new ``raytop`` process a poll costs ~0.8 s of CPU on the
-    2 cores the clusters under test share, and the suite is CPU-bound. Call it from the
-    test's own thread only (the runner swaps this process's stdout while it runs); a test
-    confirms the verdict it waited for once with ``run_raytop``, as a user runs it."""
-    from click.testing import CliRunner
-
-    from raytop.cli import main
-
-    result = CliRunner().invoke(main, ["check", *args], env=env)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout + result.stderr
+    """``raytop check ARGS`` in this process: its exit code and output."""
+    code, out, err = raytop_in_process("check", *args, env=env)
+    return code, out + err
 
 
 def experiment_status(address: str, experiment: Path) -> dict:
@@ -386,13 +386,13 @@ def kill_driver(experiment: Path) -> None:
         os.killpg(info["pid"], signal.SIGKILL)
 
 
-def wait_for(predicate, timeout: float, what: str):
+def wait_for(predicate, timeout: float, what: str | Callable[[], str]):
     """Poll ``predicate`` every 0.5 s until it returns something truthy; fail after
-    ``timeout`` seconds naming ``what``."""
+    ``timeout`` seconds naming ``what`` (a callable: asked then, to say what was seen)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")

@@ -8,7 +8,6 @@ and the world ranks of the running one, marked ``instrumented: false`` and
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ import textwrap
 import psutil
 import pytest
 
-from tests.conftest import run_raytop, wait_for
+from tests.conftest import status_json, wait_for
 
 pytestmark = pytest.mark.ray
 
@@ -29,12 +28,14 @@ from ray.train.torch import TorchTrainer
 def loop(config):
     rank = ray.train.get_context().get_world_rank()
     marker = os.path.join(config["folder"], "failed-once")
-    for i in range(240):
+    i = 0
+    while not os.path.exists(os.path.join(config["folder"], "stop")):  # the test ends it
         time.sleep(0.5)
         if rank == 1 and i == 1 and not os.path.exists(marker):
             open(marker, "w").close()
             raise RuntimeError(f"injected failure at step {{i}}")
         ray.train.report({{"i": i}})
+        i += 1
 
 ray.init(address="{address}", logging_level="ERROR")
 TorchTrainer(loop, train_loop_config={{"folder": "{folder}"}},
@@ -62,23 +63,32 @@ def stop(user: subprocess.Popen) -> None:
 
 
 def foreign_runs(address: str) -> list[dict]:
-    result = run_raytop("status", "--json", "--address", address, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return [r for r in json.loads(result.stdout)["runs"] if not r["instrumented"]]
+    """The uninstrumented runs of ``raytop status --json`` (polled in this process)."""
+    return [r for r in status_json(address)["runs"] if not r["instrumented"]]
 
 
 def test_a_tracked_run_without_a_probe_shows_trains_name_and_attempts(ray_cluster, tmp_path):
     user = start(ray_cluster.address, tmp_path, "state-tracked-run", tracking=True)
 
+    seen: list = []  # the run's attempts as last polled: the failure says where it stopped
+
     def retried():
         runs = [r for r in foreign_runs(ray_cluster.address)
                 if r["run_name"] == "state-tracked-run"]  # fmt: skip
+        seen[:] = [(a["status"], a.get("error")) for a in runs[0]["attempts"]] if runs else []
         if runs and [a["status"] for a in runs[0]["attempts"]] == ["errored", "running"]:
             return runs[0] if len(runs[0]["workers"]) == 2 else None
         return None
 
     try:
-        run = wait_for(retried, 240, "the tracked run's second attempt in raytop status --json")
+        run = wait_for(
+            retried,
+            240,
+            lambda: (
+                "the tracked run's second attempt in raytop status"
+                f" --json (attempts last seen: {seen})"
+            ),
+        )
         assert (run["instrumented"], run["source"]) == (False, "train_state")
         assert run["run_id"].startswith("actor-")
         assert (run["world_size"], run["attempt_index"]) == (2, 2)

@@ -35,16 +35,20 @@ OWN_CLUSTER_GROUPS = {
     "probed_cluster": "ray-probed",
 }
 # fixtures that are a cluster shared by tests
-LEAK_GUARDED = ("ray_cluster", "hang_cluster", "probed_cluster")
+LEAK_GUARDED = ("ray_cluster", "hang_cluster", "probed_cluster", "two_cpu_cluster")
+
+
+def own_tmpdir(name: str) -> str:
+    """Ray's temp dir for a cluster of a test's own (a short path: Ray's socket names must
+    fit): Train's placement-group cleaner asks the temp dir for "the" cluster, so two
+    clusters that may run at once (one per xdist worker) must never share one."""
+    return f"/tmp/raytop-{name}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
 @contextlib.contextmanager
 def own_ray_tmpdir(name: str) -> Iterator[None]:
-    """Ray's temp dir for a cluster of a test module's own (a short path: Ray's socket names
-    must fit): Train's placement-group cleaner asks the temp dir for "the" cluster, so two
-    clusters that may run at once (one per xdist worker) must never share one."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    with environ(RAY_TMPDIR=f"/tmp/raytop-{name}-{worker}"):
+    """``RAY_TMPDIR`` set to ``own_tmpdir(name)`` inside the block."""
+    with environ(RAY_TMPDIR=own_tmpdir(name)):
         yield
 
 
@@ -215,18 +219,26 @@ def no_leaked_placement_groups(request: pytest.FixtureRequest):
     the test that left it fails here instead, by name."""
     yield
     names = [n for n in LEAK_GUARDED if n in request.fixturenames]
-    if not names:
-        return
-    from raytop.wire.gcs import GcsReader
+    for name in names:
+        _no_leak_on(request.getfixturevalue(name).address)
 
-    reader = GcsReader(request.getfixturevalue(names[0]).address)
+
+def _no_leak_on(address: str) -> None:
+    """No test stops a shared cluster: one that does not answer within the grace (a loaded
+    GCS may be slow once) fails the test here, saying so."""
+    from raytop.wire.gcs import ClusterUnreachable, GcsReader
+
+    reader = GcsReader(address)
     deadline = time.monotonic() + LEAK_GRACE_S
     while True:
         try:
             leaked = [g for g in reader.placement_groups()
                       if g["creator_dead"] and g["state"] != "REMOVED"]  # fmt: skip
-        except Exception:  # the test stopped the cluster on purpose (it restarts it)
-            return
+        except ClusterUnreachable as exc:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the shared cluster at {address} no longer answers: {exc}")
+            time.sleep(1.0)
+            continue
         if not leaked:
             return
         if time.monotonic() > deadline:
@@ -278,14 +290,15 @@ def two_cpu_cluster(raytop_home, tmp_path_factory):
     from raytop.launch.cluster import start_embedded, stop_embedded
     from raytop.launch.spec import ClusterSection
 
-    shared_home, own_home = os.environ["RAYTOP_HOME"], str(tmp_path_factory.mktemp("home_2cpu"))
-    os.environ["RAYTOP_HOME"] = own_home  # its cluster.json must not replace the shared one
-    target = start_embedded(ClusterSection(num_cpus=2))
-    os.environ["RAYTOP_HOME"] = shared_home
+    # Its own raytop home (its cluster.json must not replace the shared one) and Ray temp
+    # dir (its processes, Train's placement-group cleaner among them, must never take the
+    # shared cluster for theirs), set only while it starts and stops.
+    own_home = str(tmp_path_factory.mktemp("home_2cpu"))
+    with environ(RAYTOP_HOME=own_home), own_ray_tmpdir("2cpu"):
+        target = start_embedded(ClusterSection(num_cpus=2))
     yield target
-    os.environ["RAYTOP_HOME"] = own_home
-    stop_embedded()
-    os.environ["RAYTOP_HOME"] = shared_home
+    with environ(RAYTOP_HOME=own_home), own_ray_tmpdir("2cpu"):
+        stop_embedded()
 
 
 def run_raytop(*args: str, timeout: float = 300, env: dict | None = None):

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.conftest import run_raytop
+from tests.conftest import own_tmpdir, run_raytop
 
 HEAD_RESOURCE = "head_node"
 NODE_START_TIMEOUT_S = 90.0
@@ -113,7 +113,9 @@ class LocalCluster:
 
         self.home.mkdir(parents=True, exist_ok=True)
         head = ClusterSection(num_cpus=self.cpus_per_node, resources={HEAD_RESOURCE: 1})
-        with environment(RAYTOP_HOME=str(self.home), **FAST_HEALTH_CHECKS):
+        # Its own Ray temp dir (its nodes share it), never the shared cluster's.
+        with environment(RAYTOP_HOME=str(self.home), RAY_TMPDIR=own_tmpdir("nodes"),
+                         **FAST_HEALTH_CHECKS):  # fmt: skip
             self.address = start_embedded(head).address
         for name in names:
             self.add_worker(name)
@@ -141,7 +143,9 @@ class LocalCluster:
         with open(log, "w") as out:
             process = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, env={**os.environ, **LOOPBACK_ENV, **NO_DRAIN_ENV},
+                start_new_session=True,
+                env={**os.environ, **LOOPBACK_ENV, **NO_DRAIN_ENV,
+                     "RAY_TMPDIR": own_tmpdir("nodes")},
             )  # fmt: skip
         node = self.workers[name] = WorkerNode(name, process, log)
 

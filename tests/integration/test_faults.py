@@ -24,7 +24,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import experiment_status, launch_run, run_output, run_raytop, wait_for
+from tests.conftest import (
+    experiment_status,
+    launch_run,
+    own_tmpdir,
+    run_output,
+    run_raytop,
+    wait_for,
+)
 
 pytestmark = pytest.mark.ray
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -216,6 +223,7 @@ def test_r1_a_gcs_that_stops_answering_then_dies_never_ends_the_view(tmp_path, m
 
     (tmp_path / "home").mkdir()
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RAY_TMPDIR", own_tmpdir("gcsfrozen"))  # never the shared cluster's
     target = cluster.start_embedded(ClusterSection(num_cpus=1))
     head = psutil.Process(cluster.embedded_record()["pid"])
     (gcs,) = [p for p in head.children(recursive=True) if p.name() == "gcs_server"]
@@ -253,6 +261,7 @@ def test_r1_cluster_stopped_and_started_again_the_view_reconnects_and_counts_res
 
     (tmp_path / "home").mkdir()
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RAY_TMPDIR", own_tmpdir("restart"))  # never the shared cluster's
     ports: list[int] = []
     pick = cluster._free_port
     monkeypatch.setattr(cluster, "_free_port", lambda: ports.append(pick()) or ports[-1])

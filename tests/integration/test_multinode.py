@@ -164,10 +164,15 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
         victim_id = next(w["node_id"] for w in before["workers"] if w["node_id"] in by_id)
         killed_at = nodes.kill(by_id[victim_id])
         said: set[str] = set()  # every finding kind status --json named from the kill on
+        lost: set[str] = set()  # the subjects of its rank_dead findings
+
+        def heard(snapshot: dict) -> None:
+            said.update(f["kind"] for f in snapshot["findings"])
+            lost.update(f["subject"] for f in snapshot["findings"] if f["kind"] == "rank_dead")
 
         def node_dead():
             snapshot = status_json(nodes.address, experiment)
-            said.update(f["kind"] for f in snapshot["findings"])
+            heard(snapshot)
             (node,) = [n for n in snapshot["cluster"]["nodes"] if n["node_id"] == victim_id]
             return (time.time(), snapshot) if not node["alive"] else None
 
@@ -181,7 +186,7 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
 
         def retried():
             snapshot = status_json(nodes.address, experiment)
-            said.update(f["kind"] for f in snapshot["findings"])
+            heard(snapshot)
             run = the_run(snapshot)
             if not (run and run["attempt_index"] == 2 and len(run["workers"]) == 2):
                 return None
@@ -194,6 +199,9 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
         figure("findings_until_the_new_attempt", ",".join(sorted(said)) or "none")
         # Two nodes are left for two STRICT_SPREAD bundles: nothing is infeasible, no stall.
         assert said.isdisjoint({"placement_infeasible", "barrier_stall", "report_mispaired"})
+        # The rank on the killed node is named gone (rank_dead), not a stall, before the retry.
+        victim_rank = next(w["rank"] for w in before["workers"] if w["node_id"] == victim_id)
+        assert any(s.endswith(f"attempt 1 rank {victim_rank}") for s in lost), (said, lost)
         run = the_run(snapshot)
         assert run["attempt_id"] != before["attempt_id"]
         assert run["run_id"] == before["run_id"]

@@ -121,8 +121,10 @@ def test_resume_screen_previews_then_resumes_a_stopped_experiment(ray_cluster, e
                                "the experiment list and its preview")  # fmt: skip
         assert "errored trials" in screen
         pane.keys("a")
-        pane.wait_for(lambda s: "Resume" in s and "scalar" in s and "[y]" in s.lower()
-                      or "yes" in s.lower(), 20, "the confirmation")  # fmt: skip
+        # The confirmation dialog itself: its title names the experiment, its keys say what
+        # y does and that n (cancel) is the default.
+        pane.wait_for(lambda s: "resume scalar" in s and "y resume" in s
+                      and "n cancel (default)" in s, 20, "the confirmation")  # fmt: skip
         pane.keys("y")
         pane.wait_for(lambda s: "resumed 'scalar'" in s, 60, "the resume to be launched")
         done = wait_for(

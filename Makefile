@@ -17,6 +17,10 @@ $(BIN)/python:
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(PIP) torch==2.13.0
 	$(PIP) -e '.[test,torch]'
+	# raytop's own bytecode, once: an editable install compiles none, and where
+	# PYTHONDONTWRITEBYTECODE is set every process (each CLI call, driver and probed
+	# worker) would compile the modules it imports again (~0.1 CPU-s a CLI call).
+	$(BIN)/python -m compileall -q src
 	touch $@
 
 ## make run: install, start the embedded cluster if none is reachable, launch the torch

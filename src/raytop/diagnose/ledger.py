@@ -1,10 +1,11 @@
 """Report-ledger diagnosis: barrier stalls, mis-paired reports, silent and dead ranks.
 
-In Ray Train V2 ``ray.train.report`` is a barrier across ranks (RAY_NOTES h): a rank
-inside report n waits until every rank has entered report n. Entered counts can therefore
-differ by at most one between ranks, and "rank r is k reports behind" is the gap to the
-most advanced rank. Everything here is about one attempt (one worker group): a restart or
-an elastic resize starts a new ledger page with fresh counts.
+In Ray Train V2 ``ray.train.report`` is a barrier across ranks
+(docs/RAY_FACTS.md#report-barrier): a rank inside report n waits until every rank has
+entered report n. Entered counts can therefore differ by at most one between ranks, and
+"rank r is k reports behind" is the gap to the most advanced rank. Everything here is about
+one attempt (one worker group): a restart or an elastic resize starts a new ledger page with
+fresh counts.
 """
 
 from __future__ import annotations

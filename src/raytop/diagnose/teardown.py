@@ -1,8 +1,9 @@
 """Is everything a resume needs on durable storage? (``raytop check --teardown``)
 
 What a user asks before deleting a RayJob or a cluster: the Tune driver has stopped (it
-syncs its experiment state to storage only every 10 s or more, RAY_NOTES f), every Train
-run's latest checkpoint is committed and present, and no checkpoint is still uploading.
+syncs its experiment state to storage only every 10 s or more,
+docs/RAY_FACTS.md#tune-experiment-sync), every Train run's latest checkpoint is committed
+and present, and no checkpoint is still uploading.
 
 Each problem is a ``teardown_unsafe`` finding whose ``evidence["reason"]`` says which check
 failed, so a face reads the verdict from data and never from the wording of the line.

@@ -153,11 +153,6 @@ def _absent_run(facts: ExperimentFacts, run: RunFacts, where: str) -> list[Findi
     ), TRAINABLE_UNKNOWN, **trial)]  # fmt: skip
 
 
-def teardown_problems(facts: ExperimentFacts) -> list[str]:
-    """The findings' lines (what ``check --teardown`` prints after ``teardown_unsafe``)."""
-    return [f.message for f in teardown_findings(facts)]
-
-
 def unlisted_findings(registry_warnings: list[str]) -> list[Finding]:
     """An experiment left out of an unreadable list of launched experiments is one nobody
     checked: never "safe". One finding per problem of that list (naming its file)."""

@@ -341,12 +341,6 @@ def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
     }
 
 
-def placement_groups_from(state: Any) -> list[dict[str, Any]]:
-    """Every placement group with what ``placement_group_table()`` leaves out: the creator
-    job and actor (and whether they died), detached, and the creation time."""
-    return _placement_group_rows(state, {})[0]
-
-
 def _placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
     blobs = state._connect_and_get_accessor().get_placement_group_table()
     return _rows(blobs, _placement_group_row, known)

@@ -1,9 +1,10 @@
 """The per-worker train loop of examples/torch_sweep.toml.
 
-Shows what Ray Train leaves to the user (RAY_NOTES 0, b): rank 0 saves model, optimizer,
-LR scheduler, RNG states and the data position (epoch) explicitly; every rank calls
-``ray.train.report`` the same number of times (the others with ``checkpoint=None``);
-metrics are averaged across ranks with a collective, because Train does not.
+Shows what Ray Train leaves to the user (docs/RAY_FACTS.md#train-leaves-state-to-user): rank
+0 saves model, optimizer, LR scheduler, RNG states and the data position (epoch) explicitly;
+every rank calls ``ray.train.report`` the same number of times (the others with
+``checkpoint=None``); metrics are averaged across ranks with a collective, because Train
+does not.
 
 ``epoch_seconds`` paces the example so that it is worth watching: an epoch of this small
 problem takes milliseconds, so each rank waits out the rest of ``epoch_seconds`` before it

@@ -25,7 +25,8 @@ FLIGHT_RECORDER_DIR = "flight_recorder"  # in the raytop dir: <trial id>/rank_<N
 
 def train_run_name(experiment_name: str, trial_id: str) -> str:
     """Unique per trial, stable across Tune retries and restores: a retried or restored
-    trial resumes its Train run from the run's checkpoint snapshot (RAY_NOTES b, e)."""
+    trial resumes its Train run from the run's checkpoint snapshot
+    (docs/RAY_FACTS.md#train-resume-by-name, docs/RAY_FACTS.md#tune-train-nesting)."""
     return f"{experiment_name}-{trial_id}"
 
 

@@ -32,7 +32,8 @@ def committed_epochs(experiment: Path) -> dict[str, int]:
             latest = json.loads(snapshot.read_text())["latest_checkpoint_result"]
             found[snapshot.parent.name] = int(latest["metrics"]["epoch"])
         except (OSError, ValueError, KeyError, TypeError):
-            continue  # rewritten in place (RAY_NOTES b), or no checkpoint yet
+            # Rewritten in place (docs/RAY_FACTS.md#checkpoint-snapshot), or no checkpoint yet.
+            continue
     return found
 
 

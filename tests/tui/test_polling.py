@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 from textual.widgets import Static
 
-from raytop.tui.app import MAX_BACKOFF_S, backoff_delay, paced_delay
+from raytop.model.refresh import paced_delay
+from raytop.tui.app import MAX_BACKOFF_S, backoff_delay
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.widgets.cluster_bar import ClusterBar
 from raytop.tui.widgets.trial_table import TrialTable

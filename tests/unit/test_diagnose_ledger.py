@@ -2,7 +2,7 @@
 
 from raytop.diagnose import diagnose
 from raytop.diagnose.check import exit_code
-from raytop.diagnose.ledger import behind_by, run_findings, worker_state
+from raytop.diagnose.ledger import behind_by, rank_states, run_findings
 from raytop.model import Cluster, LedgerStatus, Node, Snapshot, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
 
@@ -32,8 +32,7 @@ def test_healthy_lockstep_has_no_findings():
 def test_a_rank_waiting_briefly_for_another_is_not_a_stall():
     page = run(worker(0, 5, 4, age=30), worker(1, 4, 4, age=31))
     assert run_findings(page, T) == []
-    assert worker_state(page.workers[1], page, T) == "behind"
-    assert worker_state(page.workers[0], page, T) == "waiting"
+    assert rank_states(page, T) == {0: ("waiting", 0), 1: ("behind", 1)}
 
 
 def test_stall_names_missing_and_waiting_ranks_and_the_wait():

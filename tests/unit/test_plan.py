@@ -122,7 +122,8 @@ def test_groups_of_no_workers_is_unbounded() -> None:
     "nodes", [cluster({"CPU": 2.0}), cluster({"CPU": 1.0}, count=2)], ids=["1x2", "2x1"]
 )
 def test_two_cpu_deadlock(nodes: list[NodeShape]) -> None:
-    """Two trials whose drivers take both CPUs: no worker can ever start (RAY_NOTES e)."""
+    """Two trials whose drivers take both CPUs: no worker can ever start
+    (docs/RAY_FACTS.md#tune-train-nesting)."""
     p = plan(nodes, TrialShape(CPU1, CPU1, 1), trials=2, max_concurrent=None)
     assert counts(p) == (DEADLOCK, 2, 0)
     assert p.exit_code == 13

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from raytop.diagnose.teardown import teardown_problems
+from raytop.diagnose import teardown
+from raytop.diagnose.teardown import teardown_findings
 from raytop.model import Trial
 from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import SNAPSHOT_FILE, teardown_facts
@@ -26,6 +27,11 @@ def good_state(*trial_ids: str) -> str:
 
 def read(folder):
     return ExperimentReader(str(folder)).read(require_state=True)
+
+
+def verdict(facts) -> list[tuple[str, str]]:
+    """(reason, line) of each teardown finding: which check failed, and what it says."""
+    return [(f.evidence["reason"], f.message) for f in teardown_findings(facts)]
 
 
 def layout(tmp_path, listed: list[str], on_disk: list[str], state=True):
@@ -52,26 +58,28 @@ def layout(tmp_path, listed: list[str], on_disk: list[str], state=True):
 
 def test_everything_committed_is_safe(tmp_path):
     exp = layout(tmp_path, ["checkpoint_a", "checkpoint_b"], ["checkpoint_a", "checkpoint_b"])
-    assert teardown_problems(teardown_facts(exp)) == []
+    assert verdict(teardown_facts(exp)) == []
 
 
 def test_an_upload_in_flight_is_not_safe(tmp_path):
     exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a", "checkpoint_b"])
-    (problem,) = teardown_problems(teardown_facts(exp))
+    ((reason, problem),) = verdict(teardown_facts(exp))
+    assert reason == teardown.UNCOMMITTED
     assert "1 checkpoint(s) not committed yet (checkpoint_b)" in problem
 
 
 def test_a_missing_latest_checkpoint_and_no_state(tmp_path):
     exp = layout(tmp_path, ["checkpoint_a"], [], state=False)
-    problems = teardown_problems(teardown_facts(exp))
-    assert any("no experiment_state file" in p for p in problems)
-    assert any("latest checkpoint checkpoint_a is missing" in p for p in problems)
+    problems = dict(verdict(teardown_facts(exp)))
+    assert "no experiment_state file" in problems[teardown.STATE_MISSING]
+    assert "latest checkpoint checkpoint_a is missing" in problems[teardown.CHECKPOINT_MISSING]
 
 
 def test_a_running_driver_is_not_safe(tmp_path):
     exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
     running = dataclasses.replace(exp, driver_alive=True)
-    (problem,) = teardown_problems(teardown_facts(running))
+    ((reason, problem),) = verdict(teardown_facts(running))
+    assert reason == teardown.DRIVER_RUNNING
     assert "the Tune driver is running" in problem
 
 
@@ -79,7 +87,7 @@ def test_folders_cut_off_by_an_earlier_crash_do_not_block(tmp_path):
     exp = layout(tmp_path, ["checkpoint_b"], ["checkpoint_a", "checkpoint_b"])
     run_dir = tmp_path / "exp" / "train_runs" / train_run_name("exp", "t1")
     os.utime(run_dir / "checkpoint_a", (1_000_000, 1_000_000))  # older than the committed b
-    assert teardown_problems(teardown_facts(exp)) == []
+    assert verdict(teardown_facts(exp)) == []
 
 
 BAD_STATES = {
@@ -104,8 +112,10 @@ def test_a_bad_experiment_state_is_not_safe(tmp_path, content):
     (tmp_path / "exp" / STATE).write_bytes(content)
     exp = dataclasses.replace(read(tmp_path / "exp"), driver_alive=False)
     assert exp.state_read in ("torn", "invalid"), exp.state_read
-    problems = teardown_problems(teardown_facts(exp))
-    assert problems and any(STATE in p for p in problems), problems
+    problems = verdict(teardown_facts(exp))
+    assert any(reason == teardown.STATE_UNREADABLE and STATE in p for reason, p in problems), (
+        problems
+    )
 
 
 def test_state_listing_no_trials_is_not_safe(tmp_path):
@@ -114,8 +124,8 @@ def test_state_listing_no_trials_is_not_safe(tmp_path):
     (folder / STATE).write_text(json.dumps({"trial_data": []}))
     exp = read(folder)
     assert exp.state_read == "ok"
-    assert teardown_problems(teardown_facts(exp)) == [
-        "exp: the experiment state lists no trials: nothing to resume"
+    assert verdict(teardown_facts(exp)) == [
+        (teardown.NO_TRIALS, "exp: the experiment state lists no trials: nothing to resume")
     ]
 
 
@@ -126,31 +136,33 @@ def test_unreadable_snapshot_is_tracked_structurally(tmp_path):
         (run_dir / SNAPSHOT_FILE).write_text(content)
         facts = teardown_facts(exp)
         assert facts.stale_runs == ("t1",)
-        (problem,) = teardown_problems(facts)
+        ((reason, problem),) = verdict(facts)
+        assert reason == teardown.SNAPSHOT_UNUSABLE
         assert problem.startswith("exp trial t1: checkpoint snapshot unusable")
     (run_dir / SNAPSHOT_FILE).unlink()
-    (problem,) = teardown_problems(teardown_facts(exp))
+    ((reason, problem),) = verdict(teardown_facts(exp))
     assert SNAPSHOT_FILE in problem
 
 
 def test_an_unread_state_is_not_safe(tmp_path):
     exp = layout(tmp_path, ["checkpoint_a"], ["checkpoint_a"])
     unknown = dataclasses.replace(exp, state_read="unknown", state_reason=None)
-    (problem,) = teardown_problems(teardown_facts(unknown))
+    ((reason, problem),) = verdict(teardown_facts(unknown))
+    assert reason == teardown.STATE_UNREADABLE
     assert "experiment state unknown" in problem
 
 
 def test_a_driver_that_cannot_be_proven_stopped_is_never_safe() -> None:
     """driver.json names a pid raytop cannot prove (another host, an older record, a start
     time that differs): the driver may still be writing, so teardown is not safe."""
-    from raytop.diagnose.teardown import teardown_problems
     from raytop.model.teardown import ExperimentFacts
 
     facts = ExperimentFacts(name="exp", driver_alive=None, state_on_storage=True, driver_pid=42)
-    (problem,) = teardown_problems(facts)
+    ((reason, problem),) = verdict(facts)
+    assert reason == teardown.DRIVER_UNPROVEN
     assert "cannot tell whether its Tune driver (pid 42) has stopped" in problem
     # Not launched by raytop (no pid recorded): nothing to wait for.
-    assert teardown_problems(ExperimentFacts("exp", None, True)) == []
+    assert verdict(ExperimentFacts("exp", None, True)) == []
 
 
 def test_a_driver_record_that_does_not_read_is_never_safe(tmp_path):
@@ -162,12 +174,13 @@ def test_a_driver_record_that_does_not_read_is_never_safe(tmp_path):
     (raytop_dir / "driver.json").write_text('{"pid": "abc"}')
     exp = ExperimentReader(str(tmp_path / "exp")).read(require_state=True)
     assert exp.driver_alive is None and "driver.json" in exp.warnings[0]
-    (problem,) = teardown_problems(teardown_facts(exp))
+    ((reason, problem),) = verdict(teardown_facts(exp))
+    assert reason == teardown.DRIVER_RECORD_INVALID
     assert "driver.json is not a valid driver record" in problem
     (raytop_dir / "exit.json").write_text("{}")
     ended = ExperimentReader(str(tmp_path / "exp")).read(require_state=True)
     assert ended.driver_alive is False
-    assert teardown_problems(teardown_facts(ended)) == []
+    assert verdict(teardown_facts(ended)) == []
 
 
 def test_a_run_folder_that_cannot_be_listed_is_not_safe(tmp_path):
@@ -178,23 +191,22 @@ def test_a_run_folder_that_cannot_be_listed_is_not_safe(tmp_path):
 
     shutil.rmtree(run_dir)
     run_dir.symlink_to(run_dir.name)  # a loop
-    (problem,) = teardown_problems(teardown_facts(exp))
+    ((_reason, problem),) = verdict(teardown_facts(exp))
     assert "run folder is there but cannot be listed" in problem
     # train_runs itself a loop hides every run: named too.
     shutil.move(run_dir, tmp_path / "aside")
     runs.rmdir()
     runs.symlink_to(runs.name)
-    (problem,) = teardown_problems(teardown_facts(exp))
+    ((_reason, problem),) = verdict(teardown_facts(exp))
     assert "train_runs is there but cannot be listed" in problem
     # A finished trial with no run folder at all (a function trial) is no problem.
     runs.unlink()
-    assert teardown_problems(teardown_facts(exp)) == []
+    assert verdict(teardown_facts(exp)) == []
 
 
 def test_each_verdict_is_a_structured_finding(tmp_path):
     """The verdict is data: kind, severity, the experiment as subject and the reason in
     the evidence; the printed line is the finding's message."""
-    from raytop.diagnose import teardown
     from raytop.model import Severity
     from raytop.model.teardown import ExperimentFacts, RunFacts
 
@@ -210,7 +222,6 @@ def test_each_verdict_is_a_structured_finding(tmp_path):
         teardown.DRIVER_RUNNING, teardown.STATE_MISSING,
         teardown.CHECKPOINT_MISSING, teardown.UNCOMMITTED,
     ]  # fmt: skip
-    assert [f.message for f in found] == teardown.teardown_problems(facts)
     assert found[2].evidence["trial_id"] == "t1"
     (unlisted,) = teardown.unlisted_findings(["experiments.json: torn"])
     assert unlisted.evidence["reason"] == teardown.UNLISTED

@@ -130,10 +130,27 @@ def test_ascii_when_the_stream_cannot_encode_blocks(encoding, ascii_only) -> Non
     assert terminal.wants_ascii(stream) is ascii_only
 
 
+class _Tty(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_term_dumb_means_no_tui_even_on_a_terminal(monkeypatch) -> None:
     monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setattr(sys, "stdin", _Tty())
+    monkeypatch.setattr(sys, "stdout", _Tty())
     assert terminal.tui_unavailable() == "TERM=dumb"
-    assert not terminal.has_terminal()
+
+
+def test_a_terminal_on_both_ends_can_draw(monkeypatch) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setattr(sys, "stdin", _Tty())
+    monkeypatch.setattr(sys, "stdout", _Tty())
+    assert terminal.tui_unavailable() is None
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert terminal.tui_unavailable() == "stdout is not a terminal"
 
 
 def test_no_tty_means_no_tui(monkeypatch) -> None:

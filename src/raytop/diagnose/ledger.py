@@ -1,10 +1,11 @@
 """Report-ledger diagnosis: barrier stalls, mis-paired reports, silent and dead ranks.
 
-In Ray Train V2 ``ray.train.report`` is a barrier across ranks (RAY_NOTES h): a rank
-inside report n waits until every rank has entered report n. Entered counts can therefore
-differ by at most one between ranks, and "rank r is k reports behind" is the gap to the
-most advanced rank. Everything here is about one attempt (one worker group): a restart or
-an elastic resize starts a new ledger page with fresh counts.
+In Ray Train V2 ``ray.train.report`` is a barrier across ranks
+(docs/RAY_FACTS.md#report-barrier): a rank inside report n waits until every rank has
+entered report n. Entered counts can therefore differ by at most one between ranks, and
+"rank r is k reports behind" is the gap to the most advanced rank. Everything here is about
+one attempt (one worker group): a restart or an elastic resize starts a new ledger page with
+fresh counts.
 """
 
 from __future__ import annotations
@@ -44,14 +45,10 @@ def _silent(w: Worker, t: Thresholds) -> bool:
     return w.last_report_age_s > max(t.silent_min_s, t.silent_factor * w.usual_interval_s)
 
 
-def worker_state(w: Worker, run: TrainRun, t: Thresholds) -> str:
-    """One word for the rank's row: done, dead, waiting, behind, silent, training."""
-    return _state(w, behind_by(run).get(w.rank, 0), t)
-
-
 def rank_states(run: TrainRun, t: Thresholds) -> dict[int, tuple[str, int]]:
-    """Per rank: (its ``worker_state``, reports behind), for the whole attempt in one pass
-    (O(ranks): the pipeline derives them once per snapshot, not per row per redraw)."""
+    """Per rank: (one word for its row: done, dead, waiting, behind, silent or training;
+    reports behind), for the whole attempt in one pass (O(ranks): the pipeline derives them
+    once per snapshot, not per row per redraw)."""
     behind = behind_by(run)
     return {w.rank: (_state(w, behind.get(w.rank, 0), t), behind.get(w.rank, 0))
             for w in run.workers}  # fmt: skip

@@ -1,7 +1,8 @@
 """Why a placement group (and so a trial, or a Train worker group) is not placed, in words.
 
-One sentence per group (RAY_NOTES d, e): a bundle no node can ever hold, a strategy the
-cluster's shape cannot satisfy, or capacity that exists but is held by others (named).
+One sentence per group (docs/RAY_FACTS.md#placement-group-table): a bundle no node can ever
+hold, a strategy the cluster's shape cannot satisfy, or capacity that exists but is held by
+others (named).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Capacity planning before launch: can a sweep's concurrent trials place, and how many at once?
 
-A torch trial holds two things at once: its Tune trial bundle (the trial driver) and, once it
-runs, its Train worker group (``num_workers`` identical bundles placed with the scaling
+A torch trial holds two things at once: its Tune trial bundle (the trial driver) and, once
+it runs, its Train worker group (``num_workers`` identical bundles placed with the scaling
 strategy). Tune starts up to ``max_concurrent_trials`` drivers without knowing about the
-worker groups they will ask for (RAY_NOTES e): drivers that take what the workers need
-deadlock every trial. Summed totals do not say whether each bundle fits (RAY_NOTES d), so
-this works node by node, strategy by strategy.
+worker groups they will ask for (docs/RAY_FACTS.md#tune-train-nesting): drivers that take
+what the workers need deadlock every trial. Summed totals do not say whether each bundle
+fits (docs/RAY_FACTS.md#placement-group-table), so this works node by node, strategy by
+strategy.
 
 Given how many driver bundles sit on each node, the free worker slots per node ``s_i`` decide
 how many worker groups of ``n`` bundles fit:

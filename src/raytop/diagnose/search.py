@@ -1,4 +1,5 @@
-"""Before launch: a sweep that looks like tuning but cannot adapt (RAY_NOTES 0).
+"""Before launch: a sweep that looks like tuning but cannot adapt
+(docs/RAY_FACTS.md#grid-random-search-does-not-adapt).
 
 Grid/random search (Tune's default ``BasicVariantGenerator``) draws every configuration
 independently of the results; only a searcher (Optuna, HyperOpt, BayesOpt …) uses the

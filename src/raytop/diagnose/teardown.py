@@ -1,8 +1,9 @@
 """Is everything a resume needs on durable storage? (``raytop check --teardown``)
 
 What a user asks before deleting a RayJob or a cluster: the Tune driver has stopped (it
-syncs its experiment state to storage only every 10 s or more, RAY_NOTES f), every Train
-run's latest checkpoint is committed and present, and no checkpoint is still uploading.
+syncs its experiment state to storage only every 10 s or more,
+docs/RAY_FACTS.md#tune-experiment-sync), every Train run's latest checkpoint is committed
+and present, and no checkpoint is still uploading.
 
 Each problem is a ``teardown_unsafe`` finding whose ``evidence["reason"]`` says which check
 failed, so a face reads the verdict from data and never from the wording of the line.
@@ -150,11 +151,6 @@ def _absent_run(facts: ExperimentFacts, run: RunFacts, where: str) -> list[Findi
         f"Train trial ({facts.trainable_evidence}): cannot tell whether its checkpoints "
         "are on storage"
     ), TRAINABLE_UNKNOWN, **trial)]  # fmt: skip
-
-
-def teardown_problems(facts: ExperimentFacts) -> list[str]:
-    """The findings' lines (what ``check --teardown`` prints after ``teardown_unsafe``)."""
-    return [f.message for f in teardown_findings(facts)]
 
 
 def unlisted_findings(registry_warnings: list[str]) -> list[Finding]:

@@ -30,11 +30,6 @@ def tui_unavailable() -> str | None:
     return None
 
 
-def has_terminal() -> bool:
-    """Both ends are a terminal: the TUI can read keys and draw."""
-    return tui_unavailable() is None
-
-
 def wants_ascii(stream: TextIO | None = None) -> bool:
     """``stream`` (default stdout) cannot encode the block characters pictures use: an
     ASCII or Latin-1 locale (``LANG=C`` on an old system, a bare container)."""

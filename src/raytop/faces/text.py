@@ -16,6 +16,7 @@ from raytop.model import ExperimentStatus, Severity, Snapshot
 from raytop.model.collectives import FlightRecorderReport
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
 from raytop.model.ports import Collector
+from raytop.model.refresh import paced_delay
 from raytop.model.resume import ResumePreview
 from raytop.model.stacks import STACK_BY_PROBE
 from raytop.model.visible import visible, visible_lines
@@ -176,7 +177,8 @@ def follow(
     collector: Collector, refresh_s: float, log_path: Path,
     progress: Callable[[str], None] | None = None,
 ) -> bool:  # fmt: skip
-    """``run --no-tui``: print on change until the driver has ended. True when the run
+    """``run --no-tui``: print on change until the driver has ended, paced like the TUI
+    (every ``refresh_s``, never sooner than the last collect took). True when the run
     ended well (every trial TERMINATED, no error finding) or the user stopped watching
     (the run keeps going); False, with why, when it did not. ``progress``: first show the
     driver coming up (its raytop dir holds ``log_path``) there, in place on a terminal."""
@@ -187,7 +189,9 @@ def follow(
         if progress is not None:
             wait_for_driver(log_path.parent, progress)
         while True:
+            started = time.monotonic()
             snapshot = collector.collect()
+            delay, _slow = paced_delay(refresh_s, time.monotonic() - started)
             line = progress_line(snapshot)
             if line != last:
                 echo_text(f"{time.strftime('%H:%M:%S')} {line}")
@@ -195,7 +199,7 @@ def follow(
             exp = snapshot.experiments[0]
             if exp.status not in (ExperimentStatus.RUNNING, ExperimentStatus.STARTING):
                 break
-            time.sleep(refresh_s)
+            time.sleep(delay)
     except KeyboardInterrupt:
         say("stopped watching; the run keeps going; `raytop` re-attaches")
         return True

@@ -253,7 +253,8 @@ MAX_REPORT_METRICS = 16  # scalar metrics kept of one report (first report, rest
 MAX_METRIC_KEY_CHARS = 64
 
 # Which retry budget (``ray.train.FailureConfig`` field) a failed attempt counts against
-# (Train's failure policy, RAY_NOTES j); None: not retryable, the run ends.
+# (Train's failure policy, docs/RAY_FACTS.md#failure-policy); None: not retryable, the run
+# ends.
 FAILURE_CLASSES = {
     "worker": "max_failures",
     "controller": "controller_failure_limit",

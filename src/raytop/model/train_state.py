@@ -1,13 +1,13 @@
 """Train V2's own record of a run, as raytop takes it, and its translation into raytop's
 words.
 
-With ``RAY_TRAIN_ENABLE_STATE_TRACKING=1`` in a driver, Train keeps its runs, their
-attempts (one worker group each) and their workers in a detached state actor, which the
-dashboard serves (``wire.dashboard``, RAY_NOTES c1/c2). For a run raytop did not start and
-whose workers have no probe, that is more than the actor table says: the run's name, its
-attempts with their status and error, and each worker's world rank (the actor table only
-gives pids). ``model.untrusted_train_state`` validates the answer into these records;
-``pipeline.uninstrumented`` joins them to the run's controller in the actor table.
+With ``RAY_TRAIN_ENABLE_STATE_TRACKING=1`` in a driver, Train keeps its runs, their attempts
+(one worker group each) and their workers in a detached state actor, which the dashboard
+serves (``wire.dashboard``; docs/RAY_FACTS.md#train-state-actor). For a run raytop did not
+start and whose workers have no probe, that is more than the actor table says: the run's
+name, its attempts with their status and error, and each worker's world rank (the actor
+table only gives pids). ``model.untrusted_train_state`` validates the answer into these
+records; ``pipeline.uninstrumented`` joins them to the run's controller in the actor table.
 
 Pure and stdlib only (``model`` layer): no Ray, no I/O.
 """

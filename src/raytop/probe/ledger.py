@@ -1,10 +1,12 @@
 """The Ledger: one named, detached actor that collects every probe's report counts.
 
-``raytop_ledger`` in namespace ``raytop``, 0 CPU, pinned to the head node (DESIGN
-decision 2). Probes send their whole cumulative state (fire-and-forget ``update``), so a
-ledger that is killed and recreated is whole again after one flush. Memory is bounded:
-at most ``MAX_PAGES`` attempts and ``MAX_RANK_RECORDS`` ranks (least recently updated
-attempts evicted), one record per rank.
+``raytop_ledger`` in namespace ``raytop``, 0 CPU (it never takes capacity from training),
+pinned to the head node (worker nodes come and go with autoscaling and preemption; the head
+lives as long as the cluster and its GCS, where the ledger publishes). Probes send their
+whole cumulative state (fire-and-forget ``update``), so a ledger that is killed and
+recreated is whole again after one flush. Memory is bounded: at most ``MAX_PAGES`` attempts
+and ``MAX_RANK_RECORDS`` ranks (least recently updated attempts evicted), one record per
+rank.
 
 It publishes into the GCS internal KV (the namespace and keys in ``wire.kv_keys``):
 ``ledger/index`` (its start time, last publish time and each key's version) and the keys

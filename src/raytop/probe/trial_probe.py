@@ -1,9 +1,10 @@
 """TrialProbe: a Tune callback in the driver that publishes the live trial table.
 
-Tune only syncs its experiment state to storage every 10 s or more (RAY_NOTES f); the
-driver itself knows every result the moment it arrives. The probe writes the table to
-``<raytop_dir>/trials.json`` (atomic rename, at most every ``min_interval_s``), which the
-raytop faces read. It never raises into Tune: a failed write is counted and retried.
+Tune only syncs its experiment state to storage every 10 s or more
+(docs/RAY_FACTS.md#tune-experiment-sync); the driver itself knows every result the moment it
+arrives. The probe writes the table to ``<raytop_dir>/trials.json`` (atomic rename, at most
+every ``min_interval_s``), which the raytop faces read. It never raises into Tune: a failed
+write is counted and retried.
 
 Each row also carries the experiment metric's last ``MAX_METRIC_HISTORY`` finite values
 (a bounded deque per trial, kept across a ``Tuner.restore`` through Tune's callback state)

@@ -1,8 +1,9 @@
 """The latest committed checkpoint of each torch trial's Train run, from its snapshot.
 
-Train V2 rewrites ``checkpoint_manager_snapshot.json`` non-atomically (RAY_NOTES b): a read
-that fails to parse is retried, then the last good copy is used with a one-line warning
-(``sources.storage``, which also watches local folders and polls remote ones).
+Train V2 rewrites ``checkpoint_manager_snapshot.json`` non-atomically
+(docs/RAY_FACTS.md#checkpoint-snapshot): a read that fails to parse is retried, then the
+last good copy is used with a one-line warning (``sources.storage``, which also watches
+local folders and polls remote ones).
 """
 
 from __future__ import annotations

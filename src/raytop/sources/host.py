@@ -1,9 +1,9 @@
 """The host view of the node raytop runs on: the OS's figures beside Ray's logical ones.
 
-Ray's resources are bookkeeping, not OS limits (RAY_NOTES 0, i): a node "4/4 CPU" may be
-idle or pegged. On a head pod raytop shares its host with the head node (and on a laptop
-with every node of a loopback cluster), so psutil answers for the nodes whose address is
-one of this host's. Other nodes get Ray's own figures from its dashboard
+Ray's resources are bookkeeping, not OS limits (docs/RAY_FACTS.md#logical-resources): a node
+"4/4 CPU" may be idle or pegged. On a head pod raytop shares its host with the head node
+(and on a laptop with every node of a loopback cluster), so psutil answers for the nodes
+whose address is one of this host's. Other nodes get Ray's own figures from its dashboard
 (``sources.remote_hosts``), or none: never a guess.
 """
 

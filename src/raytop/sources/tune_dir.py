@@ -1,4 +1,5 @@
-"""Reads an experiment folder into ``model.Experiment``, defensively (DESIGN decision 8).
+"""Reads an experiment folder into ``model.Experiment``, defensively: its files are another
+program's, rewritten in place while raytop reads them, so all of them are untrusted input.
 
 For a run raytop launched, the live trial table comes from the TrialProbe's
 ``.raytop/trials.json`` and the driver's liveness from ``driver.json`` / ``exit.json``.

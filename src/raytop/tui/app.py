@@ -21,6 +21,7 @@ from textual.screen import Screen
 
 from raytop.model import Snapshot
 from raytop.model.ports import Collector
+from raytop.model.refresh import DEFAULT_REFRESH_S, paced_delay
 from raytop.model.visible import visible, visible_lines
 from raytop.tui.commands import REPLACED_SYSTEM_TITLES, key_commands
 from raytop.tui.controls import Controls
@@ -44,16 +45,6 @@ def backoff_delay(refresh_s: float, failures: int) -> float:
     # The exponent is capped first: 2**1100 seconds would overflow a float, and an error
     # here (outside the poll's try) would end the poller after hours of failures.
     return min(refresh_s * 2 ** min(failures, 32), max(refresh_s, MAX_BACKOFF_S))
-
-
-def paced_delay(refresh_s: float, took_s: float) -> tuple[float, str | None]:
-    """Seconds to wait after a collect that took ``took_s``, and one line saying so when
-    that is longer than asked: never less than the collect itself took, so a cluster that
-    answers slowly is asked at most half the time (its reads are the load), and the user
-    sees why the data refreshes less often than ``--refresh``."""
-    if took_s <= refresh_s:
-        return refresh_s, None
-    return took_s, f"slow cluster: refresh {2 * took_s:.1f}s"
 
 
 def _describe(exc: Exception) -> str:
@@ -101,7 +92,7 @@ class RaytopApp(App[None]):
         self,
         collector: Collector,
         *,
-        refresh_s: float = 0.5,
+        refresh_s: float = DEFAULT_REFRESH_S,
         autostart: bool = True,
         read_only: bool = False,
         theme: str = DEFAULT_THEME,

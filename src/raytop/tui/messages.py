@@ -20,8 +20,8 @@ from raytop.model.resume import ResumePreview, StoredExperiment
 @dataclass
 class SnapshotReady(Message):
     """The collector returned a snapshot (connected or not). ``slow``: the collect took
-    longer than the refresh asked, so the poller now waits longer (``app.paced_delay``);
-    one line saying so, shown beside the data's age."""
+    longer than the refresh asked, so the poller now waits longer
+    (``model.refresh.paced_delay``); one line saying so, shown beside the data's age."""
 
     snapshot: Snapshot
     slow: str | None = None

@@ -1,11 +1,11 @@
 """The GCS from outside the cluster: nodes, placement groups, actors and the internal KV.
 
-raytop never calls ``ray.init`` (DESIGN, revisions): Ray ends a driver whose GCS stays
-unreachable for 60 s, and a supervisor must outlive the cluster it watches. So these
-clients talk to the GCS directly, with no driver job registered and milliseconds per call
-(RAY_NOTES d, i), and fail fast with ``ClusterUnreachable`` when it is gone. Each client
-checks the Ray line first (``wire.version``): the calls here are private Ray APIs.
-``ray_version`` is part of this face: a snapshot says which Ray read it.
+raytop never calls ``ray.init``: Ray ends a driver whose GCS stays unreachable for 60 s, and
+a supervisor must outlive the cluster it watches. So these clients talk to the GCS directly,
+with no driver job registered and milliseconds per call
+(docs/RAY_FACTS.md#gcs-direct-reads), and fail fast with ``ClusterUnreachable`` when it is
+gone. Each client checks the Ray line first (``wire.version``): the calls here are private
+Ray APIs. ``ray_version`` is part of this face: a snapshot says which Ray read it.
 """
 
 from __future__ import annotations
@@ -339,12 +339,6 @@ def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
         # actor's group is told apart (pipeline.owners).
         "pg_id": _hex(a.placement_group_id) if _has_id(a.placement_group_id) else "",
     }
-
-
-def placement_groups_from(state: Any) -> list[dict[str, Any]]:
-    """Every placement group with what ``placement_group_table()`` leaves out: the creator
-    job and actor (and whether they died), detached, and the creation time."""
-    return _placement_group_rows(state, {})[0]
 
 
 def _placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:

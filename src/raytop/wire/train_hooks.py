@@ -23,7 +23,7 @@ def train_worker_callback_bases() -> tuple[type, type]:
     """(WorkerCallback, TrainContextCallback): DeveloperAPI classes from Train V2's
     internal package. A probe deriving from both gets ``after_init_train_context`` /
     ``before_worker_shutdown`` and the ``on_report`` / ``on_checkpoint_*`` context
-    managers inside every worker (RAY_NOTES h)."""
+    managers inside every worker (docs/RAY_FACTS.md#train-worker-callbacks)."""
     from ray.train.v2._internal.execution.callback import (
         TrainContextCallback,
         WorkerCallback,
@@ -79,7 +79,8 @@ class WorkerIdentity:
     placement_group_id: str | None
     run_path: str
     # The logical resources Ray assigned this worker (``{"CPU": 1.0}``): what it declared,
-    # which Ray does not enforce on the OS (RAY_NOTES 0): the faces show both.
+    # which Ray does not enforce on the OS (docs/RAY_FACTS.md#logical-resources): the faces
+    # show both.
     declared: dict[str, float]
     # The folder name of the checkpoint Train gave this worker group to start from
     # (``ray.train.get_checkpoint()``), None when it started fresh: matched against the

@@ -65,3 +65,18 @@ def test_the_probe_takes_its_hook_classes_on_any_line(monkeypatch):
     worker, context = train_hooks.train_worker_callback_bases()
     assert (worker.__name__, context.__name__) == ("WorkerCallback", "TrainContextCallback")
     assert len(train_hooks.train_controller_callback_bases()) == 3
+
+
+def test_the_version_is_read_without_importing_ray():
+    """A refusal, or an address that does not answer, costs no ``import ray``: the
+    version comes from Ray's installed metadata, the same as the imported module's."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from raytop.wire import version; v = version.ray_version(); "
+            "print(v, 'ray' in sys.modules)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()  # fmt: skip
+    import ray
+
+    assert out == [ray.__version__, "False"]

@@ -6,6 +6,7 @@ clear refusal on another Ray line beats a wrong reading or a crash deep inside R
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 from typing import Any
@@ -47,6 +48,15 @@ def import_ray() -> Any:
 
 
 def ray_version() -> str:
+    """The installed Ray's version: from an imported Ray when there is one, else from its
+    distribution's metadata, which costs milliseconds where ``import ray`` costs half a
+    CPU-second (a command refused for its Ray line, or for an address that does not answer,
+    never imports it). A Ray with no metadata (run from a source tree) is imported."""
+    if "ray" not in sys.modules:
+        try:
+            return importlib.metadata.version("ray")
+        except importlib.metadata.PackageNotFoundError:
+            pass
     return import_ray().__version__
 
 

@@ -235,7 +235,7 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
     def _trial_highlighted(self) -> None:
         self._show_pending_reason()
         self._show_dashboard()
-        self.refresh_bindings()  # "stop trial" depends on the highlighted trial
+        self.offer_keys()  # "stop trial" depends on the highlighted trial
 
     def _highlighted_trial(self) -> Trial | None:
         experiment = self._experiment()
@@ -329,7 +329,7 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
         body = state.body
         self.query_one(FindingsList).show(body.findings if body else ())
         self._show_dashboard()
-        self.refresh_bindings()
+        self.offer_keys()
 
     def _show_dashboard(self) -> None:
         """The highlighted trial's run, in the lines the rest of the screen leaves."""

@@ -19,6 +19,7 @@ import raytop.cli as cli
 import raytop.launch.cluster
 import raytop.model.thresholds
 from raytop.cli import GROUP_OPTIONS, READ_ONLY_REFUSES, main
+from raytop.diagnose.check import CLUSTER_UNREACHABLE
 
 COMMANDS = ("", "run", "plan", "status", "check", "resume", "stop", "down", "themes")
 POSITIONS = ("before", "after")
@@ -61,6 +62,17 @@ def argv_of(command: str, where: dict[str, Path]) -> list[str]:
     }[command]
 
 
+def placements(commands) -> list:
+    """(command, position) for each command in both positions, but the bare command
+    (``raytop`` alone) only before: it has no command for an option to follow."""
+    return [
+        pytest.param(command, position, id=f"{command or 'bare'}-{position}")
+        for command in commands
+        for position in POSITIONS
+        if command or position == "before"
+    ]
+
+
 def placed(position: str, command: str, where, option: list[str]) -> list[str]:
     args = argv_of(command, where)
     return option + args if position == "before" else args + option
@@ -75,6 +87,27 @@ def one_line_error(result) -> str:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("raytop: error: ")
     return lines[0]
+
+
+# How each command ends when no cluster is found (``no_cluster``) and nothing raytop started
+# runs here, with the exit code documented for it (README "Exit codes", docs/schema.md; stop
+# and down: docs/RELIABILITY.md cases 89 and 135): (code, on stdout, the stderr line).
+WITHOUT_A_CLUSTER = {
+    "plan": (0, "FITS", None),  # the spec's own [cluster] fits it
+    "status": (0, "cluster DISCONNECTED", None),
+    "check": (CLUSTER_UNREACHABLE, "cluster_unreachable", None),
+    "stop": (2, None, "its driver is not running here; nothing to stop"),
+    "down": (0, None, "raytop: no cluster started by raytop is recorded; nothing to stop"),
+}
+
+
+def assert_ends_as_without_a_cluster(command: str, result) -> None:
+    """The command ends as it does without the option it was given: code, output, line."""
+    code, out, err = WITHOUT_A_CLUSTER[command]
+    assert result.exit_code == code, result.output
+    assert (out in result.stdout) if out else (result.stdout == ""), result.stdout
+    assert (result.stderr.strip().endswith(err)) if err else (result.stderr == ""), result.stderr
+    assert len(result.stderr.strip().splitlines()) == (1 if err else 0), result.stderr
 
 
 class Handed:
@@ -123,15 +156,10 @@ def no_cluster(monkeypatch) -> list[str | None]:
 CONNECTING = ("", "run", "plan", "status", "check")  # resolve the address first
 
 
-@pytest.mark.parametrize("position", POSITIONS)
-@pytest.mark.parametrize("command", CONNECTING)
+@pytest.mark.parametrize(("command", "position"), placements(CONNECTING))
 def test_address_reaches_every_command_that_connects(where, command, position) -> None:
-    if command == "" and position == "after":
-        pytest.skip("the bare command has only the one position")
     result = invoke(placed(position, command, where, ["--address", UNREACHABLE]))
     if command == "check":  # check's own code for an unreachable cluster, on stdout
-        from raytop.diagnose.check import CLUSTER_UNREACHABLE
-
         assert result.exit_code == CLUSTER_UNREACHABLE, result.output
         assert UNREACHABLE in result.stdout
         return
@@ -150,10 +178,12 @@ def test_address_reaches_resume(where, monkeypatch, position) -> None:
 @pytest.mark.parametrize("position", POSITIONS)
 @pytest.mark.parametrize("command", ("stop", "down"))
 def test_address_is_accepted_where_it_means_nothing(where, command, position) -> None:
-    """stop and down act on what raytop started on this machine: --address is ignored."""
+    """stop and down act on what raytop started on this machine: --address is ignored,
+    each ends as it does with nothing of raytop's running here."""
     result = invoke(placed(position, command, where, ["--address", UNREACHABLE]))
     assert "--address" not in result.stderr
     assert UNREACHABLE not in result.stderr
+    assert_ends_as_without_a_cluster(command, result)
 
 
 def test_the_value_after_the_command_wins(where, no_cluster) -> None:
@@ -164,11 +194,10 @@ def test_the_value_after_the_command_wins(where, no_cluster) -> None:
 # -- --stall-after and --refresh ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("position", POSITIONS)
-@pytest.mark.parametrize("command", ("", "status", "check", "run", "resume"))
+@pytest.mark.parametrize(
+    ("command", "position"), placements(("", "status", "check", "run", "resume"))
+)
 def test_stall_after_reaches_the_command(where, monkeypatch, no_cluster, command, position):
-    if command == "" and position == "after":
-        pytest.skip("the bare command has only the one position")
     handed = Handed(monkeypatch)
     invoke(placed(position, command, where, ["--stall-after", "7.5"]))
     if command in ("run", "resume"):
@@ -177,11 +206,8 @@ def test_stall_after_reaches_the_command(where, monkeypatch, no_cluster, command
         assert handed.stall == [7.5]
 
 
-@pytest.mark.parametrize("position", POSITIONS)
-@pytest.mark.parametrize("command", ("", "run", "resume"))
+@pytest.mark.parametrize(("command", "position"), placements(("", "run", "resume")))
 def test_refresh_reaches_the_command(where, monkeypatch, no_cluster, command, position):
-    if command == "" and position == "after":
-        pytest.skip("the bare command has only the one position")
     handed = Handed(monkeypatch)
     invoke(placed(position, command, where, ["--refresh", "1.5"]))
     if command == "":
@@ -200,6 +226,7 @@ def test_an_option_a_command_does_not_use_is_accepted(
     result = invoke(placed(position, command, where, option))
     assert "No such option" not in result.stderr
     assert "Invalid value" not in result.stderr
+    assert_ends_as_without_a_cluster(command, result)
 
 
 def test_defaults_when_neither_position_sets_one(where, monkeypatch, no_cluster) -> None:
@@ -214,8 +241,7 @@ def test_defaults_when_neither_position_sets_one(where, monkeypatch, no_cluster)
 # -- values accepted though wrong --------------------------------------------------------
 
 
-@pytest.mark.parametrize("position", POSITIONS)
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(("command", "position"), placements(COMMANDS))
 @pytest.mark.parametrize(
     "option",
     [["--address", ""], ["--address", "   "], ["--refresh", "nan"], ["--refresh", "inf"],
@@ -223,8 +249,6 @@ def test_defaults_when_neither_position_sets_one(where, monkeypatch, no_cluster)
     ids=lambda o: " ".join(o),
 )  # fmt: skip
 def test_bad_values_are_one_line_exit_2(where, monkeypatch, command, position, option) -> None:
-    if command == "" and position == "after":
-        pytest.skip("the bare command has only the one position")
     handed = Handed(monkeypatch)
     result = invoke(placed(position, command, where, option))
     assert result.exit_code == 2, result.output
@@ -325,6 +349,7 @@ def test_read_only_reaches_the_tui(where, monkeypatch, no_cluster, how) -> None:
 def test_read_only_lets_reads_through(where, no_cluster, command, position) -> None:
     result = invoke(placed(position, command, where, ["--read-only"]))
     assert "read-only" not in result.stderr
+    assert_ends_as_without_a_cluster(command, result)
 
 
 # -- the installed command, as a user types it -------------------------------------------

@@ -440,7 +440,9 @@ TRIAL_PG = "2a9b8c7d6e5f40312233445566778899a1000000"
 WAITING_PG = "9b2e4f1066d5c4b3a2f1e0d9c8b7a6f501000000"
 TPU_PG = "d04c3b2a1f0e9d8c7b6a5f4e3d2c1b0a05000000"
 LEAKED_PG = "e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b002000000"
-GPU_WAIT = "fits, but 4 of 4 GPU are held by Train run exp-t1"
+# raytop's sentence for t2's group (3 GPUs): of the head's 4 (the only GPUs), exp-t1's
+# two ranks hold 2 and 2 are free (test_placement.test_the_fixture_says_why_as_raytop_would)
+GPU_WAIT = "fits, but 2 of 4 GPU are held by Train run exp-t1"
 TPU_WHY = "bundle 0 needs {TPU: 1}; no node has TPU"
 
 
@@ -497,7 +499,7 @@ def _placement_groups() -> tuple[PlacementGroup, ...]:
                attempts=1, age_s=312.0, owner_kind="train_run", owner="exp-t1", experiment="exp"),
         _group(TRIAL_PG, "CREATED", Bundle(0, {"CPU": 0.0, "memory": 1.0}, CPU_NODE),
                attempts=1, age_s=318.0, owner_kind="trial", owner="t1", experiment="exp"),
-        _group(WAITING_PG, "PENDING", Bundle(0, {"GPU": 1.0}), attempts=14, age_s=95.0,
+        _group(WAITING_PG, "PENDING", Bundle(0, {"GPU": 3.0}), attempts=14, age_s=95.0,
                owner_kind="pending_trial", experiment="exp", why_pending=GPU_WAIT),
         replace(
             _group(TPU_PG, "PENDING", Bundle(0, {"TPU": 1.0}), attempts=3, age_s=41.0,
@@ -512,7 +514,7 @@ def _placement_groups() -> tuple[PlacementGroup, ...]:
 @pytest.fixture
 def placement(sweep: Snapshot) -> Snapshot:
     """Experiment ``exp``: trial t1's Train run exp-t1 holds GPUs 0 and 1 of the head
-    (two ranks), t2 waits for a GPU, and a job wants a TPU no node has."""
+    (two ranks), t2 waits for 3 GPUs (2 are free), and a job wants a TPU no node has."""
     run = TrainRun(
         run_id="6c1d0e9f8a7b",
         run_name="exp-t1",

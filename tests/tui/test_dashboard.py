@@ -3,6 +3,9 @@ while the worker group starts, the rank strip at 80×24 and beside the trials wh
 
 from __future__ import annotations
 
+import raytop.tui.format
+from raytop.tui.format import fit_words
+from raytop.tui.widgets import run_dashboard
 from raytop.tui.widgets.run_dashboard import RunDashboard
 from raytop.tui.widgets.trial_table import TrialTable
 
@@ -59,15 +62,31 @@ async def test_many_ranks_collapse_to_counts_and_the_laggards_at_80x24(make_app,
             assert len(line) <= 78
 
 
-async def test_every_panel_fits_its_lines_and_no_word_is_cut(make_app, checkpointed):
+async def test_every_panel_fits_its_lines_and_no_word_is_cut(make_app, checkpointed, monkeypatch):
+    fitted: list[tuple[str, str]] = []  # (a panel's line, as shown)
+
+    def recorded(line, width, ellipsis):
+        shown = fit_words(line, width, ellipsis)
+        fitted.append((line.plain, shown.plain))
+        return shown
+
+    for module in (run_dashboard, raytop.tui.format):  # the panels' lines, the phase's last
+        monkeypatch.setattr(module, "fit_words", recorded)
     for size in ((80, 24), (160, 48)):
+        fitted.clear()
         app = make_app()
         async with app.run_test(size=size) as pilot:
             await show(pilot, checkpointed)
             dashboard = app.screen.query_one(RunDashboard)
             for line in dashboard_text(app).splitlines():
                 assert len(line) <= dashboard.size.width - 2
-                assert line.endswith(("…", " ")) or not line.endswith("…")
+            cut = {(full, shown) for full, shown in fitted if shown != full}
+            for full, shown in cut:  # a whole word, then the ellipsis
+                kept = shown.removesuffix("…")
+                assert kept != shown and full.startswith(kept), (full, shown)
+                assert full[len(kept)] == " " and kept[-1:] not in ("", " "), (full, shown)
+            # 80 columns cut the checkpoints' line ("… #3 committed 96M…"), 160 cut nothing
+            assert len(cut) == (size[0] == 80), cut
             assert app.screen.has_class("-wide") is (size[0] >= 140)
             # The trials keep their rows: every trial visible at both sizes.
             table = app.screen.query_one(TrialTable)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from raytop.diagnose.placement import why_pending
 from raytop.model import Bundle, Node, PlacementGroup, Snapshot, TrainRun, Worker
 from raytop.tui.messages import SourceFailed
 from raytop.tui.screens.help import HelpScreen
@@ -211,6 +212,15 @@ def test_a_run_outside_any_experiment_holds_slots_by_run_name(placement) -> None
 # -- placement groups -------------------------------------------------------------------
 
 
+def test_the_fixture_says_why_as_raytop_would(placement) -> None:
+    """The fixture's reasons are the sentences raytop works out from its own nodes and
+    groups: the why-it-waits line never contradicts the GPU figures shown beside it."""
+    nodes, groups = list(placement.cluster.nodes), list(placement.placement_groups)
+    assert why_pending(group(placement, WAITING_PG), nodes, groups) == GPU_WAIT
+    assert why_pending(group(placement, TPU_PG), nodes, groups) == TPU_WHY
+    assert [t.pending_reason for t in placement.experiments[0].trials] == [None, GPU_WAIT]
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 async def test_groups_waiting_first_with_their_cells(make_app, placement, size) -> None:
     app = make_app()
@@ -235,7 +245,7 @@ async def test_groups_waiting_first_with_their_cells(make_app, placement, size) 
         assert [cell(table, WAITING_PG, c) for c in ("id", "age", "bundles")] == [
             "9b2e4f10",
             "1m35s",
-            "0:{GPU:1}→·",
+            "0:{GPU:3}→·",
         ]
         # Alike bundles on one node are written once, with their index range.
         assert cell(table, TRAIN_PG, "bundles") == "0-1:{CPU:1,GPU:1}→a3f9c2d1"
@@ -310,13 +320,13 @@ async def test_updates_diff_in_place_and_the_cursor_follows_its_group(make_app, 
             waiting,
             state="CREATED",
             scheduling_state="FINISHED",
-            bundles=(Bundle(0, {"GPU": 1.0}, HEAD_NODE),),
+            bundles=tuple(replace(b, node_id=HEAD_NODE) for b in waiting.bundles),
             why_pending=None,
         )
         await show(pilot, with_groups(tick, placed))
         assert row_keys(table) == [TPU_PG, TRAIN_PG, TRIAL_PG, WAITING_PG, LEAKED_PG]
         assert cell(table, WAITING_PG, "state") == "CREATED"
-        assert cell(table, WAITING_PG, "bundles") == "0:{GPU:1}→a3f9c2d1"
+        assert cell(table, WAITING_PG, "bundles") == "0:{GPU:3}→a3f9c2d1"
         assert cursor_key(table) == TPU_PG
         assert why_text(app).splitlines()[0] == TPU_WHY
         assert text_of(app, "#placement-summary").startswith("placement groups 5 · 1 waiting")

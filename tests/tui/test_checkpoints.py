@@ -142,6 +142,7 @@ async def test_the_collision_finding_is_listed_under_the_checkpoints(
         subject="run other",
         message="upload of checkpoint_x failed: another run's",
         evidence={"run_id": "other", "dir_name": "checkpoint_x"},
+        run_id="other",
     )
     snap = replace(checkpointed, findings=(*checkpointed.findings, other_run))
     app = make_app()

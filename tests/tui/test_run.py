@@ -46,7 +46,7 @@ def with_run(snapshot: Snapshot, run: TrainRun, *, dt: float = 1.0) -> Snapshot:
     derived and its findings diagnosed again, as the collector does."""
     run = with_rank_states(run, Thresholds())
     experiment = replace(snapshot.experiments[0], runs=(run,))
-    others = tuple(f for f in snapshot.findings if f.evidence.get("run_id") != run.run_id)
+    others = tuple(f for f in snapshot.findings if f.run_id != run.run_id)
     return replace(
         snapshot,
         taken_at=snapshot.taken_at + dt,
@@ -281,11 +281,12 @@ async def test_other_findings_of_the_run_are_listed_under_the_banner(make_app, s
         severity=Severity.ERROR,
         subject="run TorchTrainer_7d2a1_00000 attempt 1 rank 3",
         message="rank 3 (pid 51237) sent no heartbeat for 40s; its process is gone or frozen",
-        evidence={"run_id": RUN_ID, "attempt_id": "attempt-9c41e", "rank": 3},
+        run_id=RUN_ID,
+        attempt_id="attempt-9c41e",
+        ranks=(3,),
     )
-    elsewhere = replace(dead, message="another run's rank", evidence={"run_id": "other"})
-    old_attempt = replace(dead, message="an older attempt", evidence={
-        "run_id": RUN_ID, "attempt_id": "attempt-0"})  # fmt: skip
+    elsewhere = replace(dead, message="another run's rank", run_id="other", attempt_id=None)
+    old_attempt = replace(dead, message="an older attempt", attempt_id="attempt-0")
     snap = replace(stalled, findings=(*stalled.findings, dead, elsewhere, old_attempt))
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:

@@ -15,7 +15,7 @@ from raytop.diagnose.check import (
     HEALTHY,
     exit_code,
 )
-from raytop.diagnose.hang import hang_findings, stall_threshold
+from raytop.diagnose.hang import hang_findings, stall_limit
 from raytop.diagnose.ledger import run_findings
 from raytop.model import Activity, Attempt, CheckpointRecord, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
@@ -54,12 +54,12 @@ def kinds(findings) -> list[str]:
 
 def test_the_threshold_is_learned_from_the_run_and_fixed_when_given():
     fast = run(rank(0, 10, last=NOW, interval=2.0), rank(1, 10, last=NOW, interval=2.0))
-    assert stall_threshold(fast, T)[0] == 8.0  # 3 × 2 s is under the 8 s floor
+    assert stall_limit(fast, T).seconds == 8.0  # 3 × 2 s is under the 8 s floor
     slow = run(rank(0, 10, last=NOW, interval=600.0), rank(1, 10, last=NOW, interval=600.0))
-    assert stall_threshold(slow, T)[0] == 1800.0  # a 10-minute epoch is never a 60 s stall
-    assert stall_threshold(slow, Thresholds.given(60.0))[0] == 60.0  # --stall-after fixes it
+    assert stall_limit(slow, T).seconds == 1800.0  # a 10-minute epoch is never a 60 s stall
+    assert stall_limit(slow, Thresholds.given(60.0)).seconds == 60.0  # --stall-after fixes it
     young = run(rank(0, 1, last=NOW), rank(1, 1, last=NOW))
-    assert stall_threshold(young, T)[0] == T.stall_after_s  # too early to learn
+    assert stall_limit(young, T).seconds == T.stall_after_s  # too early to learn
 
 
 def test_a_rank_that_sleeps_before_its_all_reduce_is_named_holding_the_collective():

@@ -75,8 +75,17 @@ def _named(paths: list[str]) -> str:
     return shown if more <= 0 else f"{shown} and {more} more"
 
 
-def collision(c: CheckpointRecord, subject: str, evidence: dict[str, Any]) -> Finding:
-    """ERROR: ranks wrote files of one name with different contents into ``c``."""
+def _all_ranks(paths: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """Every rank that wrote one of ``paths`` (path → ranks), in order."""
+    return tuple(sorted({r for ranks in paths.values() for r in ranks}))
+
+
+def collision(
+    c: CheckpointRecord, subject: str, evidence: dict[str, Any], refs: dict[str, Any]
+) -> Finding:
+    """ERROR: ranks wrote files of one name with different contents into ``c``;
+    ``refs``: what the finding is about (``diagnose.refs``), its ranks added here (so for
+    each builder below)."""
     path, ranks = next(iter(c.collisions.items()))
     more = len(c.collisions) - 1
     also = f" (and {more} more file{'s' if more > 1 else ''})" if more else ""
@@ -86,11 +95,13 @@ def collision(c: CheckpointRecord, subject: str, evidence: dict[str, Any]) -> Fi
         "one overwrote the others (give each rank its own file name)",
         {**evidence, "path": path, "ranks": list(ranks),
          "collisions": {p: list(r) for p, r in c.collisions.items()}},
-        **about(c.dir_name),
+        **about(c.dir_name), **refs, ranks=_all_ranks(c.collisions),
     )  # fmt: skip
 
 
-def replicated(c: CheckpointRecord, subject: str, evidence: dict[str, Any]) -> Finding:
+def replicated(
+    c: CheckpointRecord, subject: str, evidence: dict[str, Any], refs: dict[str, Any]
+) -> Finding:
     """INFO: ranks uploaded the same files (same size and hash) into ``c``: replicated
     state, every copy but one redundant."""
     paths = list(c.replicated)
@@ -108,15 +119,17 @@ def replicated(c: CheckpointRecord, subject: str, evidence: dict[str, Any]) -> F
         "checkpoint=None)",
         {**evidence, "replicated": {p: list(r) for p, r in c.replicated.items()},
          "redundant_bytes": c.redundant_bytes},
-        **about(c.dir_name),
+        **about(c.dir_name), **refs, ranks=_all_ranks(c.replicated),
     )  # fmt: skip
 
 
-def uncompared(c: CheckpointRecord, subject: str, evidence: dict[str, Any]) -> Finding:
+def uncompared(
+    c: CheckpointRecord, subject: str, evidence: dict[str, Any], refs: dict[str, Any]
+) -> Finding:
     """INFO: ranks wrote files of one name and size into ``c`` that were not all hashed:
     no evidence either way."""
     paths = list(c.uncompared)
-    ranks = sorted({r for rs in c.uncompared.values() for r in rs})
+    ranks = _all_ranks(c.uncompared)
     if c.mode == "NO_UPLOAD":
         why = ("written in place (NO_UPLOAD): each rank reads back the copy that survived, "
                "not the one it wrote")  # fmt: skip
@@ -129,5 +142,5 @@ def uncompared(c: CheckpointRecord, subject: str, evidence: dict[str, Any]) -> F
         f"{rank_list(ranks)} all wrote {_named(paths)} into {c.dir_name} at the same size; "
         f"their contents were not compared: {why}",
         {**evidence, "uncompared": {p: list(r) for p, r in c.uncompared.items()}},
-        **about(c.dir_name),
+        **about(c.dir_name), **refs, ranks=ranks,
     )  # fmt: skip

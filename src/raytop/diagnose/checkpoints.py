@@ -27,6 +27,7 @@ from raytop.diagnose.checkpoint_copies import (
     replicated,
     uncompared,
 )
+from raytop.diagnose.refs import of_run
 from raytop.model import CheckpointRecord, Finding, Severity, TrainRun
 from raytop.model.finding import about
 from raytop.model.records import BarrierWait, CheckpointUpload
@@ -193,7 +194,7 @@ def _partial_findings(run: TrainRun) -> list[Finding]:
                 "may fail)",
                 {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name,
                  "missing_ranks": missing},
-                **about(c.dir_name),
+                **about(c.dir_name), **of_run(run), ranks=tuple(missing),
             ))  # fmt: skip
         if settled and c.ranks:
             habit = set(c.ranks) if habit is None else habit & set(c.ranks)
@@ -208,24 +209,24 @@ def checkpoint_findings(run: TrainRun, slow_after_s: float) -> list[Finding]:
     findings += _partial_findings(run)
     for c in run.checkpoints:
         evidence = {"run_id": run.run_id, "trial_id": run.trial_id, "dir_name": c.dir_name}
-        findings += [build(c, subject, evidence) for found, build in (
+        findings += [build(c, subject, evidence, of_run(run)) for found, build in (
             (c.collisions, collision), (c.replicated, replicated), (c.uncompared, uncompared),
         ) if found]  # fmt: skip
         if c.state == "failed":
             message = f"upload of {c.dir_name} failed: {c.error}"
             findings.append(Finding("checkpoint_failed", Severity.ERROR, subject, message,
-                                    evidence, **about(c.dir_name)))  # fmt: skip
+                                    evidence, **about(c.dir_name), **of_run(run)))  # fmt: skip
         elif c.state == "uploading" and (c.upload_s or 0) > slow_s:
             findings.append(Finding(
                 "checkpoint_slow", Severity.WARNING, subject,
                 f"{c.dir_name} has been uploading for {c.upload_s:.0f}s, past {slow_why} "
                 f"({c.mode}{', custom upload function' if c.custom_upload else ''})",
                 {**evidence, "upload_s": c.upload_s},
-                **about(c.dir_name),
+                **about(c.dir_name), **of_run(run),
             ))  # fmt: skip
         elif c.state == "missing":
             message = (f"{c.dir_name} is listed in the run's snapshot but gone from storage: "
                        "a resume from it would fail")  # fmt: skip
             findings.append(Finding("checkpoint_missing", Severity.ERROR, subject, message,
-                                    evidence, **about(c.dir_name)))  # fmt: skip
+                                    evidence, **about(c.dir_name), **of_run(run)))  # fmt: skip
     return findings

@@ -5,7 +5,7 @@ module's findings about a snapshot and folds the repeats (``diagnose.repeats``).
 from __future__ import annotations
 
 from raytop.diagnose.checkpoints import checkpoint_findings
-from raytop.diagnose.hang import hang_findings
+from raytop.diagnose.hang import hang_findings, stall_limit
 from raytop.diagnose.ledger import is_over, lost_ranks, run_findings
 from raytop.diagnose.placement import placement_findings
 from raytop.diagnose.ray_hang import ray_hang_findings
@@ -71,6 +71,7 @@ def trial_error_findings(experiment: Experiment) -> list[Finding]:
             subject=f"trial {t.trial_id}",
             message=f"errored after {t.num_failures} failure(s): {t.error or 'see its error.txt'}",
             evidence={"experiment": experiment.name, "num_failures": t.num_failures},
+            trial_id=t.trial_id,
         )
         for t in experiment.trials
         if t.status == "ERROR"
@@ -151,11 +152,12 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
         dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
         for run in runs:
             if run.trial_id not in ended and not is_over(run, thresholds):
-                own = run_findings(run, thresholds, dead_nodes)
+                limit = stall_limit(run, thresholds)  # the run's own, made once
+                own = run_findings(run, thresholds, dead_nodes, limit)
                 if not lost_ranks(run, dead_nodes):  # a lost rank explains every wait
-                    own += hang_findings(run, thresholds, snapshot.taken_at)
+                    own += hang_findings(run, thresholds, snapshot.taken_at, limit)
                 findings += own
-                findings += ray_hang_findings(run, own, thresholds, over=False)
+                findings += ray_hang_findings(run, own, thresholds, over=False, limit=limit)
             else:
                 findings += ray_hang_findings(run, [], thresholds, over=True)
     return tuple(fold(findings))

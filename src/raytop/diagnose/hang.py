@@ -16,7 +16,7 @@ The classes here are the ones report counts alone cannot see:
   peers, who wait for it (nvidia-resiliency-ext's relative score).
 
 Where a rank is comes from its probe's once-a-second stack sample (``Worker.activity``).
-The threshold is learned from the run (``stall_threshold``): a 2-second-step run is
+The threshold is learned from the run (``stall_limit``): a 2-second-step run is
 flagged in seconds, a 10-minute-epoch run is not flagged falsely.
 
 Pure: over ``model`` objects only.
@@ -27,7 +27,9 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
+from raytop.diagnose.refs import of_attempt
 from raytop.model import Finding, Severity, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
 
@@ -40,51 +42,37 @@ ASSUMED_MIN_THROUGHPUT_BPS = 10e6  # before the run's own is known: 10 MB/s is s
 
 
 def report_intervals(run: TrainRun) -> list[float]:
-    """The gaps between consecutive report entries of every rank (its last 32). A run's
-    diagnosis asks up to four times, one run after another: the last run's answer is kept
-    (the run itself too, so that ``is`` cannot match another run)."""
-    global _last_intervals
-    last = _last_intervals
-    if last[0] is run:
-        return last[1]
+    """The gaps between consecutive report entries of every rank (its last 32)."""
     gaps: list[float] = []
     for w in run.workers:
         times = w.report_times
         gaps += [b - a for a, b in zip(times, times[1:], strict=False) if b >= a]
-    _last_intervals = (run, gaps)
     return gaps
 
 
-_last_intervals: tuple = (None, [])  # (the run, its gaps): ``report_intervals``'s memo
+@dataclass(frozen=True)
+class StallLimit:
+    """How long without progress is a stall for one run, why that long, and how many
+    report intervals it was learned from (below two, nothing is learned yet). Each run
+    has its own: ``diagnose`` makes it once per run and hands it to every judgement of
+    that run (up to four ask), so 2,000 ranks' report times are walked once a refresh."""
+
+    seconds: float
+    why: str
+    intervals: int
 
 
-def stall_threshold(run: TrainRun, t: Thresholds) -> tuple[float, str]:
-    """How long without progress is a stall for this run, and why that long: with
-    ``t.learn_stall``, ``max(k × median report interval, 1.5 × the longest recent one,
-    floor)`` once the run has two intervals; else (or before) ``t.stall_after_s``. Kept
-    for the last (run, thresholds) asked, as ``report_intervals`` is."""
-    global _last_threshold
-    last = _last_threshold
-    if last[0] is run and last[1] is t:
-        return last[2]
+def stall_limit(run: TrainRun, t: Thresholds) -> StallLimit:
+    """With ``t.learn_stall``, ``max(k × median report interval, 1.5 × the longest recent
+    one, floor)`` once the run has two intervals; else (or before) ``t.stall_after_s``."""
     gaps = report_intervals(run)
     if not t.learn_stall or len(gaps) < 2:
-        answer = t.stall_after_s, f"the {t.stall_after_s:g}s stall threshold"
-    else:
-        median = statistics.median(gaps)
-        learned = max(t.stall_factor * median, 1.5 * max(gaps), t.stall_floor_s)
-        answer = (
-            learned,
-            (
-                f"{learned:.0f}s, {t.stall_factor:g}× the run's {median:.1f}s report interval "
-                f"(at least {t.stall_floor_s:g}s)"
-            ),
-        )
-    _last_threshold = (run, t, answer)
-    return answer
-
-
-_last_threshold: tuple = (None, None, (0.0, ""))  # (run, thresholds, answer)
+        return StallLimit(t.stall_after_s, f"the {t.stall_after_s:g}s stall threshold", len(gaps))
+    median = statistics.median(gaps)
+    learned = max(t.stall_factor * median, 1.5 * max(gaps), t.stall_floor_s)
+    why = (f"{learned:.0f}s, {t.stall_factor:g}× the run's {median:.1f}s report interval "
+           f"(at least {t.stall_floor_s:g}s)")  # fmt: skip
+    return StallLimit(learned, why, len(gaps))
 
 
 def last_progress(run: TrainRun) -> float | None:
@@ -139,8 +127,10 @@ def _reports_taken(run: TrainRun) -> int | None:
     return current[-1].reports_taken if current else None
 
 
-def controller_stuck(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
-    """The ranks made reports the controller does not take, past the threshold. With the
+def controller_stuck(run: TrainRun, t: Thresholds, now: float,
+                     limit: StallLimit | None = None) -> list[Finding]:  # fmt: skip
+    """The ranks made reports the controller does not take, past the run's ``limit`` (by
+    default ``stall_limit``'s; so for every function here that takes one). With the
     RunProbe's count, from the moment every rank had sent the first report the controller
     never took (the ranks go on for a report or two, into Train's queue, before they
     block); without it, every rank inside the same report. Not while an upload is in
@@ -164,36 +154,38 @@ def controller_stuck(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
         told = f"every rank ({len(workers)}) arrived at report {lowest} and none has returned"
     else:
         return []
-    limit, why = stall_threshold(run, t)
+    limit = limit or stall_limit(run, t)
     waited = now - sent
-    if not sent or waited <= limit:
+    if not sent or waited <= limit.seconds:
         return []
     return [Finding(
         "controller_stuck", Severity.ERROR, f"run {run.run_name} attempt {run.attempt_index}",
-        f"{told}, for {waited:.0f}s (past {why}): the Train controller is not taking the "
-        "ranks' reports (a metric whose loading does not end, or the controller is stuck)",
+        f"{told}, for {waited:.0f}s (past {limit.why}): the Train controller is not taking "
+        "the ranks' reports (a metric whose loading does not end, or the controller is stuck)",
         _evidence(run, now, reports_taken=taken, reports_made=lowest, waited_s=waited,
-                  threshold_s=limit),
+                  threshold_s=limit.seconds),
+        **of_attempt(run), waited_s=waited,
     )]  # fmt: skip
 
 
-def upload_stuck(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
+def upload_stuck(run: TrainRun, t: Thresholds, now: float,
+                 limit: StallLimit | None = None) -> list[Finding]:  # fmt: skip
     """A checkpoint uploading for longer than ``k ×`` its bytes at the run's usual
     throughput (or 10 MB/s before one is known), and than the run's stall threshold."""
     speeds = [c.throughput_bps for c in run.checkpoints
               if c.state != "uploading" and c.throughput_bps]  # fmt: skip
     usual = statistics.median(speeds) if speeds else None
-    limit, why = stall_threshold(run, t)
+    limit = limit or stall_limit(run, t)
     findings = []
     for c in run.checkpoints:
         if c.state != "uploading" or c.uploading_since is None:
             continue
         elapsed = now - c.uploading_since
         expected = c.bytes / (usual or ASSUMED_MIN_THROUGHPUT_BPS) if c.bytes else 0.0
-        if elapsed <= max(limit, t.stall_factor * expected):
+        if elapsed <= max(limit.seconds, t.stall_factor * expected):
             continue
-        pace = (f"the run's usual {usual / 1e6:.2f} MB/s would take {expected:.1f}s"
-                if usual else f"no upload of this run has finished yet; past {why}")  # fmt: skip
+        pace = (f"the run's usual {usual / 1e6:.2f} MB/s would take {expected:.1f}s" if usual
+                else f"no upload of this run has finished yet; past {limit.why}")  # fmt: skip
         ranks = sorted(r for r, (_, end) in c.rank_uploads.items() if end is None)
         findings.append(Finding(
             "checkpoint_upload_stuck", Severity.ERROR, f"run {run.run_name}",
@@ -202,6 +194,7 @@ def upload_stuck(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
             f"for {elapsed:.0f}s on {_ranks_of(ranks)}: {pace}",
             _evidence(run, now, dir_name=c.dir_name, bytes=c.bytes, uploading_s=elapsed,
                       usual_throughput_bps=usual, uploading_ranks=ranks),
+            **of_attempt(run), ranks=tuple(ranks),
         ))  # fmt: skip
     return findings
 
@@ -212,7 +205,8 @@ def _ranks_of(ranks: list[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
 
 
-def below_report_hang(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
+def below_report_hang(run: TrainRun, t: Thresholds, now: float,
+                      limit: StallLimit | None = None) -> list[Finding]:  # fmt: skip
     """No report entered or left past the threshold while no rank is inside one: where the
     ranks are says which hang it is, and who holds it up. Only once the threshold is
     learned (or fixed by ``--stall-after``): before a run has two report intervals, a long
@@ -221,11 +215,11 @@ def below_report_hang(run: TrainRun, t: Thresholds, now: float) -> list[Finding]
         return []
     if any(w.done for w in run.workers):
         return []
-    if t.learn_stall and len(report_intervals(run)) < 2:
+    limit = limit or stall_limit(run, t)
+    if t.learn_stall and limit.intervals < 2:
         return []
     progress = last_progress(run)
-    limit, why = stall_threshold(run, t)
-    if progress is None or now - progress <= limit:
+    if progress is None or now - progress <= limit.seconds:
         return []
     sampled = [w for w in run.workers if w.activity]
     if not sampled:
@@ -254,13 +248,14 @@ def below_report_hang(run: TrainRun, t: Thresholds, now: float) -> list[Finding]
         verdict = f"{_ranks(culprits)} {'has' if len(culprits) == 1 else 'have'} not joined it"
     else:
         verdict = f"{_ranks(culprits)} {'is' if len(culprits) == 1 else 'are'} stuck in {what}"
+    holding, waiting_ranks = sorted(w.rank for w in culprits), sorted(w.rank for w in waiting)
     return [Finding(
         kind, Severity.ERROR, f"run {run.run_name} attempt {run.attempt_index}",
-        f"no report for {stuck_s:.0f}s (past {why}): {_where(list(run.workers), now)}: "
+        f"no report for {stuck_s:.0f}s (past {limit.why}): {_where(list(run.workers), now)}: "
         f"{verdict}",
-        _evidence(run, now, stuck_s=stuck_s, threshold_s=limit,
-                  holding_ranks=sorted(w.rank for w in culprits),
-                  waiting_ranks=sorted(w.rank for w in waiting)),
+        _evidence(run, now, stuck_s=stuck_s, threshold_s=limit.seconds,
+                  holding_ranks=holding, waiting_ranks=waiting_ranks),
+        **of_attempt(run), ranks=tuple(holding), waiting_ranks=tuple(waiting_ranks),
     )]  # fmt: skip
 
 
@@ -314,12 +309,15 @@ def stragglers(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
             "or more data on this rank); not a hang",
             _evidence(run, now, rank=rank, score=None if score == float("inf") else score,
                       work_share=share, peers_work_share=median, evidence_points=evidence),
+            **of_attempt(run), ranks=(rank,),
         ))  # fmt: skip
     return findings
 
 
-def hang_findings(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
+def hang_findings(run: TrainRun, t: Thresholds, now: float,
+                  limit: StallLimit | None = None) -> list[Finding]:  # fmt: skip
     """Every hang class of one running attempt (``diagnose.ledger`` has the barrier)."""
-    hung = controller_stuck(run, t, now) + upload_stuck(run, t, now)
-    hung += below_report_hang(run, t, now)
+    limit = limit or stall_limit(run, t)
+    hung = controller_stuck(run, t, now, limit) + upload_stuck(run, t, now, limit)
+    hung += below_report_hang(run, t, now, limit)
     return hung or stragglers(run, t, now)

@@ -10,7 +10,8 @@ fresh counts.
 
 from __future__ import annotations
 
-from raytop.diagnose.hang import stall_threshold
+from raytop.diagnose.hang import StallLimit, stall_limit
+from raytop.diagnose.refs import of_attempt
 from raytop.model import Finding, Severity, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
 
@@ -112,17 +113,23 @@ def _lost_findings(run: TrainRun, lost: list[Worker], evidence_base: dict) -> li
                 "node_id": w.node_id,
                 "node_dead": True,
             },  # fmt: skip
+            **of_attempt(run),
+            ranks=(w.rank,),
         )
         for w in lost
     ]
 
 
 def run_findings(
-    run: TrainRun, t: Thresholds, dead_nodes: frozenset[str] = frozenset()
+    run: TrainRun,
+    t: Thresholds,
+    dead_nodes: frozenset[str] = frozenset(),
+    limit: StallLimit | None = None,
 ) -> list[Finding]:
     """Barrier stalls, mis-paired reports, dead and silent ranks of one attempt.
     ``dead_nodes`` are the nodes the cluster reports dead: a rank on one is lost, and the
-    attempt's waits are the consequence, not a stall."""
+    attempt's waits are the consequence, not a stall. ``limit``: the run's stall limit
+    (by default ``hang.stall_limit``'s)."""
     if is_over(run, t) or not run.workers:
         return []
     subject = f"run {run.run_name} attempt {run.attempt_index}"
@@ -141,8 +148,8 @@ def run_findings(
     if waiting and (missing or never_seen):
         since = min(w.last_enter_at or 0.0 for w in waiting)
         waited = max(w.last_report_age_s or 0.0 for w in waiting)
-        limit, _ = stall_threshold(run, t)
-        if waited > limit:
+        limit = limit or stall_limit(run, t)
+        if waited > limit.seconds:
             behind = {w.rank: top - w.reports_entered for w in missing}
             places = {w.rank: f", in {w.activity.where}" for w in missing if w.activity}
             parts = [f"rank {r} is {k} report{'s' if k > 1 else ''} behind{places.get(r, '')}"
@@ -167,13 +174,18 @@ def run_findings(
                         "behind_by": {str(r): k for r, k in behind.items()},
                         "waiting_since": since,
                         "waited_s": waited,
-                        "threshold_s": limit,
+                        "threshold_s": limit.seconds,
                         "missing_activity": {
                             str(w.rank): {"kind": w.activity.kind, "where": w.activity.where}
                             for w in missing
                             if w.activity
                         },
                     },
+                    **of_attempt(run),
+                    ranks=tuple(sorted(stalled_ranks)),
+                    waiting_ranks=tuple(w.rank for w in waiting),
+                    report_index=top,
+                    waited_s=waited,
                 )
             )
             finished_early = [w for w in missing if w.done]
@@ -193,6 +205,9 @@ def run_findings(
                             **evidence_base,
                             "reports": {str(w.rank): w.reports_entered for w in run.workers},
                         },
+                        **of_attempt(run),
+                        ranks=tuple(sorted(w.rank for w in finished_early)),
+                        waiting_ranks=tuple(w.rank for w in waiting),
                     )  # fmt: skip
                 )
     for w in run.workers:
@@ -224,6 +239,8 @@ def run_findings(
                 subject=f"{subject} rank {w.rank}",
                 message=message,
                 evidence={**evidence_base, "rank": w.rank, **particular},
+                **of_attempt(run),
+                ranks=(w.rank,),
             )
         )
     return findings

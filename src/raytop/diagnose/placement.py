@@ -183,14 +183,14 @@ def placement_findings(
             holds = "holds" if pg.placed else "waits for"
             message = f"its creator is gone but it still {holds} {len(pg.bundles)} bundle(s)"
             findings.append(Finding("placement_leaked", Severity.WARNING, subject, message,
-                                    evidence))  # fmt: skip
+                                    evidence, trial_id=pg.trial_id))  # fmt: skip
         if pg.placed or pg.why_pending is None:
             continue
         if capacity.infeasible(pg) is not None or pg.scheduling_state == "INFEASIBLE":
             findings.append(Finding("placement_infeasible", Severity.ERROR, subject,
-                                    pg.why_pending, evidence))  # fmt: skip
+                                    pg.why_pending, evidence, trial_id=pg.trial_id))  # fmt: skip
         elif (pg.age_s or 0.0) > waiting_after_s:
             message = f"pending for {pg.age_s:.0f}s: {pg.why_pending}"
             findings.append(Finding("placement_waiting", Severity.WARNING, subject, message,
-                                    evidence))  # fmt: skip
+                                    evidence, trial_id=pg.trial_id))  # fmt: skip
     return findings

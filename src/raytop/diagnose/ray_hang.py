@@ -16,7 +16,8 @@ Pure (``diagnose`` floor).
 
 from __future__ import annotations
 
-from raytop.diagnose.hang import last_progress, stall_threshold
+from raytop.diagnose.hang import StallLimit, last_progress, stall_limit
+from raytop.diagnose.refs import of_attempt
 from raytop.model import Finding, Severity, TrainRun
 from raytop.model.format import fmt_duration
 from raytop.model.thresholds import Thresholds
@@ -27,10 +28,13 @@ OWN_HANG_KINDS = frozenset({
 })  # fmt: skip
 
 
-def ray_hang_findings(run: TrainRun, own: list[Finding], t: Thresholds,
-                      over: bool) -> list[Finding]:  # fmt: skip
+def ray_hang_findings(run: TrainRun, own: list[Finding], t: Thresholds, over: bool,
+                      limit: StallLimit | None = None) -> list[Finding]:  # fmt: skip
     """The finding for Ray's verdict on ``run``, if any; ``own``: raytop's findings on it;
-    ``over``: the attempt has ended."""
+    ``over``: the attempt has ended; ``limit``: its stall limit (by default
+    ``hang.stall_limit``'s).
+    Its ``ranks`` stay empty: NCCL numbers the ranks of each communicator, which are
+    Train's world ranks only in the default group."""
     verdict = run.ray_hang
     if verdict is None:
         return []
@@ -44,16 +48,17 @@ def ray_hang_findings(run: TrainRun, own: list[Finding], t: Thresholds,
     if over or (at is not None and progress is not None and progress > at):
         since = "the attempt is over" if over else "the run has reported since"
         line = f"{head}; {since} ({files})"
-        return [Finding("ray_nccl_hang_past", Severity.INFO, subject, line, evidence)]
+        return [Finding("ray_nccl_hang_past", Severity.INFO, subject, line, evidence,
+                        **of_attempt(run))]  # fmt: skip
     mine = [f for f in own if f.kind in OWN_HANG_KINDS]
     if not mine:
         order = "raytop has not named a hang on this run"
     elif at is None or progress is None:
         order = f"raytop names it {mine[0].kind}"
     else:
-        named_at = progress + stall_threshold(run, t)[0]
+        named_at = progress + (limit or stall_limit(run, t)).seconds
         gap = fmt_duration(abs(at - named_at))
         first = "raytop first" if named_at <= at else "Ray first"
         order = f"raytop names it {mine[0].kind}; {first}, by {gap}"
     line = f"{head}; {order} ({files})"
-    return [Finding("ray_nccl_hang", Severity.ERROR, subject, line, evidence)]
+    return [Finding("ray_nccl_hang", Severity.ERROR, subject, line, evidence, **of_attempt(run))]

@@ -25,8 +25,7 @@ def fold(findings: list[Finding]) -> list[Finding]:
         if finding.first is None:
             out.append(finding)
             continue
-        key = (finding.kind, finding.severity.value, finding.subject,
-               str(finding.evidence.get("run_id")))  # fmt: skip
+        key = (finding.kind, finding.severity.value, finding.subject, str(finding.run_id))
         if key not in where:
             where[key] = len(out)
             out.append(finding)

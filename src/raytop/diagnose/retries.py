@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from raytop.diagnose.refs import of_run
 from raytop.model import Attempt, Finding, Severity, TrainRun
 
 LOOP_AFTER = 3
@@ -90,6 +91,7 @@ def retry_loop_findings(run: TrainRun) -> list[Finding]:
                 "limit": budget.limit,
                 "left": budget.left,
             },
+            **of_run(run),
         )
     ]
 
@@ -129,6 +131,7 @@ def progress_backwards_findings(run: TrainRun) -> list[Finding]:
                     "first_report": first,
                     "checkpoint": attempt.restored_from,
                 },
+                **of_run(run),
             )
         ]
     return []
@@ -155,6 +158,7 @@ def undeliverable_findings(run: TrainRun) -> list[Finding]:
             ),
             evidence={"run_id": run.run_id, "attempt": attempt.index,
                       "reports_taken": taken, "error": attempt.error},
+            **of_run(run),
         )]  # fmt: skip
     return []
 
@@ -182,6 +186,7 @@ def budget_exhausted_findings(run: TrainRun) -> list[Finding]:
                     "limit": budget.limit,
                     "used": budget.used,
                 },
+                **of_run(run),
             )
         )
     return findings

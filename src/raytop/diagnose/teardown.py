@@ -38,7 +38,9 @@ UNLISTED = "registry_unreadable"  # experiments left out of an unreadable list
 
 
 def _unsafe(subject: str, message: str, reason: str, **evidence: Any) -> Finding:
-    return Finding(KIND, Severity.ERROR, subject, message, {"reason": reason, **evidence})
+    """The finding; its ``trial_id`` typed too when the evidence names one."""
+    return Finding(KIND, Severity.ERROR, subject, message, {"reason": reason, **evidence},
+                   trial_id=evidence.get("trial_id"))  # fmt: skip
 
 
 def teardown_findings(facts: ExperimentFacts) -> list[Finding]:

@@ -8,6 +8,12 @@ were about (a checkpoint folder); the faces show that count. Kept apart from
 ``model.snapshot`` (which re-exports it through ``raytop.model``) so that the judgement
 and its display share one small definition.
 
+What a finding is about is typed (``run_id``, ``attempt_id``, ``trial_id``, ``ranks``, and
+the few facts of a hang a face shows): made once by ``diagnose`` and read by every face
+from these fields, never out of ``evidence``, whose keys differ kind by kind (a barrier's
+``missing_ranks``, a collective's ``holding_ranks``, an upload's ``uploading_ranks``) and
+stay for ``status --json`` readers.
+
 Stdlib only (``model`` floor).
 """
 
@@ -36,7 +42,16 @@ class Finding:
     folded, ``count`` says how many there were, ``first`` and ``latest`` what the first and
     the latest were about, ``occurrences`` the latest ``MAX_OCCURRENCES`` (oldest first),
     and ``message`` / ``evidence`` are the latest's. A finding that never repeats keeps
-    ``count`` 1 and ``first`` None."""
+    ``count`` 1 and ``first`` None.
+
+    ``run_id``, ``trial_id``: the Train run and the Tune trial it is about (None: none).
+    ``attempt_id``: the attempt (ledger page) whose live state was judged; None for a
+    finding about the run as a whole (its checkpoints, its attempts' history), which is
+    about every attempt of it. ``ranks``: the ranks it names (those a hang waits for: a
+    barrier's missing ranks, a collective's holders, the ranks still uploading; the rank a
+    rank finding is about; a checkpoint's ranks); ``waiting_ranks``: the ranks that wait
+    for them. ``report_index``, ``waited_s``: the report a stall waits in and for how
+    long, where the kind has them."""
 
     kind: str
     severity: Severity
@@ -47,6 +62,13 @@ class Finding:
     first: str | None = None
     latest: str | None = None
     occurrences: tuple[str, ...] = ()
+    run_id: str | None = None
+    attempt_id: str | None = None
+    trial_id: str | None = None
+    ranks: tuple[int, ...] = ()
+    waiting_ranks: tuple[int, ...] = ()
+    report_index: int | None = None
+    waited_s: float | None = None
 
     def times(self) -> str:
         """``×30`` for a folded finding; "" for one that happened once."""
@@ -73,9 +95,12 @@ def about(what: str) -> dict[str, Any]:
 
 
 def from_json(data: dict[str, Any]) -> Finding:
-    """A finding of ``status --json`` (any raytop's: the repeat fields are optional)."""
+    """A finding of ``status --json`` (any raytop's: the repeat and reference fields are
+    optional)."""
     return Finding(**{
         **data,
         "severity": Severity(data["severity"]),
         "occurrences": tuple(data.get("occurrences", ())),
+        "ranks": tuple(data.get("ranks", ())),
+        "waiting_ranks": tuple(data.get("waiting_ranks", ())),
     })  # fmt: skip

@@ -55,7 +55,6 @@ from raytop.tui.widgets.run_dashboard import RunDashboard
 from raytop.tui.widgets.stall_banner import (
     StallLine,
     describe_stall_line,
-    missing_ranks,
     stalls,
 )
 from raytop.tui.widgets.trial_table import TrialTable
@@ -349,7 +348,7 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
         found = run_findings(self._state.body, run, HANG_KINDS) if run else []
         dashboard.show(
             trial, run, groups, phase, since, lines=self._dashboard_lines(experiment),
-            stalled=missing_ranks(found[0] if found else None), metric=experiment.metric,
+            stalled=found[0].ranks if found else (), metric=experiment.metric,
         )  # fmt: skip
 
     def _dashboard_lines(self, experiment: Experiment) -> int:

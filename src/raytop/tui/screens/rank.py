@@ -35,7 +35,6 @@ from raytop.tui.widgets.rank_summary import (
     state_words,
 )
 from raytop.tui.widgets.report_history import IntervalChart, ReportTable
-from raytop.tui.widgets.stall_banner import missing_ranks
 from raytop.tui.widgets.worker_table import STATES
 
 WIDE_COLUMNS = 140  # from this width the stack stands beside the reports
@@ -164,7 +163,7 @@ class RankScreen(StacksRequestScreen):
         stall = next(
             (f for f in run_findings(self._state.body, self._run) if f.kind in HANG_KINDS), None
         )
-        return self.rank in missing_ranks(stall)
+        return stall is not None and self.rank in stall.ranks
 
     def _show_finding(self) -> None:
         widget = self.query_one("#rank-finding", Static)

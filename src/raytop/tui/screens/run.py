@@ -32,7 +32,7 @@ from raytop.tui.screens.stacks_request import StacksRequestScreen, stacks_bindin
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
 from raytop.tui.widgets.key_footer import KeyFooter
-from raytop.tui.widgets.stall_banner import RunFindings, StallBanner, missing_ranks
+from raytop.tui.widgets.stall_banner import RunFindings, StallBanner
 from raytop.tui.widgets.worker_table import WorkerTable
 
 NO_PROBE_NOTE = (
@@ -214,7 +214,7 @@ class RunScreen(StacksRequestScreen):
         stall = findings[0] if findings and findings[0].kind in HANG_KINDS else None
         self.query_one(StallBanner).show(stall)
         self.query_one("#run-findings", RunFindings).show([f for f in findings if f is not stall])
-        self.query_one(WorkerTable).show_run(self._run, missing_ranks(stall))
+        self.query_one(WorkerTable).show_run(self._run, stall.ranks if stall else ())
         checkpoints = run_findings(body, self._run, CHECKPOINT_KINDS) if not self._gone else []
         self.query_one(CheckpointPanel).show(self._run, checkpoints, self._clock())
 
@@ -255,13 +255,12 @@ class RunScreen(StacksRequestScreen):
             next((f for f in run_findings(message.snapshot, run) if f.kind in HANG_KINDS), None)
             or self._stall()
         )
+        ranks = stall.ranks if stall else ()
         on_top = self.app.screen
         if isinstance(on_top, StacksScreen) and on_top.run.run_id == run.run_id:
-            on_top.show(run, missing_ranks(stall))  # the answer to its ``n``
+            on_top.show(run, ranks)  # the answer to its ``n``
             return
-        self.app.push_screen(
-            StacksScreen(run, missing=missing_ranks(stall), ask_native=self.ask_native)
-        )
+        self.app.push_screen(StacksScreen(run, missing=ranks, ask_native=self.ask_native))
 
     def ask_native(self) -> None:
         """The stacks screen's ``n``: every rank's stacks again, native ones too."""

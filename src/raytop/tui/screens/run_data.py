@@ -20,16 +20,15 @@ def find_run(snapshot: Snapshot | None, run_id: str) -> TrainRun | None:
 def run_findings(
     snapshot: Snapshot | None, run: TrainRun, kinds: tuple[str, ...] = RUN_KINDS
 ) -> list[Finding]:
-    """The findings of ``kinds`` about this attempt of ``run``, in the order of ``kinds``
-    (by default the ledger's, stall first)."""
+    """The findings of ``kinds`` about this attempt of ``run`` (or about the run as a
+    whole: no ``attempt_id``), in the order of ``kinds`` (by default the ledger's, stall
+    first)."""
     if snapshot is None:
         return []
     found = [
         f
         for f in snapshot.findings
-        if f.kind in kinds
-        and f.evidence.get("run_id") == run.run_id
-        and f.evidence.get("attempt_id", run.attempt_id) == run.attempt_id
+        if f.kind in kinds and f.run_id == run.run_id and f.attempt_id in (None, run.attempt_id)
     ]
     return sorted(found, key=lambda f: kinds.index(f.kind))
 

@@ -17,7 +17,6 @@ from raytop.model import Finding, TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS
 from raytop.tui.format import fmt_bytes, fmt_declared, fmt_rate, fmt_seconds, shown_lines
-from raytop.tui.widgets.stall_banner import missing_ranks
 
 SEP = " · "
 
@@ -109,13 +108,13 @@ def rank_finding(findings: Sequence[Finding], rank: int) -> tuple[Content, str] 
     the others wait for (missing) or one of those waiting."""
     for f in findings:
         if f.kind in HANG_KINDS:
-            if rank in missing_ranks(f):
+            if rank in f.ranks:
                 label = "MISSING RANK: " if f.kind == "barrier_stall" else "HOLDING IT UP: "
-            elif rank in f.evidence.get("waiting_ranks", ()):
+            elif rank in f.waiting_ranks:
                 label = "WAITING: "
             else:
                 continue
-        elif f.evidence.get("rank") == rank or str(rank) in f.evidence.get("reports", {}):
+        elif rank in f.ranks or rank in f.waiting_ranks:
             label = f"{f.severity.value.upper()}: "
         else:
             continue

@@ -17,7 +17,7 @@ from textual.widgets import Digits, Static
 
 from raytop.model import Finding, Severity
 from raytop.model.format import fmt_duration
-from raytop.model.hangs import HANG_KINDS, HANG_LABELS, hang_ranks
+from raytop.model.hangs import HANG_KINDS, HANG_LABELS
 from raytop.tui.format import shown_lines
 from raytop.tui.widgets.findings_list import repeats
 
@@ -35,15 +35,11 @@ def stalls(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.kind in HANG_KINDS]
 
 
-def missing_ranks(finding: Finding | None) -> list[int]:
-    return hang_ranks(finding)
-
-
 def describe_stall_line(findings: Sequence[Finding]) -> Content:
     """The overview's banner: one paragraph per stalled run, with the way in."""
     lines = []
     for f in findings:
-        trial = f.evidence.get("trial_id")
+        trial = f.trial_id
         where = f"{f.subject} (trial {trial})" if trial else f.subject
         hint = " — ⏎ or w on the trial for its ranks" if trial else ""
         lines.append(
@@ -74,12 +70,11 @@ def _ranks_for_digits(ranks: Sequence[int]) -> tuple[str, int]:
 
 
 def describe_stall(finding: Finding) -> Content:
-    evidence = finding.evidence
     head = [HANG_LABELS.get(finding.kind, "STALL")]
-    if "report_index" in evidence:
-        head.append(f"report {evidence['report_index']}")
-    if evidence.get("waited_s") is not None:
-        head.append(f"waiting {fmt_duration(evidence['waited_s'])}")
+    if finding.report_index is not None:
+        head.append(f"report {finding.report_index}")
+    if finding.waited_s is not None:
+        head.append(f"waiting {fmt_duration(finding.waited_s)}")
     return shown_lines(
         [
             Content.styled(" · ".join(head), "bold"),
@@ -102,7 +97,7 @@ class StallBanner(Horizontal):
         self.display = finding is not None
         if finding is None:
             return
-        ranks = missing_ranks(finding)
+        ranks = finding.ranks
         digits, left_out = _ranks_for_digits(ranks)
         label = "MISSING RANK" if len(ranks) == 1 else f"MISSING RANKS ({len(ranks)})"
         if finding.kind != "barrier_stall":

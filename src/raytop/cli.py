@@ -162,7 +162,8 @@ def run(
 
     An experiment folder that already holds a Tune experiment is never reused silently:
     --resume continues it, --new-name starts a fresh one beside it."""
-    from raytop.launch.workflow import existing_experiment, renamed
+    from raytop.launch.experiment_folder import existing_experiment
+    from raytop.launch.workflow import renamed
 
     run_spec = load_spec_or_fail(spec)
     path = run_spec.experiment_path
@@ -259,8 +260,7 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
 def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group) -> None:
     """Stop gracefully: the whole experiment (its driver saves state and exits; it can be
     resumed) or one trial. Nothing is deleted."""
-    from raytop.launch.control import ControlError, stop_experiment, stop_trial
-    from raytop.launch.workflow import stop_target
+    from raytop.launch.control import ControlError, stop_experiment, stop_target, stop_trial
 
     if trial_id is not None and not trial_id.strip():
         fail("--trial: empty; give a trial id (or leave --trial out to stop the experiment)")

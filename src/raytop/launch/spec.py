@@ -13,6 +13,7 @@ reader of a spec imports.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,3 +157,9 @@ def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
         cluster=cluster,
         source=source,
     )
+
+
+def with_experiment(spec: RunSpec, name: str, storage_path: str) -> RunSpec:
+    """``spec`` for the experiment ``storage_path/name`` (the file's own name may differ)."""
+    experiment = dataclasses.replace(spec.experiment, name=name, storage_path=storage_path)
+    return dataclasses.replace(spec, experiment=experiment)

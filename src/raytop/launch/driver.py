@@ -19,6 +19,8 @@ from raytop.launch.spec import RunSpec, load_spec, with_experiment
 def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | None) -> int:
     """The body of the detached driver process: one ``Tuner.fit()``, of a new tuner or of
     ``Tuner.restore`` (``restore``: what to do with errored trials)."""
+    # Ray (and the modules built on it) imported here, inside ``main``'s guard: an import
+    # that fails is recorded in exit.json like any other end of the driver.
     import ray
     from ray import tune
     from ray.tune.stopper import CombinedStopper, MaximumIterationStopper, Stopper

@@ -18,17 +18,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raytop.launch.spec_param_space import SAMPLER_KINDS, Sampler, parse_param_space
 from raytop.launch.spec_sections import (
     MAX_NAME_BYTES,
     MAX_TRIALS,
     MAX_WORKERS,
-    SAMPLER_KINDS,
     SECTION_KEYS,
     CheckpointSection,
     ClusterSection,
     ExperimentSection,
     FailureSection,
-    Sampler,
     ScalingSection,
     TrainableSection,
     TuneSection,
@@ -37,7 +36,6 @@ from raytop.launch.spec_sections import (
     parse_cluster,
     parse_experiment,
     parse_failure,
-    parse_param_space,
     parse_scaling,
     parse_trainable,
     parse_tune,
@@ -70,8 +68,10 @@ __all__ = [
 ]
 
 
-# Torch trials only drive a TorchTrainer; their Train workers need the CPUs. A dummy
-# non-CPU request keeps the trial schedulable without starving them (RAY_NOTES e).
+# Torch trials only drive a TorchTrainer; their Train workers need the CPUs. Tune refuses a
+# trial asking for nothing ({"CPU": 0}: an empty resource request), and a trial holding a
+# CPU can starve its own workers (2 trials on 2 CPUs deadlocked, measured on Ray 2.58): a
+# dummy non-CPU request keeps the trial schedulable without starving them.
 DEFAULT_TORCH_TRIAL_RESOURCES: dict[str, float] = {"CPU": 0, "memory": 1}
 DEFAULT_FUNCTION_TRIAL_RESOURCES: dict[str, float] = {"CPU": 1}
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from raytop.launch.cluster import resolve, start_embedded, stop_embedded
-from raytop.launch.driver import launch
+from raytop.launch.launcher import launch
 from raytop.launch.spec import ClusterSection, load_spec
 from raytop.pipeline.collect import SnapshotCollector
 

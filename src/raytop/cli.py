@@ -10,8 +10,12 @@ Exit codes are in ``faces.command_line.EXIT_CODES`` (``raytop --help``) and docs
 
 The group's options (``GROUP_OPTIONS``) mean the same before or after the command name:
 every command takes them, a value given after the name wins, and a command with no use
-for one (``down --refresh 1``) accepts and ignores it. ``READ_ONLY_REFUSES`` is the one
-list of what ``--read-only`` refuses (both in ``faces.command_line``).
+for one (``down --refresh 1``) accepts and ignores it (``faces.options``).
+``READ_ONLY_REFUSES`` is the one list of what ``--read-only`` refuses (``faces.read_only``).
+
+Each command imports the launch, pipeline and TUI modules it uses when it runs: they
+weigh hundreds of milliseconds, which ``raytop --help`` and the other commands need not
+pay.
 """
 
 from __future__ import annotations
@@ -26,44 +30,45 @@ from raytop.faces.command_line import (
     EXIT_CODES,
     EXIT_OK,
     EXIT_RUN_FAILED,
-    GROUP_OPTIONS,
     PLAN_EXIT_CODES,
-    READ_ONLY_REFUSES,
+    RaytopGroup,
+    collector_for,
+    fail,
+    launch_error,
+    load_spec_or_fail,
+    storage_roots,
+    target_with_history,
+)
+from raytop.faces.options import (
+    GROUP_OPTIONS,
     THEME_NAMES,
     TUI_META,
     FiniteFloat,
-    RaytopGroup,
     address_option,
     ascii_option,
-    collector_for,
     experiment_option,
-    experiment_paths,
-    fail,
     group_options,
-    launch_error,
-    load_spec_or_fail,
     no_tui_option,
     read_only_option,
     refresh_option,
     stall_option,
     storage_option,
-    storage_roots,
-    target_with_history,
     theme_option,
     tui_options,
 )
-from raytop.faces.output import confirm, echo_json, echo_lines, echo_text, say
+from raytop.faces.output import confirm, echo_lines, say
 from raytop.faces.progress import stderr_progress
+from raytop.faces.read_only import READ_ONLY_REFUSES
+from raytop.faces.status import print_status
 from raytop.faces.terminal import NO_TUI_HINT, color_system_problem, tui_look, tui_unavailable
 from raytop.faces.terminal import native_stderr_to_log as _native_stderr_to_log
 from raytop.faces.text import (
-    flight_recorder_text,
     follow,
     resume_preview_lines,
-    stacks_text,
     status_once,
     status_text,
 )
+from raytop.model.thresholds import Thresholds
 
 # Importable from here too: tests and the docs name them as the CLI's.
 __all__ = ["GROUP_OPTIONS", "READ_ONLY_REFUSES", "main", "status_text"]
@@ -125,8 +130,6 @@ def main(
 
     The options above mean the same after a command's name (which wins): every command
     takes them, and one with no use for an option ignores it."""
-    from raytop.model.thresholds import Thresholds
-
     if ctx.invoked_subcommand:
         return  # each command merges these values itself (``group_options``)
     ctx.meta[TUI_META] = {"theme": theme, "ascii_only": ascii_only}
@@ -162,7 +165,8 @@ def run(
 
     An experiment folder that already holds a Tune experiment is never reused silently:
     --resume continues it, --new-name starts a fresh one beside it."""
-    from raytop.launch.workflow import existing_experiment, renamed
+    from raytop.launch.experiment_folder import existing_experiment
+    from raytop.launch.workflow import renamed
 
     run_spec = load_spec_or_fail(spec)
     path = run_spec.experiment_path
@@ -181,7 +185,6 @@ def run(
 def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
                       errored: str | None = None) -> None:  # fmt: skip
     from raytop.launch.workflow import LaunchError, launch_run
-    from raytop.model.thresholds import Thresholds
 
     progress = stderr_progress()
     try:
@@ -259,8 +262,7 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
 def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group) -> None:
     """Stop gracefully: the whole experiment (its driver saves state and exits; it can be
     resumed) or one trial. Nothing is deleted."""
-    from raytop.launch.control import ControlError, stop_experiment, stop_trial
-    from raytop.launch.workflow import stop_target
+    from raytop.launch.control import ControlError, stop_experiment, stop_target, stop_trial
 
     if trial_id is not None and not trial_id.strip():
         fail("--trial: empty; give a trial id (or leave --trial out to stop the experiment)")
@@ -314,38 +316,8 @@ def status(
 ) -> None:  # fmt: skip
     """Print the snapshot the TUI shows, once. With --storage: also the experiments under
     each storage path, from storage alone when there is no cluster (exit 0)."""
-    from raytop.model.ports import NATIVE_STACKS_TIMEOUT_S, STACKS_TIMEOUT_S
-    from raytop.model.thresholds import Thresholds
-
-    if native and not stacks:
-        fail("--native: give it with --stacks (`raytop status --stacks --native`)")
-    if flight_recorder and stacks:
-        fail("--flight-recorder and --stacks: one at a time (each asks the ranks)")
-    roots = storage_roots(storage)
-    target, why_none = target_with_history(address, roots)
-    collector = collector_for(target, experiment_paths(experiments), Thresholds.given(stall_after),
-                              storage=roots, unreachable_reason=why_none)  # fmt: skip
-    note = None
-    if stacks:
-        timeout_s = NATIVE_STACKS_TIMEOUT_S if native else STACKS_TIMEOUT_S
-        snapshot = collector.request_stacks(timeout_s=timeout_s, native=native,
-                                            read_only=read_only)  # fmt: skip
-        note = snapshot.stacks_capture.note if snapshot.stacks_capture else None
-    elif flight_recorder:
-        snapshot = collector.request_flight_recorder(read_only=read_only)
-        note = snapshot.flight_recorder.note if snapshot.flight_recorder else None
-    else:
-        snapshot = collector.collect()
-    if as_json:
-        if note:
-            info(note)  # stdout stays JSON
-        echo_json(snapshot.to_json())
-        return
-    echo_text(status_text(snapshot))
-    if stacks:
-        echo_text(stacks_text(snapshot))
-    if flight_recorder and snapshot.flight_recorder is not None:
-        echo_text(flight_recorder_text(snapshot.flight_recorder))
+    print_status(as_json, stacks, native, flight_recorder, experiments, address, stall_after,
+                 storage, read_only)  # fmt: skip
 
 
 @main.command(epilog="\b\n" + EXIT_CODES_HELP)
@@ -366,33 +338,7 @@ def check(
     """Exit with a code that says whether training is healthy (one line per finding).
 
     Usable as a Kubernetes liveness or readiness command."""
-    from raytop.diagnose.check import CLUSTER_UNREACHABLE
-    from raytop.launch.cluster import resolve
-    from raytop.model.thresholds import Thresholds
-    from raytop.wire.gcs import ClusterUnreachable
-    from raytop.wire.version import RayUnsupported
-
-    if teardown:  # storage only: the cluster may already be gone
-        from raytop.pipeline.teardown import storage_findings
-
-        findings, checked = storage_findings(experiment_paths(experiments))
-        if not findings and not checked:
-            fail("no experiment to check: name one with --experiment PATH")
-        lines, code = faces_check.teardown(findings, checked)
-        echo_lines(lines)
-        sys.exit(code)
-    try:
-        target = resolve(address)
-    except RayUnsupported as exc:
-        fail(str(exc))
-    except ClusterUnreachable as exc:
-        echo_lines([f"cluster_unreachable: {exc}"])
-        sys.exit(CLUSTER_UNREACHABLE)
-    thresholds = Thresholds.given(stall_after, waiting_after_s=waiting_after)
-    snapshot = collector_for(target, experiment_paths(experiments), thresholds).collect()
-    lines, code = faces_check.health(snapshot)
-    echo_lines(lines)
-    sys.exit(code)
+    faces_check.check(experiments, waiting_after, teardown, address, stall_after)
 
 
 @main.command(epilog="\b\n" + PLAN_EXIT_CODES)

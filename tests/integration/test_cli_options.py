@@ -308,7 +308,7 @@ def changes(monkeypatch) -> list[str]:
     """Every way the CLI changes something, recorded instead of done."""
     done: list[str] = []
     for target in ("raytop.launch.control.stop_experiment", "raytop.launch.control.stop_trial",
-                   "raytop.launch.cluster.stop_embedded", "raytop.launch.driver.launch",
+                   "raytop.launch.cluster.stop_embedded", "raytop.launch.launcher.launch",
                    "raytop.launch.cluster.start_embedded",
                    "raytop.pipeline.collect.SnapshotCollector.request_stacks"):  # fmt: skip
         monkeypatch.setattr(target, lambda *a, _t=target, **k: done.append(_t))

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from raytop.model import untrusted, untrusted_dashboard
-from raytop.model.snapshot import HOST_FROM_RAY
+from raytop.model.cluster import HOST_FROM_RAY
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.sources.host import HostProbe
 from raytop.wire.dashboard import NODE_SUMMARY_PATH, DashboardClient

@@ -215,10 +215,10 @@ def test_an_actual_resume_runs_preflight_before_any_cluster(folder: Folder) -> N
 
 
 def test_preflight_failure_is_a_spec_error_for_launch(folder: Folder) -> None:
-    """``driver.launch`` runs preflight first: a storage that cannot be written is one
+    """``launcher.launch`` runs preflight first: a storage that cannot be written is one
     SpecError and nothing is started (the target is never used)."""
     from raytop.launch.cluster import Target
-    from raytop.launch.driver import launch
+    from raytop.launch.launcher import launch
 
     blocked = folder.root / "blocked.toml"
     (folder.root / "afile").write_text("x")

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raytop.home import registered_experiments
-from raytop.sources import storage
+from raytop.sources import storage_base
 from raytop.sources.checkpoints import SNAPSHOT_FILE, CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
@@ -75,7 +75,7 @@ def mutated(draw, valid: Any) -> bytes:
 @pytest.fixture(autouse=True)
 def _one_try(monkeypatch):
     """A bad file is re-read a few times, 50 ms apart (test_storage covers that): once here."""
-    monkeypatch.setattr(storage, "PARSE_RETRIES", 1)
+    monkeypatch.setattr(storage_base, "PARSE_RETRIES", 1)
 
 
 # -- what raytop's and Ray's writers write ---------------------------------------------------

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raytop.sources.history import ExperimentFolders, match_trial_folders
-from raytop.sources.storage import Entry
+from raytop.sources.storage_base import Entry
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "history_bench.py"
 

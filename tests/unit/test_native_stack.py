@@ -19,7 +19,7 @@ from raytop.model import untrusted_kv
 from raytop.probe import native_stack as ns
 from raytop.probe import rank_commands
 from raytop.probe.rank_state import RankState
-from raytop.sources.ledger_source import worker_from_record
+from raytop.sources.ledger_records import worker_from_record
 from raytop.wire.train_hooks import WorkerIdentity
 
 PY_SPY = os.path.join(os.path.dirname(sys.executable), "py-spy")

@@ -18,7 +18,7 @@ import pytest
 
 from raytop.faces.text import status_text
 from raytop.model import Snapshot, untrusted
-from raytop.model.snapshot import HOST_FROM_OS, HOST_FROM_RAY
+from raytop.model.cluster import HOST_FROM_OS, HOST_FROM_RAY
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.sources.dashboard_poll import MAX_BACKOFF_S
 from raytop.sources.remote_hosts import CACHE_S, RemoteHosts

@@ -11,7 +11,7 @@ import psutil
 from raytop.model import untrusted_kv
 from raytop.model.records import MAX_REPORT_HISTORY
 from raytop.probe.rank_state import RankState
-from raytop.sources.ledger_source import worker_from_record
+from raytop.sources.ledger_records import worker_from_record
 from raytop.wire.train_hooks import WorkerIdentity
 
 IDENTITY = WorkerIdentity(

@@ -20,7 +20,8 @@ from raytop.diagnose.retries import (
 from raytop.model import Attempt, Cluster, RetryBudget, Snapshot, TrainRun, untrusted_kv
 from raytop.model.untrusted import Invalid
 from raytop.probe.run_probe import RunRecorder, error_snippet, scalar_metrics
-from raytop.sources.ledger_source import LedgerReader, attempts_from_record
+from raytop.sources.ledger_records import attempts_from_record
+from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX
 from tests.fakes import FakeKv
 

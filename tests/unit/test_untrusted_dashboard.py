@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from raytop.model import HostStats, untrusted, untrusted_dashboard
-from raytop.model.snapshot import HOST_FROM_RAY
+from raytop.model.cluster import HOST_FROM_RAY
 
 RECORDED = json.loads(
     (Path(__file__).parents[1] / "data" / "dashboard" / "nodes_summary.json").read_bytes()

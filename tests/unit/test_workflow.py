@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from raytop.launch.workflow import existing_experiment
+from raytop.launch.experiment_folder import existing_experiment
 from raytop.rundir import train_run_name
 from raytop.sources.checkpoints import SNAPSHOT_FILE
 from tests.unit.bounded import answered_within
@@ -35,8 +35,7 @@ def test_train_runs_with_checkpoints_cannot(tmp_path):
 
 def test_stop_of_a_symlink_loop_is_one_line(tmp_path):
     """``Path.resolve`` raised RuntimeError on a loop (an internal error at the CLI)."""
-    from raytop.launch.control import ControlError
-    from raytop.launch.workflow import stop_target
+    from raytop.launch.control import ControlError, stop_target
 
     (tmp_path / "loop").symlink_to("loop")
     with pytest.raises(ControlError, match=r"loop: its driver is not running here"):
@@ -46,13 +45,13 @@ def test_stop_of_a_symlink_loop_is_one_line(tmp_path):
 def test_a_launch_saves_the_spec_it_validated(tmp_path, monkeypatch):
     """The copy beside driver.json is the bytes load_spec read and checked, not the file
     as it is by the time the driver starts (changed, or swapped for a FIFO)."""
-    from raytop.launch import driver, preflight
+    from raytop.launch import launcher
     from raytop.launch.cluster import Target
     from raytop.launch.spec import load_spec
 
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(preflight, "preflight", lambda spec: None)
-    monkeypatch.setattr(driver.subprocess, "Popen", lambda *a, **k: SimpleNamespace(pid=1))
+    monkeypatch.setattr(launcher, "preflight", lambda spec: None)
+    monkeypatch.setattr(launcher.subprocess, "Popen", lambda *a, **k: SimpleNamespace(pid=1))
     path = tmp_path / "spec.toml"
     text = (
         f'[experiment]\nname = "exp"\nstorage_path = "{tmp_path}"\n'
@@ -62,7 +61,7 @@ def test_a_launch_saves_the_spec_it_validated(tmp_path, monkeypatch):
     spec = load_spec(path)
     path.unlink()
     os.mkfifo(path)
-    launched = answered_within(3, lambda: driver.launch(spec, Target("127.0.0.1:1", False)))
+    launched = answered_within(3, lambda: launcher.launch(spec, Target("127.0.0.1:1", False)))
     assert launched[0] == "value", launched
     assert (tmp_path / "exp" / ".raytop" / "spec.toml").read_text() == text
 

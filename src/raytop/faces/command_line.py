@@ -1,20 +1,18 @@
-"""The command line as a face: the options every command shares (``GROUP_OPTIONS``),
-what ``--read-only`` refuses (``READ_ONLY_REFUSES``, the one list), the value types that
-refuse what would silently mean something else, and the one guard (``RaytopGroup``)
-that turns whatever escapes a command into one line on stderr. ``raytop.cli`` declares
-the commands with these.
+"""The command line as a face: its exit codes, the one guard (``RaytopGroup``) that turns
+whatever escapes a command into one line on stderr, and the helpers every command uses to
+turn its options into a spec, a cluster and a collector (a refusal: one line, exit 2).
+The shared options are ``faces.options``; what ``--read-only`` refuses,
+``faces.read_only``. ``raytop.cli`` declares the commands with these. The launch and
+pipeline modules are imported when a command calls for them: they weigh hundreds of
+milliseconds, which ``raytop --help`` need not pay.
 """
 
 from __future__ import annotations
 
 import errno
-import functools
-import math
 import os
 import sys
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -22,6 +20,7 @@ import click
 
 from raytop.faces import output
 from raytop.model.format import one_line
+from raytop.model.paths import is_uri, local_path
 from raytop.wire.version import RayUnsupported
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
@@ -157,8 +156,6 @@ def storage_roots(values: tuple[str, ...]) -> list[str]:
     """``--storage`` values: a local folder (resolved) or a URI (``s3://…``, read through
     pyarrow; one that cannot be reached is a warning later, not an error). A local path
     that is missing, not a folder or not listable: one line naming it, exit 2."""
-    from raytop.model.paths import is_uri, local_path
-
     roots = []
     for value in values:
         if not value.strip():
@@ -190,8 +187,6 @@ def target_with_history(address: str | None, roots: list[str]):
 
 def experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | None:
     """``--experiment`` values as collector input; None means "what raytop launched"."""
-    from raytop.model.paths import is_uri
-
     if not experiments:
         return None
     chosen = []
@@ -206,213 +201,3 @@ def experiment_paths(experiments: tuple[str, ...]) -> list[tuple[str, None]] | N
             path = str(folder)
         chosen.append((path, None))
     return chosen
-
-
-class FiniteFloat(click.ParamType):
-    """A finite number at least ``minimum``: ``click.FloatRange`` lets ``nan`` through
-    (every comparison with it is false) and ``inf`` makes a wait endless."""
-
-    name = "seconds"
-
-    def __init__(self, minimum: float) -> None:
-        self.minimum = minimum
-
-    def convert(self, value, param, ctx) -> float:
-        if isinstance(value, float) and math.isfinite(value) and value >= self.minimum:
-            return value
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        if number < self.minimum:
-            self.fail(f"{value!r} is below the minimum {self.minimum:g}", param, ctx)
-        return number
-
-
-class Address(click.ParamType):
-    """``HOST:PORT`` or ``auto``; an empty (or blank) value is refused rather than read
-    as "no address given" (which would silently pick another cluster)."""
-
-    name = "address"
-
-    def convert(self, value, param, ctx) -> str:
-        text = str(value).strip()
-        if not text:
-            self.fail("empty: give HOST:PORT or auto (or leave the option out)", param, ctx)
-        return text
-
-
-class ThemeName(click.ParamType):
-    """A theme raytop knows (``raytop themes``). The names come from the TUI's theming,
-    which this floor may not import: ``raytop.cli`` hands the lister in (``known``)."""
-
-    name = "theme"
-
-    def __init__(self) -> None:
-        self.known: Callable[[], list[str]] = list
-
-    def convert(self, value, param, ctx) -> str:
-        text = str(value).strip()
-        names = self.known()
-        if text not in names:
-            self.fail(f"unknown theme {text!r}; available: {', '.join(names)}", param, ctx)
-        return text
-
-
-THEME_NAMES = ThemeName()
-
-# The group's options and the value a command gets when neither position sets one.
-GROUP_OPTIONS = {
-    "address": None, "refresh_s": 0.25, "stall_after": None, "read_only": False,
-    "theme": None, "ascii_only": False, "storage": (),
-}  # fmt: skip
-# Only the TUI uses these: merged like the others, then kept in ``ctx.meta[TUI_META]``
-# (``tui_options``) rather than handed to the command.
-TUI_OPTIONS = ("theme", "ascii_only")
-TUI_META = "raytop.tui_options"
-
-address_option = click.option(
-    "--address", type=Address(), metavar="HOST:PORT|auto",
-    help="Ray cluster (GCS) address; default RAY_ADDRESS, else the cluster raytop started, "
-    "else the one running on this machine.",
-)  # fmt: skip
-refresh_option = click.option(
-    "--refresh", "refresh_s", type=FiniteFloat(0.1), metavar="SECONDS",
-    help="Seconds between snapshots (the TUI's and --no-tui's); raise it on a slow link, "
-    f"e.g. --refresh 5 over a slow ssh.  [default: {GROUP_OPTIONS['refresh_s']}]",
-)  # fmt: skip
-theme_option = click.option(
-    "--theme", type=THEME_NAMES, envvar="RAYTOP_THEME", metavar="NAME",
-    help="The TUI's colours (`raytop themes` lists them; also RAYTOP_THEME).  "
-    "[default: raytop-dark; raytop-mono under NO_COLOR]",
-)  # fmt: skip
-ascii_option = click.option(
-    "--ascii", "ascii_only", is_flag=True,
-    help="Draw the TUI in plain ASCII: borders, bars, sparklines (automatic when the "
-    "terminal's encoding has no block characters).",
-)  # fmt: skip
-
-
-storage_option = click.option(
-    "--storage", "storage", multiple=True, metavar="PATH|URI",
-    help="History: also show every Tune experiment folder under PATH (or PATH itself), "
-    "local or s3://…, read only (repeatable; status and the TUI). Needs no cluster: "
-    "without one it is history from storage alone.",
-)  # fmt: skip
-experiment_option = click.option(
-    "--experiment", "experiments", multiple=True, metavar="PATH",
-    help="An experiment folder to include (repeatable); default: what raytop launched.",
-)  # fmt: skip
-stall_option = click.option(
-    "--stall-after", type=FiniteFloat(0), metavar="SECONDS",
-    help="No progress this long is a stall (a rank waiting in report for another, or no "
-    "report at all).  [default: learned per run: 3× its median report interval, at "
-    "least 8 s; 60 s until it has reported twice]",
-)  # fmt: skip
-read_only_option = click.option(
-    "--read-only", is_flag=True, envvar="RAYTOP_READ_ONLY",
-    help="Refuse anything that changes a run or writes a file: run, resume, stop, down, "
-    "status --stacks; in the TUI x, t, a, s (also RAYTOP_READ_ONLY=1). status "
-    "--flight-recorder then only reads the dumps already on storage.",
-)  # fmt: skip
-GROUP_OPTION_DECORATORS = (
-    address_option, refresh_option, stall_option, read_only_option, theme_option, ascii_option,
-    storage_option,
-)  # fmt: skip
-
-
-def tui_options(ctx: click.Context | None) -> dict:
-    """The TUI's options as merged (``theme``, ``ascii_only``): what the command line gave,
-    else ``GROUP_OPTIONS``."""
-    given = ctx.meta.get(TUI_META) if ctx is not None else None
-    return given or {name: GROUP_OPTIONS[name] for name in TUI_OPTIONS}
-
-
-@dataclass(frozen=True)
-class Mutation:
-    """One thing ``--read-only`` refuses. ``surface`` "cli": ``spelled`` is a command line
-    as typed (a command, then the flags that make it a change); "tui": a key, or a file
-    the TUI writes."""
-
-    surface: str
-    spelled: str
-    changes: str
-
-
-# A stacks request changes no run, but it is no plain read: the ranks with the probe get a
-# request in the cluster's KV store, ranks with no probe are paused for a moment by py-spy's
-# ptrace attach (here, or by Ray's dashboard on their node), and the answers are written
-# as a capture. Read-only refuses all of it, whichever ranks are on view.
-STACKS_CHANGE = (
-    "writes a stack request to the cluster's KV store (ranks with no probe: attaches py-spy, "
-    "pausing each for a moment) and saves the answers under captures"
-)
-# Every change raytop can make, the one list read-only refuses (tests/integration/
-# test_cli_options.py and tests/tui/test_read_only.py test each entry). Under read-only
-# `raytop resume PATH` is refused at once, preview included: the TUI's Resume screen (u)
-# previews read-only.
-READ_ONLY_REFUSES = (
-    Mutation("cli", "run", "launches a detached driver (and may start a cluster)"),
-    Mutation("cli", "run --resume", "launches a driver that resumes the experiment"),
-    Mutation("cli", "resume", "launches a driver that resumes the experiment"),
-    Mutation("cli", "resume --yes", "launches a driver that resumes the experiment"),
-    Mutation("cli", "stop", "stops the experiment's driver"),
-    Mutation("cli", "stop --trial", "stops a trial"),
-    Mutation("cli", "down", "stops the embedded cluster"),
-    Mutation("cli", "status --stacks", STACKS_CHANGE),
-    Mutation("tui", "x", "stops the experiment on view"),
-    Mutation("tui", "t", "stops the highlighted trial"),
-    Mutation("tui", "a", "resumes the previewed experiment"),
-    Mutation("tui", "s", STACKS_CHANGE),
-    Mutation("tui", "tui.log", "the TUI's log in $RAYTOP_HOME (read-only: /dev/null)"),
-)
-
-
-def _refusal(ctx: click.Context, params: dict) -> Mutation | None:
-    """The most specific entry of ``READ_ONLY_REFUSES`` this invocation is, if any."""
-    flags = {opt: params.get(p.name) for p in ctx.command.params for opt in p.opts}
-    matches = [
-        m for m in READ_ONLY_REFUSES
-        if m.surface == "cli" and m.spelled.split()[0] == ctx.command.name
-        and all(flags.get(flag) for flag in m.spelled.split()[1:])
-    ]  # fmt: skip
-    return max(matches, key=lambda m: len(m.spelled), default=None)
-
-
-def group_options(command):
-    """Give ``command`` the group's options too: after the command name they win, else
-    the value given before it, else ``GROUP_OPTIONS``; read-only if either position (or
-    RAYTOP_READ_ONLY) says so, and then refuse a ``READ_ONLY_REFUSES`` entry before
-    anything is read. Apply it first (closest to the function)."""
-
-    @functools.wraps(command)
-    def merged(**params):
-        ctx = click.get_current_context()
-        root = ctx.find_root().params
-        for name, default in GROUP_OPTIONS.items():
-            if name in ("read_only", "ascii_only"):
-                params[name] = bool(params.get(name) or root.get(name))
-            elif name == "storage":  # repeatable: both positions count
-                params[name] = tuple(root.get(name) or ()) + tuple(params.get(name) or ())
-            elif params.get(name) is None:
-                given = root.get(name)
-                params[name] = default if given is None else given
-        ctx.meta[TUI_META] = {name: params.pop(name) for name in TUI_OPTIONS}
-        refused = _refusal(ctx, params) if params["read_only"] else None
-        if refused is not None:
-            fail(
-                f"read-only: `raytop {refused.spelled}` {refused.changes}; nothing was "
-                "changed (drop --read-only / RAYTOP_READ_ONLY)"
-            )
-        return command(**params)
-
-    for option in reversed(GROUP_OPTION_DECORATORS):
-        merged = option(merged)
-    return merged
-
-
-no_tui_option = click.option(
-    "--no-tui", is_flag=True, help="Print one line per change; exit when it ends."
-)

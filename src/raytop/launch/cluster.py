@@ -1,4 +1,4 @@
-"""Connect to a cluster, or start (and later stop) the embedded one (DESIGN decision 5).
+"""Connect to a cluster, or start (and later stop) the embedded one.
 
 Address precedence: ``--address`` > ``RAY_ADDRESS`` > the embedded cluster raytop started
 and recorded > the cluster last started on this machine. With none of these reachable,

@@ -1,115 +1,26 @@
-"""The detached Tune driver (DESIGN decision 4): it outlives the terminal that started it.
-
-``launch(spec, target)`` starts ``python -m raytop.launch.driver`` in its own session with
-its output in ``<raytop_dir>/driver.log`` and writes ``driver.json`` (pid and its start
-time, host, spec, address, experiment path). When the driver ends it writes ``exit.json``.
-The raytop dir sits inside the experiment folder for local storage (see ``raytop.rundir``).
+"""The detached Tune driver process (``python -m raytop.launch.driver``, started by
+``launcher.launch``): it outlives the terminal that started it, runs one ``Tuner.fit()``
+and, whatever ends it, writes ``exit.json`` (code, error, time) in its raytop dir.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import socket
-import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
-from raytop.home import register_experiment
-from raytop.jsonfile import open_log, read_json, write_atomic, write_json_atomic
-from raytop.launch.cluster import LOOPBACK_ENV, Target
-from raytop.launch.spec import RunSpec, load_spec
-from raytop.process_identity import process_create_time
-from raytop.rundir import STOP_MARKER, raytop_dir_for
-
-# Set for launched drivers unless the user set them; propagated by Ray to the Train
-# controller and workers (RAY_NOTES h). The 0.5 s poll lets a worker's report reach the
-# screen within a second instead of waiting for Train's default 2 s poll.
-DRIVER_ENV_DEFAULTS = {
-    "RAY_TRAIN_ENABLE_STATE_TRACKING": "1",
-    "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.5",
-    # A missing metric becomes a raytop finding instead of crashing the whole sweep.
-    "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1",
-    "RAY_TRAIN_ENABLE_PRINT_PATCH": "0",
-}
-
-
-@dataclass(frozen=True)
-class Launched:
-    pid: int
-    raytop_dir: Path
-    log_path: Path
-
-
-def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launched:
-    """Start the detached driver: a new sweep, or (``errored`` set: resume | restart | skip)
-    ``Tuner.restore`` of the experiment, with what to do with its errored trials.
-
-    Only raytop's own bookkeeping of the previous driver is replaced; Tune's and Train's
-    files are never touched here. ``preflight`` first (SpecError, one line): every launch
-    and actual resume imports the entrypoint and proves the storage writable here."""
-    from raytop.launch.preflight import preflight
-
-    preflight(spec)
-    raytop_dir = raytop_dir_for(spec.experiment_path, spec.experiment.name)
-    raytop_dir.mkdir(parents=True, exist_ok=True)
-    spec_file = str(spec.path)
-    if errored is not None:  # a resume runs the copy saved at launch: keep naming the user's
-        previous = read_json(raytop_dir / "driver.json")
-        if isinstance(previous, dict) and isinstance(previous.get("spec"), str):
-            spec_file = previous["spec"]
-    for stale in ("exit.json", "trials.json", "job.json", STOP_MARKER):
-        (raytop_dir / stale).unlink(missing_ok=True)
-    if errored is None:  # the bytes validated, not the file as it may be by now
-        write_atomic(raytop_dir / "spec.toml", spec.source)
-    log_path = raytop_dir / "driver.log"
-    env = {**DRIVER_ENV_DEFAULTS, **os.environ}
-    env.pop("RAY_ADDRESS", None)  # the driver gets the resolved address explicitly
-    if target.loopback_only:
-        env.update(LOOPBACK_ENV)
-    with open_log(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "raytop.launch.driver", str(spec.path),
-             "--address", target.address, "--raytop-dir", str(raytop_dir),
-             "--name", spec.experiment.name, "--storage-path", spec.experiment.storage_path,
-             "--spec-dir", str(spec.spec_dir),
-             *(["--restore", errored] if errored else [])],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=env, cwd=spec.spec_dir,
-        )  # fmt: skip
-    write_json_atomic(
-        raytop_dir / "driver.json",
-        {
-            "pid": proc.pid,
-            # With the pid, what proves later that a live pid is still this driver.
-            "pid_create_time": process_create_time(proc.pid),
-            "host": socket.gethostname(),
-            "spec": spec_file,
-            "address": target.address,
-            "experiment_name": spec.experiment.name,
-            "experiment_path": spec.experiment_path,
-            "metric": spec.tune.metric,
-            "mode": spec.tune.mode,
-            "started_at": time.time(),
-        },
-    )
-    register_experiment(spec.experiment.name, spec.experiment_path, raytop_dir)
-    return Launched(proc.pid, raytop_dir, log_path)
-
-
-def with_experiment(spec: RunSpec, name: str, storage_path: str) -> RunSpec:
-    """``spec`` for the experiment ``storage_path/name`` (the file's own name may differ)."""
-    experiment = dataclasses.replace(spec.experiment, name=name, storage_path=storage_path)
-    return dataclasses.replace(spec, experiment=experiment)
+from raytop.jsonfile import write_json_atomic
+from raytop.launch.spec import RunSpec, load_spec, with_experiment
 
 
 def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | None) -> int:
     """The body of the detached driver process: one ``Tuner.fit()``, of a new tuner or of
     ``Tuner.restore`` (``restore``: what to do with errored trials)."""
+    # Ray (and the modules built on it) imported here, inside ``main``'s guard: an import
+    # that fails is recorded in exit.json like any other end of the driver.
     import ray
     from ray import tune
     from ray.tune.stopper import CombinedStopper, MaximumIterationStopper, Stopper

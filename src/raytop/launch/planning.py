@@ -34,7 +34,8 @@ def trial_count(spec: RunSpec) -> int:
 
 
 def worker_bundle(spec: RunSpec) -> dict[str, float]:
-    """Ray's default per-worker resources: {CPU: 1}, or {GPU: 1} with use_gpu (RAY_NOTES j)."""
+    """Ray Train's default per-worker resources: {CPU: 1}, or {GPU: 1} (and no CPU) with
+    use_gpu; the spec's ``resources_per_worker`` when it gives them."""
     if spec.scaling.resources_per_worker is not None:
         return dict(spec.scaling.resources_per_worker)
     return {"GPU": 1.0} if spec.scaling.use_gpu else {"CPU": 1.0}

@@ -13,21 +13,21 @@ reader of a spec imports.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raytop.launch.spec_param_space import SAMPLER_KINDS, Sampler, parse_param_space
 from raytop.launch.spec_sections import (
     MAX_NAME_BYTES,
     MAX_TRIALS,
     MAX_WORKERS,
-    SAMPLER_KINDS,
     SECTION_KEYS,
     CheckpointSection,
     ClusterSection,
     ExperimentSection,
     FailureSection,
-    Sampler,
     ScalingSection,
     TrainableSection,
     TuneSection,
@@ -36,7 +36,6 @@ from raytop.launch.spec_sections import (
     parse_cluster,
     parse_experiment,
     parse_failure,
-    parse_param_space,
     parse_scaling,
     parse_trainable,
     parse_tune,
@@ -69,8 +68,10 @@ __all__ = [
 ]
 
 
-# Torch trials only drive a TorchTrainer; their Train workers need the CPUs. A dummy
-# non-CPU request keeps the trial schedulable without starving them (RAY_NOTES e).
+# Torch trials only drive a TorchTrainer; their Train workers need the CPUs. Tune refuses a
+# trial asking for nothing ({"CPU": 0}: an empty resource request), and a trial holding a
+# CPU can starve its own workers (2 trials on 2 CPUs deadlocked, measured on Ray 2.58): a
+# dummy non-CPU request keeps the trial schedulable without starving them.
 DEFAULT_TORCH_TRIAL_RESOURCES: dict[str, float] = {"CPU": 0, "memory": 1}
 DEFAULT_FUNCTION_TRIAL_RESOURCES: dict[str, float] = {"CPU": 1}
 
@@ -156,3 +157,9 @@ def load_spec(path: str | Path, base_dir: str | Path | None = None) -> RunSpec:
         cluster=cluster,
         source=source,
     )
+
+
+def with_experiment(spec: RunSpec, name: str, storage_path: str) -> RunSpec:
+    """``spec`` for the experiment ``storage_path/name`` (the file's own name may differ)."""
+    experiment = dataclasses.replace(spec.experiment, name=name, storage_path=storage_path)
+    return dataclasses.replace(spec, experiment=experiment)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raytop.launch.spec_param_space import Sampler
 from raytop.launch.spec_tune import (
     SchedulerSection,
     SearchSection,
@@ -29,14 +30,11 @@ from raytop.launch.spec_values import (
     did_you_mean,
     integer,
     is_int,
-    is_number,
     one_of,
     resource_table,
     shown,
     string,
 )
-
-SAMPLER_KINDS = ("grid", "choice", "uniform", "loguniform", "randint", "constant")
 
 # File names are limited to 255 bytes. The longest one raytop derives from the experiment
 # name is a Train run folder, ``<name>-<trial_id>`` (``-abcde_00000``: 12 bytes, see
@@ -50,18 +48,6 @@ MAX_TRIALS = 100_000
 # Train workers per trial: far above real worker groups; it bounds the planner's work per
 # group (its exact one-group check is polynomial in the group size).
 MAX_WORKERS = 10_000
-
-
-@dataclass(frozen=True)
-class Sampler:
-    """One ``[param_space]`` entry. ``kind`` is one of SAMPLER_KINDS.
-
-    grid/choice: ``values`` is the list; uniform/loguniform/randint: ``values`` is
-    ``(low, high)``; constant: ``values`` is the value itself.
-    """
-
-    kind: str
-    values: Any
 
 
 @dataclass(frozen=True)
@@ -104,7 +90,8 @@ class ScalingSection:
     resources_per_worker: dict[str, float] | None = None
     placement_strategy: str = "PACK"  # PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
     # torch.distributed backend; None: Ray's choice (nccl with use_gpu, else gloo). "gloo"
-    # with use_gpu runs GPU placement on logical GPUs without CUDA (RAY_NOTES k).
+    # with use_gpu runs GPU placement on logical GPUs without CUDA (a local cluster declaring
+    # num_gpus places {"GPU": 1} bundles as on GPU nodes; only CUDA itself is missing).
     backend: str | None = None
 
 
@@ -262,52 +249,6 @@ def parse_trainable(ctx: SpecFile, raw: dict[str, Any]) -> TrainableSection:
             "expected your own train module (e.g. 'train:train_func')",
         )
     return TrainableSection(kind=kind, entrypoint=entrypoint)
-
-
-def parse_param_space(ctx: SpecFile, raw: Any) -> dict[str, Sampler]:
-    if not isinstance(raw, dict):
-        ctx.fail("[param_space]", f"expected a table, got {described(raw)}")
-    return {key: _parse_sampler(ctx, f"[param_space] {key}", value) for key, value in raw.items()}
-
-
-def _parse_sampler(ctx: SpecFile, where: str, value: Any) -> Sampler:
-    if not isinstance(value, dict):
-        return Sampler("constant", value)  # a plain scalar or array
-    kinds = ", ".join(SAMPLER_KINDS)
-    if len(value) != 1:
-        got = ", ".join(value) if value else "an empty table"
-        ctx.fail(where, f"expected a table with exactly one of {kinds}; got {got}")
-    ((kind, arg),) = value.items()
-    if kind not in SAMPLER_KINDS:
-        hint = did_you_mean(kind, SAMPLER_KINDS) or f" (expected one of {kinds})"
-        ctx.fail(where, f"unknown sampler {kind!r}{hint}")
-    where = f"{where}.{kind}"
-    if kind == "constant":
-        return Sampler(kind, arg)
-    if kind in ("grid", "choice"):
-        if not isinstance(arg, list) or not arg:
-            ctx.fail(where, f"expected a non-empty array of values, got {described(arg)}")
-        return Sampler(kind, tuple(arg))
-
-    # uniform / loguniform / randint: [low, high]
-    want_int = kind == "randint"
-    element = "integers" if want_int else "finite numbers"
-    if not isinstance(arg, list):
-        ctx.fail(where, f"expected [low, high] ({element}), got {described(arg)}")
-    if len(arg) != 2:
-        ctx.fail(where, f"expected [low, high] (2 {element}), got {len(arg)} values")
-    check = is_int if want_int else is_number
-    for bound in arg:
-        if not check(bound):
-            ctx.fail(where, f"expected [low, high] ({element}), got {described(bound)} in it")
-    low, high = arg
-    if low >= high:
-        ctx.fail(where, f"expected low < high, got [{shown(low)}, {shown(high)}]")
-    if kind == "loguniform" and low <= 0:
-        ctx.fail(where, f"expected low > 0 for a log scale, got {shown(low)}")
-    if want_int:
-        return Sampler(kind, (low, high))
-    return Sampler(kind, (float(low), float(high)))
 
 
 def parse_tune(

@@ -2,8 +2,8 @@
 
 A trial scheduler (ASHA, the median stopping rule, PBT) reads each trial's intermediate
 results and stops, pauses or continues it; a searcher chooses the next configurations.
-Grid/random search (Tune's ``BasicVariantGenerator``) does not adapt to earlier results
-(RAY_NOTES 0). Pure, like the rest of the spec: a searcher's package is looked up with
+Grid/random search (Tune's ``BasicVariantGenerator``) does not adapt to earlier results.
+Pure, like the rest of the spec: a searcher's package is looked up with
 ``importlib.util.find_spec`` (nothing is imported) so a missing one is one line naming
 the package to install, before anything starts.
 """

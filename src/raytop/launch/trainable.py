@@ -1,4 +1,4 @@
-"""The Tune function trainables raytop launches (RAY_NOTES e: the documented 2.58 pattern).
+"""The Tune function trainables raytop launches (Ray 2.58's documented Tune-with-Train way).
 
 For ``kind = "torch"`` each Tune trial is the driver of its own Train run: it builds a
 ``TorchTrainer`` inside the trial, passes the trial's params through

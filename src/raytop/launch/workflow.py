@@ -1,28 +1,38 @@
-"""The way to a running driver: what an existing experiment folder allows, the capacity
-plan, the cluster (named, found, or started), then the detached driver; and what a stop
-acts on (``stop_target``).
+"""The way to a running driver: the capacity plan, the cluster (named, found, or
+started), then the detached driver.
 
 ``run`` and ``resume`` both go through ``launch_run``; it raises ``LaunchError`` (one line
 for the user, and a ``reason`` a caller can act on without reading the line) and reports
-progress through ``progress``. Every Ray-touching import is made at call time: the CLI
-imports this module on every command, and tests replace ``launch.cluster.resolve`` and
-``launch.driver.launch`` where they are defined.
+progress through ``progress``. The cluster and the launcher are called through their
+modules (``cluster.resolve``, ``launcher.launch``): tests replace them where they are
+defined. What an existing experiment folder allows is ``experiment_folder``'s.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from raytop.launch.cluster import Target
-    from raytop.launch.driver import Launched
-    from raytop.launch.planning import SweepPlan
-    from raytop.launch.spec import RunSpec
+from raytop.diagnose.plan import DEADLOCK, NEVER_PLACEABLE
+from raytop.launch import cluster, launcher
+from raytop.launch.cluster import Target, finished_of, waiting_of
+from raytop.launch.launcher import Launched
+from raytop.launch.planning import (
+    SweepPlan,
+    describe,
+    nodes_from_cluster,
+    nodes_from_file,
+    nodes_from_spec,
+    plan_sweep,
+)
+from raytop.launch.preflight import preflight
+from raytop.launch.spec import RunSpec, SpecError, with_experiment
+from raytop.model import Cluster
+from raytop.process_identity import driver_alive
+from raytop.rundir import raytop_dir_for
+from raytop.wire.gcs import ClusterUnreachable, GcsReader, nodes_from_gcs
+from raytop.wire.version import RayUnsupported
 
 # LaunchError.reason: what stopped the launch.
 ALREADY_RUNNING = "already_running"  # the experiment's driver still runs
@@ -42,40 +52,8 @@ class LaunchError(Exception):
         self.exit_code = exit_code
 
 
-@dataclass(frozen=True)
-class ExistingExperiment:
-    """What already sits in a run's experiment folder: never reused silently.
-
-    ``resumable``: it holds Tune's state (``run --resume`` continues it); else it holds
-    Train runs with checkpoints a new sweep's trials would silently resume from
-    (RAY_NOTES b). ``refusal`` is the line shown when ``run`` is given neither flag."""
-
-    resumable: bool
-    refusal: str
-
-
-def existing_experiment(path: str) -> ExistingExperiment | None:
-    """What ``path`` (a folder or ``s3://…``) already holds that a new run must not reuse."""
-    from raytop.launch.control import holds_tune_experiment, train_runs_with_checkpoints
-
-    if holds_tune_experiment(path):
-        return ExistingExperiment(True, (
-            f"{path} already holds an experiment: `raytop resume {path}` (or run --resume) "
-            "continues it, run --new-name starts a fresh one beside it; nothing was changed"
-        ))  # fmt: skip
-    if runs := train_runs_with_checkpoints(path):
-        return ExistingExperiment(False, (
-            f"{path} holds Train runs with checkpoints ({', '.join(runs[:3])}) but no Tune "
-            "experiment to resume: new trials would resume from them; run --new-name starts "
-            "a fresh experiment beside it; nothing was changed"
-        ))  # fmt: skip
-    return None
-
-
 def renamed(run_spec: RunSpec) -> RunSpec:
     """``run --new-name``: the same sweep as a fresh experiment beside it, name + time."""
-    from raytop.launch.driver import with_experiment
-
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{run_spec.experiment.name}-{stamp}"
     return with_experiment(run_spec, name, run_spec.experiment.storage_path)
@@ -83,12 +61,8 @@ def renamed(run_spec: RunSpec) -> RunSpec:
 
 def resolve_target(address: str | None) -> Target | None:
     """The cluster to use (``launch.cluster.resolve``), unreachable as a ``LaunchError``."""
-    from raytop.launch.cluster import resolve
-    from raytop.wire.gcs import ClusterUnreachable
-    from raytop.wire.version import RayUnsupported
-
     try:
-        return resolve(address)
+        return cluster.resolve(address)
     except (ClusterUnreachable, RayUnsupported) as exc:
         raise LaunchError(UNREACHABLE, str(exc)) from None
 
@@ -98,15 +72,6 @@ def plan_for(
 ) -> SweepPlan:
     """The capacity plan on the named cluster file, the live cluster, or the embedded one
     ``run`` would start."""
-    from raytop.launch.planning import (
-        nodes_from_cluster,
-        nodes_from_file,
-        nodes_from_spec,
-        plan_sweep,
-    )
-    from raytop.launch.spec import SpecError
-    from raytop.wire.gcs import ClusterUnreachable, GcsReader
-
     if cluster_file:
         try:
             return plan_sweep(run_spec, nodes_from_file(Path(cluster_file)), cluster_file)
@@ -124,9 +89,6 @@ def plan_for(
 def check_plan(run_spec: RunSpec, target: Target | None, force: bool,
                progress: Callable[[str], None]) -> None:  # fmt: skip
     """Show the plan; refuse what can never run (exit 12) or would deadlock (13)."""
-    from raytop.diagnose.plan import DEADLOCK, NEVER_PLACEABLE
-    from raytop.launch.planning import describe
-
     sweep = plan_for(run_spec, target)
     for line in describe(sweep):
         progress(line)
@@ -142,17 +104,14 @@ def check_plan(run_spec: RunSpec, target: Target | None, force: bool,
 def cluster_differs(target: Target, run_spec: RunSpec) -> str | None:
     """A reused embedded cluster keeps the resources it was started with: the line that
     says how it differs from the spec's ``[cluster]``, if it does (and can be read)."""
-    from raytop.model import Cluster
-    from raytop.wire.gcs import ClusterUnreachable, GcsReader, nodes_from_gcs
-
     wanted = {"CPU": run_spec.cluster.num_cpus, "GPU": run_spec.cluster.num_gpus}
     try:
         nodes = nodes_from_gcs(GcsReader(target.address).nodes())
     except ClusterUnreachable:
         return None
-    cluster = Cluster(target.address, connected=True, embedded=True, nodes=nodes)
-    differ = [f"{r} {cluster.total(r):g} (spec: {n})" for r, n in wanted.items()
-              if n is not None and cluster.total(r) != n]  # fmt: skip
+    seen = Cluster(target.address, connected=True, embedded=True, nodes=nodes)
+    differ = [f"{r} {seen.total(r):g} (spec: {n})" for r, n in wanted.items()
+              if n is not None and seen.total(r) != n]  # fmt: skip
     if not differ:
         return None
     return (
@@ -175,14 +134,6 @@ def launch_run(
     cluster (an entrypoint that cannot import is one line, and nothing was started for
     it); a new sweep's plan is shown and may refuse; the named or found cluster is used,
     else the embedded one started; ``launch`` preflights again (it is idempotent)."""
-    from raytop.launch.cluster import start_embedded
-    from raytop.launch.driver import launch
-    from raytop.launch.preflight import preflight
-    from raytop.launch.spec import SpecError
-    from raytop.process_identity import driver_alive
-    from raytop.rundir import raytop_dir_for
-    from raytop.wire.gcs import ClusterUnreachable
-
     raytop_dir = raytop_dir_for(run_spec.experiment_path, run_spec.experiment.name)
     pid, alive = driver_alive(raytop_dir)
     if alive:
@@ -199,13 +150,13 @@ def launch_run(
         check_plan(run_spec, target, force, progress)
     if target is None:
         try:
-            target = start_embedded(run_spec.cluster, progress=progress)
+            target = cluster.start_embedded(run_spec.cluster, progress=progress)
         except ClusterUnreachable as exc:
             raise LaunchError(CLUSTER_NOT_STARTED, str(exc)) from None
     elif target.embedded and (differs := cluster_differs(target, run_spec)) is not None:
         progress(differs)
     try:
-        return launch(run_spec, target, errored=errored), target
+        return launcher.launch(run_spec, target, errored=errored), target
     except SpecError as exc:
         raise LaunchError(SPEC, str(exc)) from None
 
@@ -223,9 +174,6 @@ def wait_for_driver(
     ``launch.cluster.Progress`` shows the wait in place); the end is one line. True once
     a trial is there; False when the driver ended first (``exit.json``, or its process
     gone) or ``timeout_s`` passed: the caller follows the run either way."""
-    from raytop.launch.cluster import finished_of, waiting_of
-    from raytop.process_identity import driver_alive
-
     waiting, started = waiting_of(progress), time.monotonic()
     while True:
         took = f"{time.monotonic() - started:.0f} s"
@@ -242,51 +190,3 @@ def wait_for_driver(
         waiting(DRIVER_TASK, "waiting for the first trial" if connected
                 else "waiting for the driver to connect to Ray")  # fmt: skip
         time.sleep(poll_s)
-
-
-def stop_target(experiment_path: str | None, trial_id: str | None) -> tuple[Path, str]:
-    """What ``stop`` acts on: the raytop dir of the named experiment (else of the one
-    launched experiment whose driver runs), and how to name it to the user. Raises
-    ``ControlError`` (one line) for an unknown trial or a driver not running here."""
-    from raytop.home import registered_experiments
-    from raytop.launch.control import ControlError
-    from raytop.process_identity import driver_alive, driver_identity_problem, running_experiments
-    from raytop.rundir import raytop_dir_for
-
-    if experiment_path:
-        # realpath, not Path.resolve: a symlink loop must not raise (RuntimeError)
-        folder = Path(os.path.realpath(os.path.expanduser(experiment_path)))
-        experiment_path, raytop_dir = str(folder), raytop_dir_for(str(folder), folder.name)
-    else:
-        running = running_experiments(registered_experiments())
-        if len(running) != 1:
-            raise ControlError(f"{len(running)} experiments are running: name the one to stop")
-        experiment_path, raytop_dir = running[0]["path"], Path(running[0]["raytop_dir"])
-    if trial_id is not None:
-        _check_trial_id(experiment_path, raytop_dir, trial_id)
-    if not driver_alive(raytop_dir)[1]:
-        raise ControlError(
-            driver_identity_problem(raytop_dir)
-            or f"{raytop_dir.parent}: its driver is not running here; nothing to stop"
-        )
-    name = raytop_dir.parent.name
-    return raytop_dir, f"trial {trial_id} of {name}" if trial_id else name
-
-
-def _check_trial_id(experiment_path: str, raytop_dir: Path, trial_id: str) -> None:
-    """A stop for a trial the experiment does not have would be accepted and do nothing:
-    refuse it, naming a few the experiment has (a remote experiment's ``raytop_dir`` is
-    under $RAYTOP_HOME, so the path is given apart)."""
-    from raytop.launch.control import ControlError
-    from raytop.sources.tune_dir import ExperimentReader
-
-    experiment = ExperimentReader(experiment_path, raytop_dir).read()
-    known = [t.trial_id for t in experiment.trials]
-    if trial_id in known:
-        return
-    if not known:
-        raise ControlError(f"--trial {trial_id}: {experiment_path} has no trials recorded yet")
-    shown = ", ".join(known[:5]) + (f", … ({len(known)} in all)" if len(known) > 5 else "")
-    raise ControlError(
-        f"--trial {trial_id}: no such trial in {experiment.name} (its trials: {shown})"
-    )

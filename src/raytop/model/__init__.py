@@ -4,25 +4,23 @@ Everything the sources collect becomes these objects; the TUI, ``status --json``
 ``check`` all read the same ``Snapshot``. Nothing here may import ray or textual.
 """
 
+from raytop.model.cluster import Bundle, Cluster, HostStats, Node, PlacementGroup
 from raytop.model.finding import Finding, Severity
 from raytop.model.snapshot import (
     TERMINAL_TRIAL_STATUSES,
-    Activity,
-    Attempt,
-    Bundle,
-    CheckpointRecord,
-    Cluster,
     Experiment,
     ExperimentStatus,
-    HostStats,
     LedgerStatus,
-    Node,
-    PlacementGroup,
-    RetryBudget,
     Snapshot,
     StacksCapture,
-    TrainRun,
     Trial,
+)
+from raytop.model.train_run import (
+    Activity,
+    Attempt,
+    CheckpointRecord,
+    RetryBudget,
+    TrainRun,
     Worker,
 )
 

@@ -13,8 +13,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from raytop.model.cluster import PlacementGroup
 from raytop.model.format import fmt_duration
-from raytop.model.snapshot import CheckpointRecord, PlacementGroup, TrainRun, Trial, Worker
+from raytop.model.snapshot import Trial
+from raytop.model.train_run import CheckpointRecord, TrainRun, Worker
 
 # Phases in the order a run goes through them.
 WAITING = "waiting"  # the trial itself is not placed yet

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from raytop.model.records import MAX_ERROR_CHARS, MAX_METRIC_KEY_CHARS
-from raytop.model.snapshot import Attempt
+from raytop.model.train_run import Attempt
 
 # Train's RunStatus and RunAttemptStatus (ray/train/v2/_internal/state/schema.py).
 RUN_STATUSES = frozenset(

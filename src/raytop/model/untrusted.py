@@ -346,7 +346,7 @@ def _process_record(
 
 
 def driver_record(data: Any) -> dict[str, Any]:
-    """``.raytop/driver.json`` (launch.driver): a pid, and what proves it is that driver."""
+    """``.raytop/driver.json`` (launch.launcher): a pid, and what proves it is that driver."""
     optional = ("host", "spec", "address", "experiment_name", "experiment_path", "metric", "mode")
     return _process_record(data, required=(), optional=optional)
 

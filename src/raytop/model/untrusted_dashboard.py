@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from raytop.model.snapshot import HOST_FROM_RAY, HostStats
+from raytop.model.cluster import HOST_FROM_RAY, HostStats
 from raytop.model.untrusted import (
     Invalid,
     MiB,

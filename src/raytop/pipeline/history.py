@@ -18,7 +18,7 @@ from collections.abc import Callable
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import Experiment, TrainRun, Trial
 from raytop.model.paths import join_path
-from raytop.model.snapshot import RUN_FROM_STORAGE
+from raytop.model.train_run import RUN_FROM_STORAGE
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.history import ExperimentFiles, TrialFiles

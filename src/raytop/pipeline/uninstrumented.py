@@ -30,7 +30,7 @@ from typing import Any
 
 from raytop.model import TrainRun, Worker
 from raytop.model.records import MAX_ATTEMPTS
-from raytop.model.snapshot import RUN_FROM_ACTOR_TABLE, RUN_FROM_TRAIN_STATE
+from raytop.model.train_run import RUN_FROM_ACTOR_TABLE, RUN_FROM_TRAIN_STATE
 from raytop.model.train_state import StateRun, attempt_of
 
 CONTROLLER = "TrainController"

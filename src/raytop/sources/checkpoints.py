@@ -16,7 +16,8 @@ from raytop.model.paths import is_plain_name, join_path, split_path
 from raytop.model.resume import Checkpoint
 from raytop.model.teardown import FUNCTION, TORCH, ExperimentFacts, RunFacts
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
-from raytop.sources.storage import Entry, Storages
+from raytop.sources.storage import Storages
+from raytop.sources.storage_base import Entry
 from raytop.sources.tune_dir import SPEC_COPY, launched_kind
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"

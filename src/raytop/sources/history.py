@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from raytop.model import untrusted_ray_files
 from raytop.model.paths import is_uri, join_path, local_path
 from raytop.rundir import TRAIN_RUNS_DIR
-from raytop.sources.storage import Entry, Storage, Storages, open_storage
+from raytop.sources.storage import Storages, open_storage
+from raytop.sources.storage_base import Entry, Storage
 
 MAX_EXPERIMENTS = 500  # per storage path: a bigger folder is listed in part, with a warning
 LOCAL_RELIST_S = 5.0  # how often a watched storage path is listed again for new experiments

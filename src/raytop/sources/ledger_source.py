@@ -19,10 +19,8 @@ import uuid
 from typing import Any
 
 from raytop.model import (
-    Activity,
     Attempt,
     LedgerStatus,
-    RetryBudget,
     TrainRun,
     Worker,
     untrusted,
@@ -30,7 +28,6 @@ from raytop.model import (
 )
 from raytop.model.evolve import evolve
 from raytop.model.records import (
-    FAILURE_CLASSES,
     BarrierWait,
     CheckpointUpload,
     FlightRecorderRequest,
@@ -40,9 +37,7 @@ from raytop.model.records import (
     RunAttempts,
     StackRequest,
 )
-from raytop.model.records import (
-    Activity as ActivityRecord,
-)
+from raytop.sources.ledger_records import age, attempts_from_record, with_beat, worker_from_record
 from raytop.wire.gcs import GcsKv
 from raytop.wire.kv_keys import (
     BEAT_PREFIX,
@@ -55,95 +50,6 @@ from raytop.wire.kv_keys import (
 )
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
-
-
-def _age(now: float, at: float | None) -> float | None:
-    return None if at is None else max(0.0, now - at)
-
-
-def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = None) -> Worker:
-    """One rank of a validated page as the ``Worker`` the faces show (ages as of ``now``),
-    with its heartbeat figures from ``beat`` (a ledger before beats kept them in the
-    record)."""
-    return Worker(
-        rank=record["rank"],
-        reports_entered=record["entered"],
-        reports_exited=record["exited"],
-        local_rank=record["local_rank"],
-        node_rank=record["node_rank"],
-        node_id=record["node_id"],
-        pid=record["pid"],
-        last_enter_at=record["last_enter_at"],
-        last_exit_at=record["last_exit_at"],
-        last_report_age_s=_age(now, record["last_enter_at"]),
-        gpu_ids=tuple(record["gpu_ids"]),
-        usual_interval_s=record["usual_interval_s"],
-        done=record["done"],
-        dropped_events=record["dropped"],
-        stack=record["stack"],
-        stack_request=record["stack_request"],
-        native_stack=record["native_stack"],
-        native_stack_request=record["native_stack_request"],
-        flight_recorder=record["flight_recorder"],
-        flight_recorder_request=record["flight_recorder_request"],
-        report_times=tuple(entered for entered, _ in record["report_times"]),
-        report_exits=tuple(exited for _, exited in record["report_times"]),
-        declared_resources=record["declared"],
-        restored_from=record["restored_from"],
-        **_beat_fields(beat if beat is not None else record, now),
-    )
-
-
-def _beat_fields(beat: RankBeat | RankRecord, now: float) -> dict[str, Any]:
-    """The ``Worker`` fields a heartbeat sets, from a beat (or the record itself, from a
-    ledger before beats)."""
-    return {
-        "heartbeat_at": beat["received_at"],
-        "heartbeat_age_s": _age(now, beat["received_at"]),
-        "cpu_percent": beat["cpu_percent"],
-        "rss_bytes": beat["rss_bytes"],
-        "gpu_memory_bytes": beat["gpu_memory_bytes"],
-        "activity": _activity(beat["activity"]),
-    }
-
-
-def _with_beat(worker: Worker, beat: RankBeat, now: float) -> Worker:
-    """``worker`` with a newer heartbeat's figures (``worker_from_record``'s, from a beat)."""
-    return evolve(worker, last_report_age_s=_age(now, worker.last_enter_at),
-                  **_beat_fields(beat, now))  # fmt: skip
-
-
-def _activity(record: ActivityRecord | None) -> Activity | None:
-    return Activity(**record) if record is not None else None
-
-
-def attempts_from_record(
-    record: RunAttempts, now: float
-) -> tuple[tuple[Attempt, ...], dict[str, RetryBudget]]:
-    """A validated run record as the run's attempts (durations as of ``now``) and its
-    retry budget per failure class."""
-    attempts = tuple(
-        Attempt(
-            index=a["index"], status=a["status"], started_at=a["started_at"],
-            attempt_id=a["attempt_id"], ended_at=a["ended_at"],
-            duration_s=max(0.0, (a["ended_at"] if a["ended_at"] is not None else now)
-                           - a["started_at"]),
-            error_class=a["error_class"], error=a["error"], failure_class=a["failure_class"],
-            first_report=a["first_report"], restored=a["restored"],
-            reports_taken=a.get("reports_taken"), undeliverable=a.get("undeliverable", False),
-        )
-        for a in record["attempts"]
-    )  # fmt: skip
-    config = record["failure_config"]
-    budget = {
-        cls: RetryBudget.of(
-            setting,
-            config[setting],
-            sum(1 for a in attempts if a.status == "errored" and a.failure_class == cls),
-        )
-        for cls, setting in FAILURE_CLASSES.items()
-    }
-    return attempts, budget
 
 
 def _parse(raw: Any, max_bytes: int) -> Any:
@@ -342,12 +248,12 @@ class LedgerReader:
                 workers.append(
                     evolve(
                         worker,
-                        last_report_age_s=_age(now, worker.last_enter_at),
-                        heartbeat_age_s=_age(now, worker.heartbeat_at),
+                        last_report_age_s=age(now, worker.last_enter_at),
+                        heartbeat_age_s=age(now, worker.heartbeat_at),
                     )
                 )
             elif kept is not None and kept[0] is record and beat is not None:
-                worker = _with_beat(kept[2], beat, now)  # a heartbeat: its figures moved
+                worker = with_beat(kept[2], beat, now)  # a heartbeat: its figures moved
                 cache[rank] = (record, beat, worker)
                 workers.append(worker)
             else:

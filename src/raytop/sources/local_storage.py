@@ -1,4 +1,4 @@
-"""A local experiment folder (``storage.Storage``): its files and listings read with plain
+"""A local experiment folder (``storage_base.Storage``): its files and listings read with plain
 OS calls, never blocking (a FIFO is opened non-blocking and refused by its type), and the
 folders it reads watched (``folder_watch``), so a copy is read again only after its file
 or folder changed, or when ``max_age_s`` old where no watch can see."""
@@ -12,13 +12,13 @@ from pathlib import Path
 
 from raytop.model import untrusted
 from raytop.sources.folder_watch import FolderWatch
-from raytop.sources.storage import (
+from raytop.sources.storage_base import (
     IS_A_FOLDER,
     LOCAL_MAX_AGE_S,
     Entry,
     Storage,
-    _join,
-    _real,
+    join_rel,
+    real_path,
     usable_path,
 )
 
@@ -33,7 +33,7 @@ class LocalStorage(Storage):
         self, root: str | Path, max_age_s: float = LOCAL_MAX_AGE_S, watch: bool = True
     ) -> None:
         super().__init__()
-        self.root = _real(str(root))
+        self.root = real_path(str(root))
         self.max_age_s = max_age_s
         self.watch = watch
         self._watch = FolderWatch(self.root, max_age_s) if watch else None
@@ -56,18 +56,18 @@ class LocalStorage(Storage):
     def _fresh(self, rel: str, read_at: float, listing: bool = False) -> bool:
         if self._watch is None or time.time() - read_at >= self.max_age_s:
             return False
-        since = self._watched(_join(self.root, rel if listing else rel.rpartition("/")[0]))
+        since = self._watched(join_rel(self.root, rel if listing else rel.rpartition("/")[0]))
         if since is None or read_at < since:
             return False
-        return self._watch.changed_at(_join(self.root, rel).rstrip("/")) < read_at
+        return self._watch.changed_at(join_rel(self.root, rel).rstrip("/")) < read_at
 
     def _open(self, rel: str) -> tuple[int, os.stat_result] | None:
         """An fd open on regular file ``rel`` and its stat; None if it does not exist;
         ``untrusted.Refused`` (closed again) if it is anything but a regular file."""
-        self._watched(_join(self.root, rel.rpartition("/")[0]))
+        self._watched(join_rel(self.root, rel.rpartition("/")[0]))
         try:
             # Non-blocking: a FIFO planted under the file's name must not hang the reader.
-            fd = os.open(usable_path(_join(self.root, rel)), os.O_RDONLY | os.O_NONBLOCK)
+            fd = os.open(usable_path(join_rel(self.root, rel)), os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         try:
@@ -101,9 +101,9 @@ class LocalStorage(Storage):
             return f.read(max_bytes), start > 0
 
     def _list(self, rel: str) -> list[Entry] | None:
-        self._watched(_join(self.root, rel))
+        self._watched(join_rel(self.root, rel))
         try:
-            with os.scandir(usable_path(_join(self.root, rel))) as it:
+            with os.scandir(usable_path(join_rel(self.root, rel))) as it:
                 return [entry for e in it if (entry := _entry(e)) is not None]
         except (OSError, untrusted.Refused):
             return None

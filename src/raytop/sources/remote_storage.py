@@ -2,7 +2,7 @@
 (``s3://``, ``gs://``, ``file://``… through pyarrow, as Ray Train reads it): polled, each
 file and listing at most once per ``period_s``, refreshed in the background so a slow or
 unreachable endpoint does not block the faces. The caching and parse-error handling it
-shares with a local folder are ``storage.Storage``'s."""
+shares with a local folder are ``storage_base.Storage``'s."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from typing import Any
 
 from raytop.model import untrusted
 from raytop.model.format import one_line
-from raytop.sources.storage import (
+from raytop.sources.storage_base import (
     IS_A_FOLDER,
     Entry,
     Storage,
     StorageUnreachable,
-    _join,
+    join_rel,
     usable_path,
 )
 
@@ -113,7 +113,7 @@ class RemoteStorage(Storage):
     def _path(self, rel: str) -> str:
         """``rel`` on the filesystem (resolved first); ``untrusted.Refused`` if no UTF-8
         name can hold it."""
-        return usable_path(_join(self._base, rel), "strict")
+        return usable_path(join_rel(self._base, rel), "strict")
 
     def _failed(self, exc: Exception) -> Exception:
         """What a failed open means: a folder where a file was expected is that file's

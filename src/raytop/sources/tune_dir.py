@@ -36,7 +36,7 @@ from raytop.sources.storage import Storages
 STATE_OK, STATE_MISSING, STATE_TORN = "ok", "missing", "torn"
 STATE_INVALID, STATE_INCOMPLETE = "invalid", "incomplete"
 STATE_UNREACHABLE, STATE_UNKNOWN = "unreachable", "unknown"
-SPEC_COPY = "spec.toml"  # in the raytop dir: the spec as launched (launch.driver copies it)
+SPEC_COPY = "spec.toml"  # in the raytop dir: the spec as launched (launch.launcher copies it)
 MAX_SPEC_COPY_BYTES = 1024 * 1024
 TRAINABLE_KINDS = ("torch", "function")
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from raytop.model.paths import is_uri, join_path
 from raytop.sources.history import MAX_EXPERIMENTS, holds_tune_state, same_place
-from raytop.sources.storage import Entry, Storage, open_storage
+from raytop.sources.storage import open_storage
+from raytop.sources.storage_base import Entry, Storage
 
 STORAGE_ENV = "RAY_STORAGE"  # ray/air/config.py RunConfig.__post_init__
 DEFAULT_FOLDER = "~/ray_results"  # ray/train/constants.py DEFAULT_STORAGE_PATH

@@ -22,7 +22,7 @@ from raytop.model import Attempt, Finding, RetryBudget, TrainRun
 from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS
 from raytop.model.ports import Collector
-from raytop.model.snapshot import RUN_FROM_TRAIN_STATE
+from raytop.model.train_run import RUN_FROM_TRAIN_STATE
 from raytop.tui.format import shown, shown_lines
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.rank import RankScreen

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from raytop.model import TrainRun
-from raytop.model.snapshot import RUN_FROM_TRAIN_STATE
+from raytop.model.train_run import RUN_FROM_TRAIN_STATE
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from raytop.tui.widgets.table_cells import left, right
 

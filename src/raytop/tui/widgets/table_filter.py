@@ -9,15 +9,30 @@ and gives the focus back to the table (the bar stays, saying ``filter: lr=0.01 Â
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Input, Static
 
-if TYPE_CHECKING:
-    from raytop.tui.widgets.keyed_table import KeyedTable
+
+class FilteredTable(Protocol):
+    """What the bar needs of its table (a ``KeyedTable``), named here so the table can
+    import the bar without the bar importing the table."""
+
+    @property
+    def filter_text(self) -> str: ...
+
+    @property
+    def row_count(self) -> int: ...
+
+    @property
+    def unfiltered_count(self) -> int: ...
+
+    def set_filter(self, text: str) -> None: ...
+
+    def focus(self, scroll_visible: bool = True) -> object: ...
 
 
 class TableFilter(Horizontal):
@@ -38,7 +53,7 @@ class TableFilter(Horizontal):
         Binding("escape", "close", "Clear", id="raytop.filter-clear"),
     ]
 
-    def __init__(self, table: KeyedTable) -> None:
+    def __init__(self, table: FilteredTable) -> None:
         super().__init__(classes="table-filter")
         self.table = table
 

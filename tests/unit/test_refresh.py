@@ -9,7 +9,7 @@ import types
 import pytest
 
 from raytop.faces import text
-from raytop.faces.command_line import GROUP_OPTIONS
+from raytop.faces.options import GROUP_OPTIONS
 from raytop.model import Cluster, Experiment, ExperimentStatus, Snapshot, Trial
 from raytop.model.refresh import DEFAULT_REFRESH_S, paced_delay
 from raytop.tui.app import RaytopApp

@@ -32,23 +32,6 @@ OUTSIDE_CITATION = re.compile(
     r"|/work/shared\b"
 )
 
-# Owned by the arrows branch; remove when merged. Files still citing outside documents
-# that another branch rewrites; each entry must still cite one (see the test below), so
-# the list can only shrink.
-NOT_YET_SELF_CONTAINED = frozenset(
-    {
-        "src/raytop/launch/cluster.py",
-        "src/raytop/launch/control.py",
-        "src/raytop/launch/driver.py",
-        "src/raytop/launch/planning.py",
-        "src/raytop/launch/spec.py",
-        "src/raytop/launch/spec_sections.py",
-        "src/raytop/launch/spec_tune.py",
-        "src/raytop/launch/trainable.py",
-        "src/raytop/launch/workflow.py",
-    }
-)
-
 
 def outside_citations(text: str) -> list[tuple[int, str]]:
     """(line number, line) of each line of ``text`` that cites an outside document."""
@@ -108,12 +91,6 @@ def test_no_file_cites_a_document_outside_the_repository() -> None:
     found = [
         f"{path.relative_to(REPO)}:{number}: {line}"
         for path in scanned_files()
-        if path.relative_to(REPO).as_posix() not in NOT_YET_SELF_CONTAINED
         for number, line in citations_in(path)
     ]
     assert not found, "state the fact instead (docs/RAY_FACTS.md for Ray's):\n" + "\n".join(found)
-
-
-def test_exempt_files_still_need_their_exemption() -> None:
-    stale = sorted(name for name in NOT_YET_SELF_CONTAINED if not citations_in(REPO / name))
-    assert not stale, f"no outside citation left: drop from NOT_YET_SELF_CONTAINED: {stale}"

@@ -14,6 +14,7 @@ import click
 
 from raytop.faces.command_line import fail
 from raytop.faces.read_only import refusal
+from raytop.model.refresh import DEFAULT_REFRESH_S
 
 
 class FiniteFloat(click.ParamType):
@@ -73,7 +74,7 @@ THEME_NAMES = ThemeName()
 
 # The group's options and the value a command gets when neither position sets one.
 GROUP_OPTIONS = {
-    "address": None, "refresh_s": 0.25, "stall_after": None, "read_only": False,
+    "address": None, "refresh_s": DEFAULT_REFRESH_S, "stall_after": None, "read_only": False,
     "theme": None, "ascii_only": False, "storage": (),
 }  # fmt: skip
 # Only the TUI uses these: merged like the others, then kept in ``ctx.meta[TUI_META]``

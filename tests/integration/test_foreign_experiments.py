@@ -64,7 +64,8 @@ def test_a_tune_example_submitted_as_a_job_is_found_with_no_flag(probed_cluster)
     ids = [t["trial_id"] for t in exp["trials"]]
     assert ids == sorted(ids) and len(ids) == 20
     waiting = [t for t in exp["trials"] if t["status"] == "PENDING"]
-    assert all(t["pending_reason"] for t in waiting), waiting
+    # 20 trials on 4 CPUs: some wait, and each says why.
+    assert waiting and all(t["pending_reason"] for t in waiting), exp["trials"]
     row = row_of(snapshot, "experiment", lambda w: w["name"] == EXPERIMENT)
     assert (row["origin"], row["submission_id"], row["live"]) == ("ray_job", sid, True)
     assert row["entrypoint"] == EXAMPLE and row["origin_label"].startswith(f"Ray job {sid}: ")

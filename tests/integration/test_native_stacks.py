@@ -52,7 +52,7 @@ def test_every_rank_answers_its_native_stack_and_the_capture_is_saved(ray_cluste
             assert native.startswith(f"Process {worker['pid']}:"), native[:500]
             train_thread = native.split("\nThread ", 2)[1]  # the train loop's comes first
             assert "train_loop (stall_loop.py:" in train_thread, native[:3000]
-            assert "(libc.so" in train_thread or ".so" in train_thread  # frames under Python
+            assert ".so" in train_thread  # native frames under Python's (libc, libpython)
             assert "stall_loop.py" in worker["stack"]  # the Python stack came too
 
         capture = snapshot["stacks_capture"]

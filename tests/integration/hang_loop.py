@@ -7,6 +7,8 @@ measure detection from it). ``mode``:
 - ``sleep_before_all_reduce``: rank ``bad_rank`` sleeps inside the step before its
   all_reduce, the others wait in the collective;
 - ``data_loader``: rank ``bad_rank``'s Dataset blocks in ``__getitem__``;
+- ``io``: rank ``bad_rank`` blocks reading a socket that never sends, before its
+  all_reduce (the others wait in the collective);
 - ``bad_metric``: every rank reports a metric the controller cannot load (it fails);
 - ``stuck_metric``: every rank reports a metric whose loading never ends on the
   controller (the controller is stuck);
@@ -17,6 +19,7 @@ measure detection from it). ``mode``:
 import os
 import random
 import shutil
+import socket
 import tempfile
 import time
 
@@ -93,6 +96,11 @@ def train_loop(config: dict) -> None:
         if mode == "sleep_before_all_reduce" and rank == bad and step == hang_step:
             mark(config)
             time.sleep(HANG_S)
+        if mode == "io" and rank == bad and step == hang_step:
+            mark(config)
+            server = socket.create_server(("127.0.0.1", 0))
+            peer = socket.create_connection(server.getsockname())
+            peer.makefile("rb").read(1)  # in socket.py's reader: the server never sends
         total = batch.clone()
         dist.all_reduce(total)
         metrics = {"step": step, "total": float(total.item())}

@@ -1,6 +1,7 @@
 """The train loop of tests/integration/test_retries.py: 2 ranks, a checkpoint each epoch;
 rank ``fail_rank`` raises at ``fail_epoch`` on the first attempt only (``fail = "once"``:
-a marker file in ``marker_dir`` remembers it) or on every attempt (``"always"``).
+a marker file in ``marker_dir`` remembers it), on the first two (``"twice"``) or on every
+attempt (``"always"``).
 ``ignore_checkpoint``: every attempt starts at epoch 0, whatever it restored."""
 
 import json
@@ -27,6 +28,10 @@ def train_loop(config: dict) -> None:
             if config["fail"] == "once" and not os.path.exists(marker):
                 open(marker, "w").close()
                 raise RuntimeError(f"boom once at epoch {epoch}")
+            second = os.path.join(config["marker_dir"], "failed-twice")
+            if config["fail"] == "twice" and not os.path.exists(second):
+                open(second if os.path.exists(marker) else marker, "w").close()
+                raise RuntimeError(f"boom at epoch {epoch}")
         if rank == 0:
             with tempfile.TemporaryDirectory() as folder:
                 with open(os.path.join(folder, "state.json"), "w") as f:

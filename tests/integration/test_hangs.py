@@ -202,6 +202,7 @@ BOUND_S = 3 * STEP_S * 1.2 + 10 + 2
 @pytest.mark.parametrize("mode, code, kind, ranks", [
     ("sleep_before_all_reduce", check.COLLECTIVE_HANG, "collective_hang", "rank 1"),
     ("data_loader", check.DATA_LOADER_HANG, "data_loader_hang", "rank 1"),
+    ("io", check.IO_HANG, "io_hang", "rank 1"),
     ("stuck_metric", check.CONTROLLER_STUCK, "controller_stuck", "every rank has made"),
     ("slow_upload", check.CHECKPOINT_UPLOAD_STUCK, "checkpoint_upload_stuck", "on rank 0"),
 ])  # fmt: skip

@@ -3,7 +3,8 @@ a running torch trial run py-spy on itself, and each answers a native stack whos
 loop thread shows the loop's own frame over the C frames under it; the answers are saved
 as a capture under the experiment's ``.raytop/captures`` by raytop's process. The same CPU
 run answers ``status --flight-recorder`` with each rank's reason for having no Flight
-Recorder pipe (gloo), and no dump folder appears.
+Recorder pipe (gloo), and no dump folder appears; then a rank frozen (SIGSTOP) makes
+``check`` exit 11 naming it, and thawed the run is healthy again.
 
 (py-spy missing from the workers is one line, tested without a cluster:
 tests/unit/test_native_stack.py.)"""
@@ -11,12 +12,23 @@ tests/unit/test_native_stack.py.)"""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 
 import pytest
 
+from raytop.diagnose import check
 from raytop.probe.flight_recorder import NOT_ENABLED
-from tests.conftest import kill_driver, launch_run, run_output, run_raytop, status_json, wait_for
+from tests.conftest import (
+    check_in_process,
+    kill_driver,
+    launch_run,
+    run_output,
+    run_raytop,
+    status_json,
+    wait_for,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -82,6 +94,29 @@ def test_every_rank_answers_its_native_stack_and_the_capture_is_saved(ray_cluste
         assert answered["folder"] is None and answered["groups"] == []
         assert [a["answer"] for a in answered["answers"]] == [NOT_ENABLED, NOT_ENABLED]
         assert not (experiment / ".raytop" / "flight_recorder").exists()
+
+        # Exit 11 on the same run: rank 1's process frozen (SIGSTOP: alive to Ray, its
+        # heartbeat gone) is a dead rank once past the 15 s bound, named by rank; the
+        # stall threshold is raised so that rank 0 waiting for it is not a barrier stall
+        # first (that outranks 11). Thawed, the run goes on.
+        (run,) = status_json(ray_cluster.address, experiment)["experiments"][0]["runs"]
+        frozen = next(w["pid"] for w in run["workers"] if w["rank"] == 1)
+        args = ("--stall-after", "600", "--address", ray_cluster.address,
+                "--experiment", str(experiment))  # fmt: skip
+        os.kill(frozen, signal.SIGSTOP)
+        try:
+            code, text = wait_for(
+                lambda: (c := check_in_process(*args))[0] == check.RANK_DEAD_OR_SILENT and c,
+                90, "exit 11 for the frozen rank",
+            )  # fmt: skip
+            confirmed = run_raytop("check", *args)  # as a user's probe runs it
+            assert confirmed.returncode == check.RANK_DEAD_OR_SILENT, confirmed.stdout
+            (line,) = [x for x in confirmed.stdout.splitlines() if x.startswith("rank_dead")]
+            assert line.endswith("its process is gone or frozen") and "rank 1" in line, line
+        finally:
+            os.kill(frozen, signal.SIGCONT)
+        wait_for(lambda: check_in_process(*args)[0] == check.HEALTHY, 60,
+                 "the thawed rank to be healthy again")  # fmt: skip
     finally:
         kill_driver(experiment)
         watcher.wait(timeout=60)

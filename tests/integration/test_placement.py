@@ -1,5 +1,6 @@
 """Why a trial waits, in words, on a real CPU-only 2-CPU cluster: a GPU trial is infeasible
-(named within seconds, `check` exits 12), and a contended trial names who holds the CPUs."""
+(named within seconds, `check` exits 12), and a contended trial names who holds the CPUs
+(past ``--waiting-after``, `check` exits 13)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ import time
 
 import pytest
 
-from tests.conftest import kill_driver, launch_run, run_raytop, status_json, wait_for
+from raytop.diagnose import check
+from tests.conftest import (
+    check_in_process,
+    kill_driver,
+    launch_run,
+    run_raytop,
+    status_json,
+    wait_for,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -83,6 +92,14 @@ def test_a_contended_trial_names_the_trial_holding_the_cpus(
 
         reason = wait_for(waiting_reason, 90, "the waiter's pending reason")
         assert reason == f"fits, but 2 of 2 CPU are held by trial {holder_trial}"
+        # Exit 13: the waiter's group has waited longer than --waiting-after (here 2 s).
+        args = ("--waiting-after", "2", "--address", two_cpu_cluster.address,
+                "--experiment", str(waiter))  # fmt: skip
+        wait_for(lambda: check_in_process(*args)[0] == check.PLACEMENT_WAITING, 60,
+                 "exit 13 for the waiting group")  # fmt: skip
+        waited = run_raytop("check", *args)  # as a user's readiness probe runs it
+        assert waited.returncode == check.PLACEMENT_WAITING, waited.stdout + waited.stderr
+        assert any(x.startswith("placement_waiting ") for x in waited.stdout.splitlines())
     finally:
         for experiment, proc in ((holder, first), (waiter, second)):
             if proc is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import psutil
 import pytest
 
 from tests.conftest import check_in_process, kill_driver, launch_run, run_raytop, wait_for
+from tests.tmux import Pane
 
 pytestmark = pytest.mark.ray
 
@@ -106,6 +108,22 @@ def test_foreign_run_opts_in_with_the_env_var(ray_cluster, tmp_path):
     assert [(w["rank"], w["reports_entered"], w["done"]) for w in run["workers"]] == [
         (0, 3, True), (1, 3, True)
     ]  # fmt: skip
+    if shutil.which("tmux") is None:
+        return
+    # The TUI's `n` screen, as a user meets it: the run outside raytop's experiments is
+    # listed by its name.
+    pane = Pane([sys.executable, "-m", "raytop", "--address", ray_cluster.address],
+                size=(120, 36))  # fmt: skip
+    try:
+        pane.wait_for(lambda s: "all runs" in s, 60, "the overview offering n")
+        pane.keys("n")
+        listed = pane.wait_for(lambda s: "Train runs outside raytop's experiments" in s
+                               and "plain-user-run" in s, 30, "the n screen")  # fmt: skip
+        assert "runs on the cluster:" in listed
+        pane.keys("q")
+        pane.wait_for(lambda s: "EXITED=0" in s, 20, "raytop to exit")
+    finally:
+        pane.close()
 
 
 def test_a_run_without_the_probe_still_shows_its_workers_marked(ray_cluster, tmp_path):

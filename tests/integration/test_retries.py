@@ -2,7 +2,8 @@
 rank that fails once is retried and the run finishes with both attempts and its budget
 shown; an error that always comes back is named a retry loop (``check`` exits 15); a loop
 that ignores its checkpoint after a restart, or after ``raytop resume`` (a new controller),
-is flagged as going backwards."""
+is flagged as going backwards; an errored trial is resumed from its checkpoint
+(``resume --errored resume``) or restarted from scratch (``--errored restart``)."""
 
 from __future__ import annotations
 
@@ -258,3 +259,39 @@ def test_a_resume_whose_loop_ignores_its_checkpoint_goes_backwards(ray_cluster, 
     )
     assert not snapshot["runs"], "the earlier controller of the same run is no other run"
     print(f"\nduration: {time.monotonic() - started:.1f}s")
+
+
+def test_errored_trials_resume_from_their_checkpoint_or_restart_from_scratch(ray_cluster, tmp_path):
+    """A trial that errors (no retries) is left in ERROR; ``resume --errored resume``
+    brings it back from its checkpoint (it errors again: it fails twice), and ``resume
+    --errored restart`` starts it afresh under a new trial id, which finishes."""
+    spec, experiment = make_spec(tmp_path, epochs=3, fail_epoch=1, fail="twice",
+                                 max_failures=0)  # fmt: skip
+    address = ray_cluster.address
+    first = run_raytop("run", str(spec), "--no-tui", "--address", address)
+
+    def trials() -> dict[str, dict]:
+        return {t["trial_id"]: t for t in status_json(address, experiment)["experiments"][0]
+                ["trials"]}  # fmt: skip
+
+    (errored,) = trials().values()
+    assert errored["status"] == "ERROR", first.stdout + first.stderr
+
+    again = run_raytop("resume", str(experiment), "--errored", "resume", "--yes", "--no-tui",
+                       "--address", address)  # fmt: skip
+    assert trials()[errored["trial_id"]]["status"] == "ERROR", again.stdout + again.stderr
+    snapshot = status_json(address, experiment)
+    (run,) = [r for r in snapshot["experiments"][0]["runs"] if r["trial_id"] == errored["trial_id"]]
+    # The resumed trial's new controller restored the checkpoint of epoch 0.
+    assert (run["attempts"][-1]["restored"] or {}).get("epoch") == 0.0, run["attempts"]
+
+    fresh = run_raytop("resume", str(experiment), "--errored", "restart", "--yes", "--no-tui",
+                       "--address", address)  # fmt: skip
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    restarted = [t for t in trials().values() if t["trial_id"] != errored["trial_id"]]
+    assert [(t["status"], t["iterations"]) for t in restarted] == [("TERMINATED", 3)], trials()
+    snapshot = status_json(address, experiment)
+    (run,) = [r for r in snapshot["experiments"][0]["runs"]
+              if r["trial_id"] == restarted[0]["trial_id"]]  # fmt: skip
+    assert run["attempts"][0]["restored"] is None  # from scratch
+    assert run["attempts"][0]["first_report"] == {"epoch": 0.0}

@@ -119,14 +119,16 @@ class Handed:
         self.tui: list[tuple[float, bool]] = []
         self.launch: list[dict] = []
         real = raytop.model.thresholds.Thresholds
-        handed = self
+        given = real.given.__func__
 
-        class Recorded(real):
-            def __init__(self, stall_after_s=60.0, *args, **kwargs):
-                handed.stall.append(stall_after_s)
-                super().__init__(stall_after_s, *args, **kwargs)
+        def recorded(cls, stall_after_s, **others):
+            made = given(cls, stall_after_s, **others)
+            self.stall.append(made.stall_after_s)
+            return made
 
-        monkeypatch.setattr(raytop.model.thresholds, "Thresholds", Recorded)
+        # On the class itself: every command builds its thresholds with
+        # ``Thresholds.given``, whatever module imported the name.
+        monkeypatch.setattr(real, "given", classmethod(recorded))
         monkeypatch.setattr(cli, "_open_tui", lambda c, refresh, ro=False: self.tui.append(
             (refresh, ro)))  # fmt: skip
         monkeypatch.setattr(cli, "_launch_and_watch", self._launch)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from raytop.faces.terminal import wants_ascii
 from raytop.model.visible import visible
 
 PREFIX = "raytop: "
@@ -96,6 +97,4 @@ class ProgressLine:
 
 def stderr_progress() -> ProgressLine:
     """Progress on stderr, in place when it is a terminal (ASCII when it cannot encode "·")."""
-    from raytop.faces.terminal import wants_ascii
-
     return ProgressLine(sys.stderr, sys.stderr.isatty(), ascii_only=wants_ascii(sys.stderr))

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO, TextIO
 
+from raytop.home import raytop_home
+
 # Said after the plain status when there is no terminal for the TUI.
 NO_TUI_HINT = (
     "for the TUI, give raytop a terminal: `kubectl exec -it <head-pod> -- raytop`, "
@@ -79,8 +81,6 @@ def _stderr_sink(read_only: bool) -> BinaryIO:
     """Where fd 2 goes while the TUI runs: ``$RAYTOP_HOME/tui.log`` (the folder created if
     need be); ``/dev/null`` under read-only (it writes no file) or when the home cannot
     be written (the TUI must still open)."""
-    from raytop.home import raytop_home
-
     if not read_only:
         try:
             home = raytop_home()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from raytop.faces.output import echo_text, say
+from raytop.faces.terminal import NO_TUI_HINT
 from raytop.model import ExperimentStatus, Severity, Snapshot
 from raytop.model.collectives import FlightRecorderReport
 from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
@@ -139,8 +140,6 @@ def flight_recorder_text(report: FlightRecorderReport) -> str:
 def status_once(collector: Collector, why: str) -> None:
     """A bare ``raytop`` with no terminal for the TUI (``why``): the status on stdout, as
     ``raytop status`` prints it, then how to get the TUI on stderr."""
-    from raytop.faces.terminal import NO_TUI_HINT
-
     try:
         echo_text(status_text(collector.collect()))
     finally:

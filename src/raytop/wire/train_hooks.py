@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from raytop.model.records import FAILURE_DEFAULTS
+from raytop.wire.cluster_kv import kv_put_in_cluster
+from raytop.wire.kv_keys import PROBE_PROBLEM_PREFIX
 
 
 def train_worker_callback_bases() -> tuple[type, type]:
@@ -48,10 +53,7 @@ def file_probe_problem(problem: str) -> None:
     (``model.records.ProbeProblem`` under ``probe/problem/<job id>``) for raytop to show
     on the job's runs. Never raises."""
     try:
-        import ray
-
-        from raytop.wire.cluster_kv import kv_put_in_cluster
-        from raytop.wire.kv_keys import PROBE_PROBLEM_PREFIX
+        import ray  # only inside a Train process, which has it imported already
 
         if not ray.is_initialized():
             return
@@ -122,8 +124,6 @@ def training_thread_id() -> int | None:
     """The thread Train V2 runs the user's train function in (its ``ThreadRunner`` names
     it ``TrainingThread(<fn>)``, thread_runner.py, verified on 2.58), before it first
     calls ``report``; None when there is none (yet)."""
-    import threading
-
     for thread in threading.enumerate():
         if thread.name.startswith("TrainingThread("):
             return thread.ident
@@ -223,8 +223,6 @@ class RunIdentity:
 def train_run_identity(train_run_context: Any) -> RunIdentity:
     """From the ``TrainRunContext`` given to ``after_controller_start`` (verified on 2.58:
     ``run_id``, ``run_config.name``, ``run_config.failure_config``)."""
-    from raytop.model.records import FAILURE_DEFAULTS
-
     run_config = train_run_context.run_config
     failure = getattr(run_config, "failure_config", None)
     config = {}

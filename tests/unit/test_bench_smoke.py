@@ -93,3 +93,18 @@ def test_the_history_benchmark_reads_every_trial_of_the_experiment_it_makes():
     assert (small["trials"], large["trials"]) == (5, 20)
     assert (large["with_history"], large["with_error"]) == (20, 2)
     assert large["opened"] < 2 * 20 and large["listed"] <= 6 and large["seconds"] > 0
+
+
+def test_the_cpu_by_process_tool_counts_a_child_and_names_kinds(capsys):
+    """benchmarks/cpu_by_process.py: a child that burns CPU is counted under its kind, and
+    the kinds the suite's processes fall into are named as docs/PERFORMANCE.md uses them."""
+    tool = load("cpu_by_process")
+    burn = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass"
+    assert tool.main([sys.executable, "-c", burn]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # Sampled every 0.5 s: what a process burns after its last sample is not seen.
+    assert float(lines[-1].split()[0]) >= 0.8 and lines[-1].endswith("in all (CPU-s)")
+    assert tool.kind("ray::TrainController.run()") == "actor:TrainController"
+    assert tool.kind("/v/bin/python -m raytop status --json --address x") == "raytop:status"
+    assert tool.kind("/v/bin/python -m raytop --address 127.0.0.1:1") == "raytop:tui"
+    assert tool.kind("/v/bin/python -m raytop.launch.driver spec.toml") == "raytop:driver"

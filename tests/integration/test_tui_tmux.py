@@ -5,13 +5,15 @@ the TUI's Resume screen, after its preview and a confirmation."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
 
+import psutil
 import pytest
 
-from tests.conftest import experiment_status, launch_run, run_raytop, wait_for
+from tests.conftest import experiment_status, launch_run, run_raytop, status_json, wait_for
 from tests.tmux import Pane
 
 pytestmark = [
@@ -29,10 +31,19 @@ def rank_counts(screen: str) -> dict[int, int]:
     return {int(rank): int(count) for rank, count in RANK_COUNT.findall(screen)}
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (an ended process nobody reaped, a zombie, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_torch_sweep_counts_grow_live_drill_to_a_rank_quit_and_reattach(ray_cluster, example_copy):
     """The bundled example as it ships (paced epochs): the overview's per-rank report counts
     grow before the first trial ends, Enter drills trial → Train run → rank, ``q`` leaves the
-    run going, and a bare ``raytop`` re-attaches to it."""
+    run going, a bare ``raytop`` re-attaches to it, and the sweep runs to completion with
+    no finding (this is the bundled torch example's run-to-completion test too)."""
     spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py")
     experiment = spec.parent / "results" / "torch_sweep"
     raytop = [sys.executable, "-m", "raytop"]
@@ -83,13 +94,21 @@ def test_torch_sweep_counts_grow_live_drill_to_a_rank_quit_and_reattach(ray_clus
             attach.wait_for(lambda s: "EXITED=0" in s, 20, "raytop to exit")
         finally:
             attach.close()
+        # The bundled example runs to completion (the same sweep the overview showed):
+        # every trial TERMINATED after its 8 epochs, and no finding at all on a healthy run.
+        # Waited for by its driver's pid (no collection a poll): the sweep is mostly sleep.
+        driver = json.loads((experiment / ".raytop" / "driver.json").read_text())["pid"]
+        wait_for(lambda: not running(driver), 300, "the sweep's driver to end")
+        done = experiment_status(ray_cluster.address, experiment)
+        assert done["status"] == "FINISHED", done["status"]
+        assert [(t["status"], t["iterations"], t["metrics"]["epoch"]) for t in done["trials"]] \
+            == [("TERMINATED", 8, 7)] * 4  # fmt: skip
+        assert status_json(ray_cluster.address, experiment)["findings"] == []
     finally:
-        # No need to wait for the whole sweep: a graceful stop ends it (nothing deleted).
-        run_raytop("stop", str(experiment), "--yes")
-        wait_for(
-            lambda: experiment_status(ray_cluster.address, experiment)["status"] != "RUNNING",
-            90, "the stopped sweep's driver to exit",
-        )  # fmt: skip
+        if experiment.is_dir() and (
+            experiment_status(ray_cluster.address, experiment)["status"] == "RUNNING"
+        ):
+            run_raytop("stop", str(experiment), "--yes")  # a failed test's run (nothing deleted)
 
 
 def _report_counts(cluster, experiment) -> dict[tuple[str, int], int]:

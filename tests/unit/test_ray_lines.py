@@ -80,3 +80,40 @@ def test_the_version_is_read_without_importing_ray():
     import ray
 
     assert out == [ray.__version__, "False"]
+
+
+SPY = """
+import os, sys
+from importlib.abc import MetaPathFinder
+
+seen = []
+
+
+class Spy(MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "ray._raylet":
+            seen.append(os.environ.get("RAY_gcs_rpc_server_reconnect_timeout_s"))
+        return None
+
+
+sys.meta_path.insert(0, Spy())
+from raytop.wire import gcs
+{call}
+print(seen, os.environ.get("RAY_gcs_rpc_server_reconnect_timeout_s"))
+"""
+
+
+@pytest.mark.parametrize("call", [
+    "gcs.local_cluster_address()",
+    "try:\n    gcs.GcsKv('127.0.0.1:1')._gcs()\nexcept gcs.ClusterUnreachable:\n    pass",
+])  # fmt: skip
+def test_ray_is_first_imported_with_its_give_up_lifted(call):
+    """Wherever a reading process first imports Ray, Ray's GCS client is loaded with its
+    60 s give-up lifted (raytop outlives the cluster it watches), and the variable is gone
+    again afterwards (the processes raytop starts keep Ray's own)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", SPY.format(call=call)], capture_output=True,
+                         text=True, check=True).stdout.strip()  # fmt: skip
+    assert out == f"[{version.NEVER_GIVE_UP_S!r}] None", out

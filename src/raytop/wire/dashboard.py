@@ -41,7 +41,7 @@ from typing import Any
 
 from raytop.model import untrusted, untrusted_dashboard, untrusted_train_state
 from raytop.wire.gcs import ClusterUnreachable, GcsKv
-from raytop.wire.version import check_ray_version
+from raytop.wire.version import check_ray_version, import_ray
 
 NODE_SUMMARY_PATH = "/nodes?view=summary"
 TRAIN_RUNS_PATH = "/api/train/v2/runs/v1"
@@ -98,6 +98,7 @@ class DashboardClient:
 
     def _where(self) -> tuple[str, str, int]:
         if self._address is None:
+            import_ray()
             from ray._private import ray_constants
 
             namespace = ray_constants.KV_NAMESPACE_DASHBOARD

@@ -19,7 +19,7 @@ from typing import Any
 from raytop.model import Node
 from raytop.wire.jobs import job_row
 from raytop.wire.kv_keys import KV_NAMESPACE
-from raytop.wire.version import check_ray_version, ray_version
+from raytop.wire.version import check_ray_version, import_ray, ray_version
 
 __all__ = [
     "ClusterUnreachable",
@@ -92,6 +92,7 @@ def probe_tcp(address: str, timeout_s: float = 3.0) -> None:
 
 def local_cluster_address() -> str | None:
     """The GCS address of the cluster last started on this machine with ``ray start``."""
+    import_ray()  # every first import of Ray here goes through it (its give-up time)
     from ray._private import services
 
     return services.find_bootstrap_address(None)
@@ -121,6 +122,7 @@ class GcsReader(_OutsideClient):
 
     def _global_state(self) -> Any:
         if self._client is None:
+            import_ray()
             import ray._raylet as raylet
             from ray._private.state import GlobalState
 
@@ -223,6 +225,7 @@ class GcsKv(_OutsideClient):
 
     def _gcs(self) -> Any:
         if self._client is None:
+            import_ray()
             import ray._raylet as raylet
 
             probe_tcp(self.address)
@@ -323,6 +326,7 @@ def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
     """One ``ActorTableData``: the fields raytop uses (Ray's ``_gen_actor_info`` keys them
     ActorClassName, JobID, Pid, Address, OwnerAddress; ``placement_group_id`` is the
     proto's own field, which it leaves out); None unless alive."""
+    import_ray()
     from ray.core.generated import gcs_pb2
 
     a = gcs_pb2.ActorTableData.FromString(blob)
@@ -348,6 +352,7 @@ def _placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, di
 
 def _placement_group_row(blob: bytes) -> dict[str, Any]:
     """One ``PlacementGroupTableData``, with what ``placement_group_table()`` leaves out."""
+    import_ray()
     from ray.core.generated import common_pb2, gcs_pb2
 
     pg = gcs_pb2.PlacementGroupTableData.FromString(blob)

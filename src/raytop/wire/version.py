@@ -33,7 +33,11 @@ def import_ray() -> Any:
     """``import ray``; the first time in this process with the GCS client's give-up time
     lifted, and the environment restored at once, so the cluster and the drivers raytop
     starts keep Ray's own. A process that imported Ray before (a Ray worker, the Tune
-    driver, user code) keeps what it had: only raytop's reading processes call this first."""
+    driver, user code) keeps what it had: only raytop's reading processes call this first.
+    Every place in ``wire`` that imports from Ray on the reading side calls it first
+    (``ray_version`` no longer imports Ray: the first import is wherever Ray is first
+    needed; one that slipped past this let Ray end the TUI's process 60 s after its GCS
+    went away, caught by the R1 fault test)."""
     if "ray" not in sys.modules:
         saved = os.environ.get(GIVE_UP_ENV)
         os.environ.setdefault(GIVE_UP_ENV, NEVER_GIVE_UP_S)

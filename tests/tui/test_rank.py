@@ -11,7 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from raytop.model import Snapshot, Worker
+from raytop.model import Snapshot, TrainRun, Worker
+from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 from raytop.tui.glyphs import ASCII, UNICODE
 from raytop.tui.screens.rank import ASK, ASK_READ_ONLY, GONE, RankScreen
 from raytop.tui.screens.run import RunScreen
@@ -68,7 +70,8 @@ async def test_enter_on_rank_1_shows_its_counts_history_and_intervals(make_app, 
         assert text_of(app, "#rank-health") == "heartbeat 2s ago · cpu 99% · rss 2.1G · no GPU"
         assert text_of(app, "#rank-reports").splitlines() == [
             "reports entered 4 · exited 4 · not in report (out 1m25s)",
-            "last entered 1m26s ago · usual interval 8.0s · rate 7.4/m",
+            # Its one interval, the median of its gaps (7.9, 8.1, 8.3 s), and a minute over it.
+            "last entered 1m26s ago · usual interval 8.1s · rate 7.4/m",
         ]
         # Newest first; ages from the frozen clock; inside = exit - enter; gap = since the
         # previous entry.
@@ -311,6 +314,9 @@ def test_a_rank_with_one_report_has_no_intervals_yet() -> None:
 def test_the_open_interval_is_the_last_bar_until_the_rank_is_done(done) -> None:
     worker = Worker(rank=0, reports_entered=3, reports_exited=3, done=done,
                     report_times=(0.0, 10.0, 20.0), report_exits=(1.0, 11.0, 21.0))  # fmt: skip
+    (worker,) = with_rank_states(
+        TrainRun("r", "r", "a", 1, workers=(worker,)), Thresholds()
+    ).workers
     caption, bars = describe_intervals(worker, 40.0, 60, 2, UNICODE.spark).plain.splitlines()
     if done:
         assert caption == "report to report: median 10.0s · longest 10.0s"

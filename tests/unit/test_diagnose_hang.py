@@ -19,6 +19,7 @@ from raytop.diagnose.hang import hang_findings, stall_limit
 from raytop.diagnose.ledger import run_findings
 from raytop.model import Activity, Attempt, CheckpointRecord, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 
 NOW = 10_000.0
 T = Thresholds()  # learned
@@ -44,8 +45,9 @@ def rank(r: int, reports: int, *, last: float, inside: bool = False, interval: f
 
 
 def run(*workers: Worker, checkpoints=()) -> TrainRun:
-    return TrainRun("r1", "exp-t1", "a1", len(workers), workers=workers,
-                    checkpoints=tuple(checkpoints))  # fmt: skip
+    """An attempt as the pipeline hands it on: its rank facts derived."""
+    return with_rank_states(TrainRun("r1", "exp-t1", "a1", len(workers), workers=workers,
+                                     checkpoints=tuple(checkpoints)), T)  # fmt: skip
 
 
 def kinds(findings) -> list[str]:

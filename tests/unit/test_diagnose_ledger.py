@@ -2,9 +2,10 @@
 
 from raytop.diagnose import diagnose
 from raytop.diagnose.check import exit_code
-from raytop.diagnose.ledger import behind_by, rank_states, run_findings
+from raytop.diagnose.ledger import run_findings
 from raytop.model import Cluster, LedgerStatus, Node, Snapshot, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 
 T = Thresholds(stall_after_s=60)
 
@@ -15,8 +16,9 @@ def worker(rank, entered, exited, age=1.0, beat=0.5, done=False, **kw) -> Worker
                   done=done, **kw)  # fmt: skip
 
 
-def run(*workers: Worker, world_size=2) -> TrainRun:
-    return TrainRun("r1", "exp-t1", "a1", world_size, workers=workers)
+def run(*workers: Worker, world_size=2, t=T) -> TrainRun:
+    """An attempt as the pipeline hands it on: its rank facts derived with ``t``."""
+    return with_rank_states(TrainRun("r1", "exp-t1", "a1", world_size, workers=workers), t)
 
 
 def kinds(findings) -> list[str]:
@@ -26,13 +28,15 @@ def kinds(findings) -> list[str]:
 def test_healthy_lockstep_has_no_findings():
     page = run(worker(0, 7, 7, age=0.4), worker(1, 7, 6, age=0.2))
     assert run_findings(page, T) == []
-    assert behind_by(page) == {0: 0, 1: 0}
+    assert [w.behind for w in page.workers] == [0, 0]
 
 
 def test_a_rank_waiting_briefly_for_another_is_not_a_stall():
     page = run(worker(0, 5, 4, age=30), worker(1, 4, 4, age=31))
     assert run_findings(page, T) == []
-    assert rank_states(page, T) == {0: ("waiting", 0), 1: ("behind", 1)}
+    assert [(w.state, w.behind, w.barrier) for w in page.workers] == [
+        ("waiting", 0, "waiting"), ("behind", 1, "holding"),
+    ]  # fmt: skip
 
 
 def test_stall_names_missing_and_waiting_ranks_and_the_wait():

@@ -33,14 +33,16 @@ from raytop.model import (
 )
 from raytop.model.teardown import ExperimentFacts, RunFacts
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 from tests.unit.test_diagnose_hang import NOW, T, rank
 from tests.unit.test_ray_hang import hung_run
 
 
 def run(*workers, checkpoints=(), **extra) -> TrainRun:
-    """Run r1, attempt a1 (its second), of trial t1."""
-    return TrainRun("r1", "exp-t1", "a1", len(workers), attempt_index=2, trial_id="t1",
-                    workers=workers, checkpoints=tuple(checkpoints), **extra)  # fmt: skip
+    """Run r1, attempt a1 (its second), of trial t1, its rank facts derived."""
+    return with_rank_states(TrainRun(
+        "r1", "exp-t1", "a1", len(workers), attempt_index=2, trial_id="t1",
+        workers=workers, checkpoints=tuple(checkpoints), **extra), T)  # fmt: skip
 
 
 def refs(finding) -> tuple:

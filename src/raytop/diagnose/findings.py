@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.hang import hang_findings, stall_limit
-from raytop.diagnose.ledger import is_over, lost_ranks, run_findings
+from raytop.diagnose.ledger import lost_ranks, run_findings
 from raytop.diagnose.placement import placement_findings
 from raytop.diagnose.ray_hang import ray_hang_findings
 from raytop.diagnose.repeats import fold
@@ -128,7 +128,8 @@ def ledger_findings(ledger: LedgerStatus | None, has_runs: bool) -> list[Finding
 
 def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
     """Every finding about a snapshot (its own ``findings`` are ignored), the repeats of
-    one kind on one subject folded into one with their count."""
+    one kind on one subject folded into one with their count. Its runs' rank facts are the
+    pipeline's (``pipeline.derive``): judged here, never worked out again."""
     thresholds = thresholds or Thresholds()
     findings = cluster_findings(snapshot.cluster)
     for experiment in snapshot.experiments:
@@ -151,7 +152,7 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
     if snapshot.ledger is not None and snapshot.ledger.available:
         dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
         for run in runs:
-            if run.trial_id not in ended and not is_over(run, thresholds):
+            if run.trial_id not in ended and not run.over:
                 limit = stall_limit(run, thresholds)  # the run's own, made once
                 own = run_findings(run, thresholds, dead_nodes, limit)
                 if not lost_ranks(run, dead_nodes):  # a lost rank explains every wait

@@ -42,12 +42,10 @@ ASSUMED_MIN_THROUGHPUT_BPS = 10e6  # before the run's own is known: 10 MB/s is s
 
 
 def report_intervals(run: TrainRun) -> list[float]:
-    """The gaps between consecutive report entries of every rank (its last 32)."""
-    gaps: list[float] = []
-    for w in run.workers:
-        times = w.report_times
-        gaps += [b - a for a, b in zip(times, times[1:], strict=False) if b >= a]
-    return gaps
+    """The gaps between consecutive report entries of every rank (its last 32), each
+    rank's ``Worker.report_intervals_s``: the run's rhythm is judged from the same series
+    as each rank's own interval."""
+    return [gap for w in run.workers for gap in w.report_intervals_s]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,10 @@ entered report n. Entered counts can therefore differ by at most one between ran
 "rank r is k reports behind" is the gap to the most advanced rank. Everything here is about
 one attempt (one worker group): a restart or an elastic resize starts a new ledger page with
 fresh counts.
+
+The rank facts judged here (reports behind, dead, silent, waiting at or holding up the
+barrier, the attempt gone) are made once by the pipeline (``pipeline.derive``) and read off
+the ``Worker`` and ``TrainRun``: the judgement and the rows a face shows cannot disagree.
 """
 
 from __future__ import annotations
@@ -14,59 +18,7 @@ from raytop.diagnose.hang import StallLimit, stall_limit
 from raytop.diagnose.refs import of_attempt
 from raytop.model import Finding, Severity, TrainRun, Worker
 from raytop.model.thresholds import Thresholds
-
-
-def behind_by(run: TrainRun) -> dict[int, int]:
-    """Per rank: how many reports it is behind the most advanced rank."""
-    if not run.workers:
-        return {}
-    top = max(w.reports_entered for w in run.workers)
-    return {w.rank: top - w.reports_entered for w in run.workers}
-
-
-def is_over(run: TrainRun, t: Thresholds) -> bool:
-    """Finished, or gone: no rank of the attempt has beaten for ``dead_after_s``. A whole
-    worker group going quiet at once was shut down or killed with its driver (Train
-    starts a new attempt, a new page, if it retries); it cannot be waiting for itself."""
-    if run.finished:
-        return True
-    ages = [w.heartbeat_age_s for w in run.workers if w.heartbeat_age_s is not None]
-    return bool(ages) and min(ages) > t.dead_after_s
-
-
-def _dead(w: Worker, t: Thresholds) -> bool:
-    return not w.done and w.heartbeat_age_s is not None and w.heartbeat_age_s > t.dead_after_s
-
-
-def _silent(w: Worker, t: Thresholds) -> bool:
-    if w.done or w.in_report or _dead(w, t) or w.reports_entered < 3:
-        return False
-    if w.usual_interval_s is None or w.last_report_age_s is None:
-        return False
-    return w.last_report_age_s > max(t.silent_min_s, t.silent_factor * w.usual_interval_s)
-
-
-def rank_states(run: TrainRun, t: Thresholds) -> dict[int, tuple[str, int]]:
-    """Per rank: (one word for its row: done, dead, waiting, behind, silent or training;
-    reports behind), for the whole attempt in one pass (O(ranks): the pipeline derives them
-    once per snapshot, not per row per redraw)."""
-    behind = behind_by(run)
-    return {w.rank: (_state(w, behind.get(w.rank, 0), t), behind.get(w.rank, 0))
-            for w in run.workers}  # fmt: skip
-
-
-def _state(w: Worker, behind: int, t: Thresholds) -> str:
-    if w.done:
-        return "done"
-    if _dead(w, t):
-        return "dead"
-    if w.in_report:
-        return "waiting"
-    if behind > 0:
-        return "behind"
-    if _silent(w, t):
-        return "silent"
-    return "training"
+from raytop.model.train_run import BARRIER_HOLDING, BARRIER_WAITING
 
 
 def _ranks(workers: list[Worker]) -> str:
@@ -129,8 +81,9 @@ def run_findings(
     """Barrier stalls, mis-paired reports, dead and silent ranks of one attempt.
     ``dead_nodes`` are the nodes the cluster reports dead: a rank on one is lost, and the
     attempt's waits are the consequence, not a stall. ``limit``: the run's stall limit
-    (by default ``hang.stall_limit``'s)."""
-    if is_over(run, t) or not run.workers:
+    (by default ``hang.stall_limit``'s). ``run`` as the pipeline hands it on, its rank
+    facts derived (``pipeline.derive.with_rank_states``)."""
+    if run.over or not run.workers:
         return []
     subject = f"run {run.run_name} attempt {run.attempt_index}"
     evidence_base = {"run_id": run.run_id, "run_name": run.run_name,
@@ -139,18 +92,18 @@ def run_findings(
     if lost:
         return _lost_findings(run, lost, evidence_base)
     findings: list[Finding] = []
-    top = max(w.reports_entered for w in run.workers)
-    waiting = [w for w in run.workers if w.in_report and w.reports_entered == top]
-    missing = [w for w in run.workers if w.reports_entered < top]
+    waiting = [w for w in run.workers if w.barrier == BARRIER_WAITING]
+    missing = [w for w in run.workers if w.barrier == BARRIER_HOLDING]
     seen = {w.rank for w in run.workers}
     never_seen = [r for r in range(run.world_size) if r not in seen]
     stalled_ranks: set[int] = set()
-    if waiting and (missing or never_seen):
+    if waiting:  # the pipeline marks them only while a rank is missing from the barrier
+        top = waiting[0].reports_entered
         since = min(w.last_enter_at or 0.0 for w in waiting)
         waited = max(w.last_report_age_s or 0.0 for w in waiting)
         limit = limit or stall_limit(run, t)
         if waited > limit.seconds:
-            behind = {w.rank: top - w.reports_entered for w in missing}
+            behind = {w.rank: w.behind for w in missing}
             places = {w.rank: f", in {w.activity.where}" for w in missing if w.activity}
             parts = [f"rank {r} is {k} report{'s' if k > 1 else ''} behind{places.get(r, '')}"
                      for r, k in sorted(behind.items())]  # fmt: skip
@@ -213,14 +166,14 @@ def run_findings(
     for w in run.workers:
         if w.rank in stalled_ranks:
             continue
-        if _dead(w, t):
+        if w.state == "dead":
             kind, severity = "rank_dead", Severity.ERROR
             message = (
                 f"rank {w.rank} (pid {w.pid}) sent no heartbeat for "
                 f"{w.heartbeat_age_s:.0f}s; its process is gone or frozen"
             )
             particular = {"pid": w.pid, "heartbeat_age_s": w.heartbeat_age_s}
-        elif _silent(w, t):
+        elif w.silent:
             kind, severity = "rank_silent", Severity.WARNING
             message = (
                 f"rank {w.rank} is alive but has not reported for "

@@ -117,7 +117,7 @@ class RankCell:
     state: str  # Worker.state: training, waiting, behind, silent, dead, done
     stalled: bool  # the one a barrier waits for
 
-    rate_per_min: float | None = None  # from its usual report interval
+    rate_per_min: float | None = None  # Worker.rate_per_min: the one rate of the rank
 
     @property
     def text(self) -> str:
@@ -148,10 +148,10 @@ MIN_CELL_WIDTH = len("r0 0 0s") + 2  # the narrowest a rank's cell can be, with 
 
 
 def _cell(w: Worker, stalled: frozenset[int]) -> RankCell:
-    rate = 60.0 / w.usual_interval_s if w.usual_interval_s else None
     return RankCell(
-        w.rank, w.reports_entered, w.behind, w.last_report_age_s, w.state, w.rank in stalled, rate
-    )
+        w.rank, w.reports_entered, w.behind, w.last_report_age_s, w.state, w.rank in stalled,
+        w.rate_per_min,
+    )  # fmt: skip
 
 
 def rank_cells(run: TrainRun, stalled: Sequence[int] = ()) -> tuple[RankCell, ...]:

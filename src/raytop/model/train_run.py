@@ -9,6 +9,7 @@ The JSON form is part of ``raytop status --json`` (docs/schema.md, add-only);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from raytop.model.nccl_ras import CommLag, RayHangVerdict
@@ -20,6 +21,17 @@ RUN_FROM_STORAGE = "storage"  # its checkpoint snapshot on storage (history)
 RUN_FROM_ACTOR_TABLE = "actor_table"  # its controller and worker actors (no probe)
 RUN_FROM_TRAIN_STATE = "train_state"  # Train V2's own state, by the dashboard (no probe)
 RUN_SOURCES = (RUN_FROM_LEDGER, RUN_FROM_STORAGE, RUN_FROM_ACTOR_TABLE, RUN_FROM_TRAIN_STATE)
+
+# ``Worker.barrier``: inside the most advanced report while a rank has not entered it; or
+# one of the ranks that has not entered it (the others wait for it).
+BARRIER_WAITING, BARRIER_HOLDING = "waiting", "holding"
+
+
+def report_intervals(times: tuple[float, ...]) -> tuple[float, ...]:
+    """The gaps between consecutive report entries ``times``, oldest first: the one series
+    every report interval is made from (a gap the wall clock stepped back over is no
+    interval, and left out)."""
+    return tuple([b - a for a, b in pairwise(times) if b >= a])
 
 
 @dataclass(frozen=True)
@@ -61,7 +73,10 @@ class Worker:
     rss_bytes: int | None = None
     gpu_memory_bytes: int | None = None
     gpu_ids: tuple[str, ...] = ()
-    usual_interval_s: float | None = None  # median of its recent report-to-report times
+    # Its one report interval: the median of its recent report-to-report times, derived by
+    # the pipeline from ``report_times`` (``pipeline.derive.report_interval`` says why the
+    # median); the probe's own figure only when it sent no history.
+    usual_interval_s: float | None = None
     done: bool = False  # its train loop returned or raised
     dropped_events: int = 0  # probe flushes that could not reach the ledger
     stack: str | None = None  # the last Python stack it sent on request
@@ -91,10 +106,18 @@ class Worker:
     # None: it started fresh, or its probe did not say.
     restored_from: str | None = None
     activity: Activity | None = None  # None: not sampled yet, or an older probe
-    # Derived by the pipeline with the collector's thresholds (never by a face): one word of
-    # training, waiting, behind, silent, dead, done; and reports behind the most advanced rank.
+    # Derived by the pipeline with the collector's thresholds (``pipeline.derive``, once a
+    # snapshot; never by a judgement or a face): one word of training, waiting, behind,
+    # silent, dead, done; reports behind the most advanced rank; its reports a minute
+    # (60 / ``usual_interval_s``: the one rate every face shows); alive and out of report
+    # but quiet past max(silent_min_s, silent_factor × its interval), behind or not; and
+    # its part in the report barrier: "waiting" (inside the most advanced report while a
+    # rank has not entered it), "holding" (one that has not), or "".
     state: str = ""
     behind: int = 0
+    rate_per_min: float | None = None
+    silent: bool = False
+    barrier: str = ""
 
     def __post_init__(self) -> None:
         # From JSON (``Snapshot.from_json``) the histories arrive as lists.
@@ -114,16 +137,8 @@ class Worker:
 
     @property
     def report_intervals_s(self) -> tuple[float, ...]:
-        """The gaps between its consecutive recent report entries, oldest first."""
-        times = self.report_times
-        return tuple(b - a for a, b in zip(times, times[1:], strict=False))
-
-    def reports_per_min(self) -> float | None:
-        """Its report rate over the recent history (None: fewer than two reports)."""
-        times = self.report_times
-        if len(times) < 2 or times[-1] <= times[0]:
-            return None
-        return 60.0 * (len(times) - 1) / (times[-1] - times[0])
+        """The gaps between its consecutive recent report entries (``report_intervals``)."""
+        return report_intervals(self.report_times)
 
 
 @dataclass(frozen=True)
@@ -257,12 +272,22 @@ class TrainRun:
     no_probe: NoProbe | None = None
     # Ray 2.60's NCCL hang detector confirmed a hang in this run (``model.nccl_ras``).
     ray_hang: RayHangVerdict | None = None
+    # Derived by the pipeline with the collector's thresholds (``pipeline.derive``): no rank
+    # of the attempt has beaten for ``dead_after_s``.
+    gone: bool = False
 
     @property
     def finished(self) -> bool:
         if self.from_storage:
             return True  # history: whatever it was doing, it does no more
         return len(self.workers) >= self.world_size and all(w.done for w in self.workers)
+
+    @property
+    def over(self) -> bool:
+        """Finished, or gone: a whole worker group going quiet at once was shut down or
+        killed with its driver (Train starts a new attempt, a new page, if it retries); it
+        cannot be waiting for itself."""
+        return self.finished or self.gone
 
 
 def run_from_json(data: dict[str, Any]) -> TrainRun:

@@ -1,31 +1,111 @@
 """What the pipeline derives from what the sources read, before any face sees it.
 
-Faces only display: a rank's state and how far behind it is are computed here, once per
-snapshot, with the collector's thresholds (``--stall-after`` …), never with a second
-default in a widget. What an attempt restored is joined here too: the probe's checkpoint
-folder name with Train's own record of that checkpoint's metrics on storage.
+Each fact about a rank is made here, once per snapshot, with the collector's
+``Thresholds`` (never a second default), and carried on the ``Worker`` (``TrainRun.gone``
+for the attempt): its state, reports behind, its one report interval and rate, whether it
+is silent, its part in the report barrier. The judgements (``diagnose``) and every face
+read those fields; none works them out again. What an attempt restored is joined here
+too: the probe's checkpoint folder name with Train's own record of that checkpoint's
+metrics on storage.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
-from raytop.diagnose.ledger import rank_states
-from raytop.model import TrainRun
+from raytop.model import TrainRun, Worker
 from raytop.model.evolve import evolve
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
 from raytop.model.thresholds import Thresholds
+from raytop.model.train_run import BARRIER_HOLDING, BARRIER_WAITING, report_intervals
 
 
-def with_rank_states(run: TrainRun, thresholds: Thresholds) -> TrainRun:
-    """``run`` with every worker's ``state`` and ``behind`` filled in."""
-    states = rank_states(run, thresholds)
-    workers = tuple(
-        evolve(w, state=states[w.rank][0], behind=states[w.rank][1]) for w in run.workers
+def report_interval(w: Worker) -> float | None:
+    """The rank's one report interval: the median of its recent report-to-report times
+    (``Worker.report_intervals_s``, its last 32 reports); the probe's own figure only when
+    it sent no history. The median, not the mean rate over the window: one slow report
+    (a checkpoint, an evaluation) would move a mean for 32 reports, and what a user reads
+    beside a rank's state, and what ``rank_silent`` judges a silence against, is its usual
+    rhythm. The history is the one every face also draws (the rank screen's bars)."""
+    if not w.report_times:
+        return w.usual_interval_s
+    return _median_gap(w.report_times)
+
+
+# Distinct histories whose median is kept: more than the ranks of the largest runs
+# measured (2,000), so a rank that sent no new report costs a lookup, not a median.
+MEDIANS_KEPT = 8_192
+
+
+@functools.lru_cache(maxsize=MEDIANS_KEPT)
+def _median_gap(times: tuple[float, ...]) -> float | None:
+    """``statistics.median`` of ``report_intervals(times)``, once per history: the reader
+    keeps an unchanged rank's ``report_times``, and 2,000 ranks' medians made again each
+    refresh doubled this step's CPU (10 ms more)."""
+    gaps = sorted(report_intervals(times))
+    if not gaps:
+        return None
+    middle = len(gaps) // 2
+    return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
+
+
+def with_rank_states(run: TrainRun, t: Thresholds) -> TrainRun:
+    """``run`` with every rank's derived facts filled in (``state``, ``behind``,
+    ``usual_interval_s``, ``rate_per_min``, ``silent``, ``barrier``) and ``gone``, in one
+    pass (O(ranks): once per snapshot, not per row per redraw)."""
+    if not run.workers:
+        return run
+    top = max(w.reports_entered for w in run.workers)
+    seen = {w.rank for w in run.workers}
+    waits = any(w.in_report and w.reports_entered == top for w in run.workers)
+    short = waits and (
+        any(w.reports_entered < top for w in run.workers)
+        or any(r not in seen for r in range(run.world_size))
     )
-    return dataclasses.replace(run, workers=workers)
+    workers = tuple(_derived(w, top, short, t) for w in run.workers)
+    beats = [w.heartbeat_age_s for w in run.workers if w.heartbeat_age_s is not None]
+    gone = bool(beats) and min(beats) > t.dead_after_s
+    return dataclasses.replace(run, workers=workers, gone=gone)
+
+
+def _derived(w: Worker, top: int, short: bool, t: Thresholds) -> Worker:
+    behind = top - w.reports_entered
+    interval = report_interval(w)
+    dead = not w.done and w.heartbeat_age_s is not None and w.heartbeat_age_s > t.dead_after_s
+    silent = (
+        not (w.done or w.in_report or dead)
+        and w.reports_entered >= 3
+        and interval is not None
+        and w.last_report_age_s is not None
+        and w.last_report_age_s > max(t.silent_min_s, t.silent_factor * interval)
+    )
+    if w.done:
+        state = "done"
+    elif dead:
+        state = "dead"
+    elif w.in_report:
+        state = "waiting"
+    elif behind > 0:
+        state = "behind"
+    elif silent:
+        state = "silent"
+    else:
+        state = "training"
+    barrier = ""
+    if short:
+        barrier = BARRIER_HOLDING if behind > 0 else BARRIER_WAITING if w.in_report else ""
+    return evolve(
+        w,
+        state=state,
+        behind=behind,
+        usual_interval_s=interval,
+        rate_per_min=60.0 / interval if interval else None,
+        silent=silent,
+        barrier=barrier,
+    )
 
 
 def with_restored_checkpoint(run: TrainRun, snapshot: dict[str, Any] | None) -> TrainRun:

@@ -89,7 +89,7 @@ def describe_reports(worker: Worker, now: float) -> Content:
     usual = fmt_seconds(worker.usual_interval_s)
     second = (
         f"last entered {last} ago{SEP}usual interval {usual}{SEP}"
-        f"rate {fmt_rate(worker.reports_per_min())}"
+        f"rate {fmt_rate(worker.rate_per_min)}"
     )
     lines: list[Content | str] = [Content.assemble(counts, SEP, where), second]
     if worker.activity is not None and not worker.done:

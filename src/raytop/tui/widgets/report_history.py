@@ -8,7 +8,6 @@ Ages are counted from the app's clock, so they tick between snapshots.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,8 +95,9 @@ def describe_intervals(
     still_open = open_interval_s(worker, now)
     if not intervals:
         return Content.styled(NO_INTERVALS, "$text-muted italic")
+    # The median is the rank's one interval (``Worker.usual_interval_s``), the pipeline's.
     caption = (
-        f"report to report: median {fmt_seconds(statistics.median(intervals))}"
+        f"report to report: median {fmt_seconds(worker.usual_interval_s)}"
         f" · longest {fmt_seconds(max(intervals))}"
     )
     values = list(intervals)

@@ -35,7 +35,15 @@ from raytop.model.dashboard import (
     rank_strip,
 )
 from raytop.model.format import fmt_duration, fmt_value
-from raytop.tui.format import fit_words, fmt_bytes, shown, shown_lines, sparkline, wrap_words
+from raytop.tui.format import (
+    fit_words,
+    fmt_bytes,
+    fmt_rate,
+    shown,
+    shown_lines,
+    sparkline,
+    wrap_words,
+)
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.widgets.checkpoint_table import TONES, fmt_mode, state_label
 
@@ -165,11 +173,13 @@ def describe_placement(
 
 
 def describe_rank_rows(cells: Sequence[RankCell]) -> list[Content]:
-    """The tall form: a header, then a line per rank with its report rate."""
+    """The tall form: a header, then a line per rank with its report rate (the rank's one
+    rate, rounded as the rank table and the rank screen round it: ``fmt_rate``, its unit
+    in the header)."""
     head = f"{'rank':>6} {'reports':>7} {'behind':>6} {'last rep':>8} {'rate/min':>8}  state"
     lines = [Content.styled(head, "$text-muted")]
     for c in cells:
-        rate = "-" if c.rate_per_min is None else f"{c.rate_per_min:.1f}"
+        rate = fmt_rate(c.rate_per_min).removesuffix("/m")
         style = "bold reverse $text-error" if c.stalled else _RANK_STYLE.get(c.state, "")
         lines.append(Content.assemble(
             f"{'r' + str(c.rank):>6} {c.reports:>7} {c.behind or '':>6} "

@@ -1,8 +1,9 @@
 """The ranks of one Train run attempt, diff-updated by rank so the cursor survives ticks.
 
-Each rank's state and reports-behind are the pipeline's (``Worker.state``,
-``Worker.behind``, derived once per snapshot with the collector's thresholds): the table
-only displays them, so a redraw is O(ranks) and agrees with the findings.
+Each rank's state, reports-behind and rate are the pipeline's (``Worker.state``,
+``Worker.behind``, ``Worker.rate_per_min``, derived once per snapshot with the collector's
+thresholds): the table only displays them, so a redraw is O(ranks) and agrees with the
+findings and the dashboard.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ _CELLS = {
     "exited": lambda w: ("right", str(w.reports_exited)),
     "behind": lambda w: ("right", str(w.behind) if w.behind else "", "bold"),
     "last_report": lambda w: ("right", fmt_duration(w.last_report_age_s)),
-    "rate": lambda w: ("right", fmt_rate(w.reports_per_min())),
+    "rate": lambda w: ("right", fmt_rate(w.rate_per_min)),
     "heartbeat": lambda w: ("right", fmt_duration(w.heartbeat_age_s)),
     "cpu": lambda w: ("right", *_cpu(w)),
     "rss": lambda w: ("right", fmt_bytes(w.rss_bytes)),

@@ -15,7 +15,7 @@ from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.tui.format import fmt_bytes, fmt_rate
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import StyledCell, number
+from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
 
 # Column key -> (header, content width). The order is the display order.
 _COLUMNS = {
@@ -60,12 +60,12 @@ def _cpu(w: Worker) -> tuple[str, str]:
 CELL_CACHE_MAX = 8_192  # distinct cells kept for reuse (``WorkerTable._cell``)
 
 
-def _count(n: int | None) -> tuple[str, str, str, float | None]:
-    """A count's cell: its text and what it sorts by (``-`` and ``None`` when unknown)."""
-    return "right", "-" if n is None else str(n), "", n
+def _pid(pid: int | None) -> tuple[str, str, str, float | None]:
+    return "right", "-" if pid is None else str(pid), "", pid
 
 
 def _rate(per_min: float | None) -> tuple[str, str, str, float | None]:
+    """Sorted by reports a minute, not by ``12/m``'s text; ``None`` (too few) last."""
     return "right", fmt_rate(per_min), "", per_min
 
 
@@ -74,25 +74,35 @@ def _behind(reports: int) -> tuple[str, str, str, float | None]:
     return ("right", str(reports), "bold", reports) if reports else ("right", "", "", None)
 
 
+def _rss(rss: int | None) -> tuple[str, str, str, float | None]:
+    """Sorted by whole MiB: finer than ``2.1G`` shows, and steady from one beat to the
+    next, so a rank keeps its cell (as it does for its CPU %, sorted by the whole percent
+    shown, and its ages)."""
+    return "right", fmt_bytes(rss), "", None if rss is None else rss >> 20
+
+
 def _age(seconds: float | None) -> tuple[str, str, str, float | None]:
     """An age sorts by its whole seconds (what ``fmt_duration`` counts), so the ranks
     share its cells as they share its text."""
     return "right", fmt_duration(seconds), "", None if seconds is None else int(seconds)
 
 
-# Column key → the (kind, text, style, sort key) of a rank's cell there (state aside).
+# Column key → the (kind, text, style, sort key) of a rank's cell there (state aside). A
+# figure that moves every beat sorts at the precision it is shown with (or a little
+# finer): a sort key of its own for each rank on each refresh would make every rank's
+# cells anew each time, more than doubling a 2,000-rank run's redraw.
 _CELLS = {
-    "rank": lambda w: _count(w.rank),
+    "rank": lambda w: ("right", str(w.rank), "", w.rank),
     "node": lambda w: ("left", (w.node_id or "-")[:8], "", None),
-    "pid": lambda w: _count(w.pid),
-    "entered": lambda w: _count(w.reports_entered),
-    "exited": lambda w: _count(w.reports_exited),
+    "pid": lambda w: _pid(w.pid),
+    "entered": lambda w: ("right", str(w.reports_entered), "", w.reports_entered),
+    "exited": lambda w: ("right", str(w.reports_exited), "", w.reports_exited),
     "behind": lambda w: _behind(w.behind),
     "last_report": lambda w: _age(w.last_report_age_s),
     "rate": lambda w: _rate(w.reports_per_min()),
     "heartbeat": lambda w: _age(w.heartbeat_age_s),
-    "cpu": lambda w: ("right", *_cpu(w), w.cpu_percent),
-    "rss": lambda w: ("right", fmt_bytes(w.rss_bytes), "", w.rss_bytes),
+    "cpu": lambda w: ("right", *_cpu(w), None if w.cpu_percent is None else round(w.cpu_percent)),
+    "rss": lambda w: _rss(w.rss_bytes),
 }
 
 
@@ -151,8 +161,12 @@ class WorkerTable(KeyedTable):
                 cell = StyledCell(text, style, self)
             elif kind == "left":
                 cell = Text(text, no_wrap=True)
+            elif sort is not None:  # drawn by the one Text of every cell showing ``text``
+                drawn = self._cell(kind, text, style)
+                assert isinstance(drawn, SortedCell)
+                cell = SortedCell(drawn.cell, sort)
             else:
-                cell = number(text, sort, style)
+                cell = number(text, None, style)
             self._made[key] = cell
         return cell
 

@@ -1,6 +1,6 @@
 """Placement groups from the GCS, each given an owner (who it is for: a fact of the
 cluster's tables, read; why an unplaced one waits is the pipeline's judgement,
-``pipeline.joins.with_why_pending``).
+``pipeline.pending.with_why_pending``).
 
 Owners: a raytop trial registers its actor and placement group (``trial/<actor id>`` in
 the KV store); a Train worker group is known from the ledger (the probes report their

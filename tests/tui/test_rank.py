@@ -107,8 +107,9 @@ async def test_cpu_beside_the_logical_resources_it_declared(make_app, stalled) -
         assert "cpu 190% (declared 1 CPU)" in health
         table = app.screen_stack[-2].query_one(WorkerTable)
         over, within = (table.get_cell(key, "cpu") for key in ("0", "1"))
-        assert (str(over), "underline" in str(over.style)) == ("190", True)
-        assert (str(within), "underline" in str(within.style)) == ("180", False)
+        assert (str(over), "underline" in str(over.cell.style)) == ("190", True)
+        assert (str(within), "underline" in str(within.cell.style)) == ("180", False)
+        assert (over.key, within.key) == (190.0, 180.0)  # sorted by the figure
         await pilot.press("escape", "down", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, RankScreen) and app.screen.rank == 1)
         assert "cpu 180% (declared 2 CPU, 1.0G memory)" in text_of(app, "#rank-health")

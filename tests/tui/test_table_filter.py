@@ -2,22 +2,59 @@
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual.app import App, ComposeResult
 from textual.widgets import Input
 
-from raytop.tui.widgets.table_cells import number_of
+from raytop.model import TrainRun, Worker
+from raytop.model.format import fmt_duration
+from raytop.tui.format import fmt_bytes
+from raytop.tui.widgets.table_cells import left, number, sorted_keys
 from raytop.tui.widgets.trial_table import TrialTable
+from raytop.tui.widgets.worker_table import WorkerTable
 
 from .helpers import cursor_key, row_keys, show
 
 
-def test_number_of_reads_raytop_numbers() -> None:
-    assert number_of("0.4213") == 0.4213
-    assert number_of("1m35s") == 95
-    assert number_of("2h05m") == 7500
-    assert number_of("2.0K") == 2048
-    assert number_of("2/4") == 2
-    assert number_of("-") is None
-    assert number_of("nan") is None
+def test_cells_sort_by_the_key_they_carry_not_their_text() -> None:
+    """``59s`` < ``1m01s`` < ``1h05m``, ``1000B`` < ``2.0K`` < two ``2.1G`` told apart by
+    their bytes; no key (``None``, NaN) and blank text go last either way."""
+    ages = {"a": 3900.0, "b": 59.0, "c": None, "d": 61.0, "e": float("nan")}
+    rows = {k: (number(fmt_duration(v), v),) for k, v in ages.items()}
+    assert sorted_keys(rows, 0, reverse=False) == ["b", "d", "a", "c", "e"]
+    assert sorted_keys(rows, 0, reverse=True) == ["a", "d", "b", "c", "e"]
+    sizes = {"a": 2_300_000_000, "b": 1000, "c": 2_250_000_000, "d": 2048}
+    rows = {k: (number(fmt_bytes(v), v),) for k, v in sizes.items()}
+    assert {fmt_bytes(sizes["a"]), fmt_bytes(sizes["c"])} == {"2.1G"}
+    assert sorted_keys(rows, 0, reverse=False) == ["b", "d", "c", "a"]
+    names = {"a": left("t10"), "b": left("-"), "c": Text("t2"), "d": left("T3")}
+    assert sorted_keys({k: (v,) for k, v in names.items()}, 0, reverse=False) == list("cdab")
+
+
+class Ranks(App[None]):
+    def compose(self) -> ComposeResult:
+        yield WorkerTable()
+
+
+async def test_sort_ranks_by_a_duration_and_a_size_column() -> None:
+    workers = (
+        Worker(rank=0, last_report_age_s=75.0, rss_bytes=3 * 1024**3, pid=10),
+        Worker(rank=1, last_report_age_s=9.0, rss_bytes=512 * 1024**2, pid=11),
+        Worker(rank=2, last_report_age_s=None, rss_bytes=None, pid=12),
+        Worker(rank=3, last_report_age_s=7300.0, rss_bytes=900, pid=13),
+    )
+    run = TrainRun(run_id="r", run_name="n", attempt_id="a", world_size=4, workers=workers)
+    app = Ranks()
+    async with app.run_test(size=(120, 12)) as pilot:
+        table = app.query_one(WorkerTable)
+        table.show_run(run)
+        table.set_sort("last_report")
+        await pilot.pause()
+        assert [str(table.get_row(k)[table.columns_shown.index("last_report")])
+                for k in row_keys(table)] == ["9s", "1m15s", "2h01m", "-"]  # fmt: skip
+        table.set_sort("rss", reverse=True)
+        await pilot.pause()
+        assert row_keys(table) == ["0", "1", "3", "2"]  # 3.0G, 512M, 900B; none last
 
 
 async def test_filter_keeps_matching_rows_and_survives_a_tick(make_app, sweep, next_tick) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 from raytop.faces.text import flight_recorder_text
 from raytop.model import Cluster, Experiment, ExperimentStatus, Snapshot, TrainRun, Worker
 from raytop.pipeline.flight_recorder import READ_ONLY_NOTE, request_dumps
+from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.probe.flight_recorder import NOT_ENABLED
-from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import FLIGHT_RECORDER_COMMAND_KEY
 
 DATA = Path(__file__).parent.parent / "data" / "flight_recorder"
@@ -50,7 +50,7 @@ def test_the_request_waits_for_fresh_dumps_and_names_the_missing_rank(tmp_path):
     folder = rdir / "flight_recorder" / "t1"
     folder.mkdir(parents=True)
     kv = FakeKv()
-    ledger = LedgerReader(kv)
+    commands = LedgerCommands(kv)
     polls = {"n": 0}
 
     def collect() -> Snapshot:
@@ -64,7 +64,7 @@ def test_the_request_waits_for_fresh_dumps_and_names_the_missing_rank(tmp_path):
         return snapshot(gpu_run("dump requested through /tmp/raytop-fr-exp-t1-rank_",
                                 command["request_id"]))  # fmt: skip
 
-    snap, report = request_dumps(ledger, collect, lambda: [rdir], timeout_s=20)
+    snap, report = request_dumps(commands, collect, lambda: [rdir], timeout_s=20)
     assert polls["n"] == 3  # answered, then waited for the dumps, not for the deadline
     assert report.note == (
         "flight recorder: 2 of 2 ranks answered; 2 dump(s) requested through the ranks' pipes"
@@ -95,7 +95,7 @@ def test_read_only_asks_nothing_and_reads_what_is_on_storage(tmp_path):
     folder.mkdir(parents=True)
     shutil.copy(DATA / "rank_0", folder / "rank_0")  # left by a timeout, say
     kv = FakeKv()
-    _, report = request_dumps(LedgerReader(kv), lambda: snapshot(gpu_run(None, None)),
+    _, report = request_dumps(LedgerCommands(kv), lambda: snapshot(gpu_run(None, None)),
                               lambda: [rdir], read_only=True)  # fmt: skip
     assert kv.data == {}  # nothing written to the cluster
     assert report.note == READ_ONLY_NOTE and report.requested_at is None
@@ -116,7 +116,7 @@ def test_a_cpu_run_answers_why_it_has_no_flight_recorder(tmp_path):
         return snapshot(run)
 
     started = time.monotonic()
-    _, report = request_dumps(LedgerReader(kv), collect, lambda: [tmp_path / ".raytop"])
+    _, report = request_dumps(LedgerCommands(kv), collect, lambda: [tmp_path / ".raytop"])
     assert time.monotonic() - started < 3  # no dump to wait for
     (run,) = report.runs
     assert run.folder is None and [a.answer for a in run.answers] == [NOT_ENABLED] * 2

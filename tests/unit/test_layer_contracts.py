@@ -42,6 +42,7 @@ def test_the_floors_hold_on_the_tree():
         ("sources/storage.py", "import raytop.probe.ledger", "Probe and sources are apart"),
         ("tui/app.py", "import raytop.faces", "Floors"),
         ("tui/widgets/worker_table.py", "import raytop.diagnose.ledger", "The TUI only displays"),
+        ("sources/placement_source.py", "import raytop.diagnose.placement", "Readers read"),
     ],
 )
 def test_each_contract_fires_on_a_planted_import(tmp_path, module, planted, contract):

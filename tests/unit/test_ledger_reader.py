@@ -3,6 +3,7 @@ a recreated ledger noticed, a silent ledger flagged."""
 
 import json
 
+from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
 from tests.fakes import FakeKv
@@ -70,7 +71,7 @@ def test_a_ledger_that_stopped_publishing_is_unavailable():
 
 def test_stack_requests_go_through_the_kv_store():
     kv = FakeKv()
-    request = LedgerReader(kv).request_stacks("run1")
+    request = LedgerCommands(kv).request_stacks("run1")
     command = json.loads(kv.data[STACKS_COMMAND_KEY])
     assert command["request_id"] == request and command["run_id"] == "run1"
 

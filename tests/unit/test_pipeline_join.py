@@ -12,6 +12,7 @@ import time
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.rundir import train_run_name
+from raytop.sources.placement_source import PlacementReader
 from raytop.wire import kv_keys
 from tests.fakes import FakeKv
 
@@ -238,3 +239,24 @@ def test_a_runs_checkpoints_are_worked_out_again_only_when_their_inputs_changed(
     in_flight = checkpoints()
     assert [c.state for c in in_flight] == ["uploaded", "uploading"]
     assert checkpoints() is not in_flight  # its duration grows: never kept
+
+
+def test_the_placement_reader_reads_and_the_pipeline_says_why_a_group_waits(tmp_path, monkeypatch):
+    """``PlacementReader`` returns the groups as the GCS has them (no judgement); the
+    collection gives an unplaced one its reason (``pipeline.pending``)."""
+    monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
+    group = {"pg_id": "pg1", "name": "", "strategy": "PACK", "state": "PENDING",
+             "scheduling_state": "INFEASIBLE", "attempts": 3, "created_at": None,
+             "creator_job_id": "01000000", "creator_actor_id": "", "creator_dead": False,
+             "detached": False, "bundles": [{"index": 0, "resources": {"GPU": 1.0},
+                                             "node_id": None}]}  # fmt: skip
+
+    class Waiting(Gcs):
+        def placement_groups(self):
+            return [group]
+
+    (read,) = PlacementReader(Waiting(), FakeKv()).read([], (), {})
+    assert not read.placed and read.why_pending is None
+    collector = SnapshotCollector("127.0.0.1:1", gcs=(Waiting(), FakeKv()))
+    (judged,) = collector.collect().placement_groups
+    assert judged.why_pending == "bundle 0 needs {GPU: 1}; no node has GPU"

@@ -27,8 +27,10 @@ from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
 from raytop.pipeline.joins import attach_runs, with_pending_reasons, with_run_warnings
+from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.pipeline.no_probe import NoProbeReasons
 from raytop.pipeline.others import OtherRuns
+from raytop.pipeline.pending import with_why_pending
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.pipeline.stacks_request import Readers, ask_stacks
 from raytop.pipeline.uninstrumented import uninstrumented_runs, with_job_entrypoints
@@ -107,6 +109,7 @@ class SnapshotCollector:
             if dashboard is None and kv is not None:
                 dashboard = DashboardClient(kv)
         self._ledger = LedgerReader(kv) if kv else None
+        self._commands = LedgerCommands(kv) if kv else None  # stacks and dump requests
         self._host = HostProbe()
         self._no_probe = NoProbeReasons(
             TrainerEnvReader(), self._host.is_local, kv.multi_get if kv else None
@@ -253,9 +256,10 @@ class SnapshotCollector:
         if self._placement is None or not cluster.connected:
             return ()
         try:
-            return self._placement.read(cluster.nodes, experiments, runs, actors, others=others)
+            groups = self._placement.read(experiments, runs, actors, others=others)
         except ClusterUnreachable:
             return ()
+        return with_why_pending(groups, cluster.nodes)
 
     def _uninstrumented(self, runs, actors) -> tuple[TrainRun, ...]:
         """Train runs in the actor table with no probe report (``pipeline.uninstrumented``),
@@ -367,16 +371,14 @@ class SnapshotCollector:
         read_only: bool = False,
     ) -> Snapshot:
         """Every live rank's Python stack (and, ``native``, its native one) of ``run_id``
-        (or of every run), ``pipeline.stacks_request``: the probes answer a request in the
-        KV store, ranks with no probe are read by py-spy (here, or by Ray's dashboard on
-        their node). The first snapshot in which every asked rank answered, or the last one
-        at the timeout (ranks that did not answer have no stack), with the answers saved
-        as a capture (``pipeline.captures``; ``Snapshot.stacks_capture`` says where, or
-        that ``read_only`` kept it from being written)."""
-        if self._ledger is None:
+        (or of every run), asked as ``pipeline.stacks_request`` says: the first snapshot in
+        which every asked rank answered, or the last one at the timeout (the others have no
+        stack), the answers saved as a capture (``pipeline.captures``; ``stacks_capture``
+        says where, or that ``read_only`` kept it from being written)."""
+        if self._commands is None:
             return self.collect()
         dashboard = self._dashboard if isinstance(self._dashboard, Tracebacks) else None
-        readers = Readers(self.collect, self._ledger, self._host.is_local, dashboard)
+        readers = Readers(self.collect, self._commands, self._host.is_local, dashboard)
         snapshot, request = ask_stacks(readers, run_id, timeout_s, native)
         targets = capture_targets(snapshot, [r.raytop_dir for r in self._experiments], run_id)
         capture = save_capture(
@@ -392,7 +394,7 @@ class SnapshotCollector:
         and return the snapshot with ``flight_recorder`` saying who is missing from which
         collective (``pipeline.flight_recorder``)."""
         snapshot, report = request_dumps(
-            self._ledger, self.collect, lambda: [r.raytop_dir for r in self._experiments],
+            self._commands, self.collect, lambda: [r.raytop_dir for r in self._experiments],
             run_id=run_id, timeout_s=timeout_s, read_only=read_only,
         )  # fmt: skip
         return dataclasses.replace(snapshot, flight_recorder=report)

@@ -1,7 +1,7 @@
 """``status --flight-recorder``: ask the ranks of the runs raytop launched to make PyTorch's
 Flight Recorder dump, wait for the dumps, and say who is missing from which collective.
 
-1. The request goes through the KV store (``LedgerReader.request_flight_recorder``); each
+1. The request goes through the KV store (``LedgerCommands.request_flight_recorder``); each
    rank's probe writes to its own dump pipe, if raytop created it at launch
    (``probe.flight_recorder``), and answers in one line. Read-only makes no request and
    only reads the dumps already on storage (say, from a timeout).
@@ -21,8 +21,8 @@ from pathlib import Path
 from raytop.diagnose.collectives import group_progress
 from raytop.model import Snapshot, TrainRun
 from raytop.model.collectives import FlightRecorderReport, FlightRecorderRun, RankAnswer
+from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.sources.flight_recorder import dump_files, dump_folder, read_dumps, trial_folders
-from raytop.sources.ledger_source import LedgerReader
 
 ANSWER_TIMEOUT_S = 5.0  # a probe reads the request within a second
 POLL_S = 0.5
@@ -39,7 +39,7 @@ def _wanted(runs: tuple[TrainRun, ...], run_id: str | None) -> list[TrainRun]:
 
 
 def request_dumps(
-    ledger: LedgerReader | None,
+    commands: LedgerCommands | None,
     collect: Callable[[], Snapshot],
     experiment_dirs: Callable[[], list[Path | None]],
     *,
@@ -49,11 +49,11 @@ def request_dumps(
 ) -> tuple[Snapshot, FlightRecorderReport]:
     """Ask (unless ``read_only`` or no cluster), wait, read, summarise. ``experiment_dirs``:
     the raytop dir of each experiment of the snapshots ``collect`` makes, in their order."""
-    if read_only or ledger is None:
+    if read_only or commands is None:
         snapshot = collect()
         note = READ_ONLY_NOTE if read_only else NO_CLUSTER_NOTE
         return snapshot, report(snapshot, experiment_dirs(), None, None, note)
-    request, requested_at = ledger.request_flight_recorder(run_id)
+    request, requested_at = commands.request_flight_recorder(run_id)
     deadline = time.monotonic() + timeout_s
     answer_deadline = time.monotonic() + min(ANSWER_TIMEOUT_S, timeout_s)
     while True:

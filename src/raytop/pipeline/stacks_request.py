@@ -2,7 +2,7 @@
 stack, from whichever side can give it.
 
 - **Ranks with raytop's probe** answer a request written to the cluster's KV store
-  (``LedgerReader.request_stacks``) in their next report: the collector is polled until
+  (``pipeline.ledger_commands``) in their next report: the collector is polled until
   every live rank of such a run answered, or the timeout. The request is written only
   when such a run is on view.
 - **Ranks with no probe** cannot answer, so their stacks are read from outside, by
@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from raytop.model import Node, Snapshot, TrainRun, Worker
 from raytop.model.stacks import STACK_BY_DASHBOARD, STACK_BY_PROBE, STACK_BY_PY_SPY, StackAnswer
-from raytop.sources.ledger_source import LedgerReader
+from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.sources.pyspy import (
     DUMP_TIMEOUT_S,
     NOT_HERE,
@@ -50,11 +50,12 @@ Answers = dict[tuple[str, int], tuple[StackAnswer, StackAnswer | None]]
 
 @dataclasses.dataclass(frozen=True)
 class Readers:
-    """What a stacks request reads through: the collector's ``collect``, its ledger (None:
-    no cluster), whether a node address is this host's, and Ray's dashboard (None: none)."""
+    """What a stacks request goes through: the collector's ``collect``, the writer of the
+    probes' commands (None: no cluster), whether a node address is this host's, and
+    Ray's dashboard (None: none)."""
 
     collect: Callable[[], Snapshot]
-    ledger: LedgerReader | None
+    commands: LedgerCommands | None
     is_local: Callable[[str], bool]
     dashboard: Tracebacks | None
 
@@ -82,7 +83,7 @@ def ask_stacks(
     try:
         taker = _Taker(readers, {n.node_id: n for n in first.cluster.nodes}, native, deadline)
         futures = {(run, w.pid): pool.submit(taker.take, w) for run, w in jobs if w.pid is not None}
-        if readers.ledger is not None and wanted_runs(first, run_id, True):
+        if readers.commands is not None and wanted_runs(first, run_id, True):
             snapshot, request = _ask_probes(readers, run_id, deadline, native)
         else:
             snapshot, request = first, uuid.uuid4().hex[:12]
@@ -159,8 +160,8 @@ def _ask_probes(
 ) -> tuple[Snapshot, str]:
     """Write the request for the probes and poll until every live rank of a probed run
     answered, or the deadline; the last snapshot and the request id."""
-    assert readers.ledger is not None
-    request = readers.ledger.request_stacks(run_id, native=native)
+    assert readers.commands is not None
+    request = readers.commands.request_stacks(run_id, native=native)
     while True:
         snapshot = readers.collect()
         asked = [w for r in wanted_runs(snapshot, run_id, True) for w in r.workers if not w.done]

@@ -9,13 +9,14 @@ Every value is untrusted input (``model.untrusted``): an index or page over its 
 or of the wrong shape is a one-line warning naming its key (``LedgerStatus.warnings``);
 the last good copy of that page is kept and ``read`` goes on, so one bad page can neither
 end a command nor stop the TUI's poller.
+
+It only reads: the commands raytop writes to the probes (stacks and Flight Recorder
+requests) are ``pipeline.ledger_commands``'s.
 """
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from typing import Any
 
 from raytop.model import (
@@ -30,22 +31,18 @@ from raytop.model.evolve import evolve
 from raytop.model.records import (
     BarrierWait,
     CheckpointUpload,
-    FlightRecorderRequest,
     LedgerPage,
     RankBeat,
     RankRecord,
     RunAttempts,
-    StackRequest,
 )
 from raytop.sources.ledger_records import age, attempts_from_record, with_beat, worker_from_record
 from raytop.wire.gcs import GcsKv
 from raytop.wire.kv_keys import (
     BEAT_PREFIX,
-    FLIGHT_RECORDER_COMMAND_KEY,
     INDEX_KEY,
     PAGE_PREFIX,
     RUN_PREFIX,
-    STACKS_COMMAND_KEY,
     page_key,
 )
 
@@ -285,26 +282,3 @@ class LedgerReader:
     def syncs(self, run_id: str, attempt_id: str) -> dict[int, list[BarrierWait]]:
         """The probes' recent report-barrier waits, per rank."""
         return {int(r): rec["syncs"] for r, rec in self._ranks(run_id, attempt_id).items()}
-
-    def request_stacks(self, run_id: str | None = None, native: bool = False) -> str:
-        """Ask every rank (of ``run_id``, or of every run) for its stack (``native``: its
-        native one too, by py-spy); the answers arrive in the pages within a couple of
-        probe heartbeats (native ones up to py-spy's timeout later). Returns the request
-        id. ``native`` is only written when asked: the command stays what older probes
-        read."""
-        request_id = uuid.uuid4().hex[:12]
-        command = StackRequest(request_id=request_id, run_id=run_id, requested_at=time.time())
-        if native:
-            command["native"] = True
-        self._kv.put(STACKS_COMMAND_KEY, json.dumps(command).encode())
-        return request_id
-
-    def request_flight_recorder(self, run_id: str | None = None) -> tuple[str, float]:
-        """Ask every rank (of ``run_id``, or of every run) to make PyTorch's Flight
-        Recorder dump through its pipe; the answers arrive in the pages within a couple of
-        probe heartbeats. Returns the request id and when it was made."""
-        request_id = uuid.uuid4().hex[:12]
-        now = time.time()
-        command = FlightRecorderRequest(request_id=request_id, run_id=run_id, requested_at=now)
-        self._kv.put(FLIGHT_RECORDER_COMMAND_KEY, json.dumps(command).encode())
-        return request_id, now

@@ -1,4 +1,6 @@
-"""Placement groups from the GCS, each given an owner and, when unplaced, a reason.
+"""Placement groups from the GCS, each given an owner (who it is for: a fact of the
+cluster's tables, read; why an unplaced one waits is the pipeline's judgement,
+``pipeline.pending.with_why_pending``).
 
 Owners: a raytop trial registers its actor and placement group (``trial/<actor id>`` in
 the KV store); a Train worker group is known from the ledger (the probes report their
@@ -18,17 +20,14 @@ size cap or of the wrong shape is left out and ``warnings`` names its key.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from raytop.diagnose.placement import Capacity, why_pending
 from raytop.model import (
     Bundle,
     Experiment,
-    Node,
     PlacementGroup,
     TrainRun,
     untrusted,
@@ -93,7 +92,6 @@ class PlacementReader:
 
     def read(
         self,
-        nodes: tuple[Node, ...],
         experiments: list[Experiment],
         runs: tuple[TrainRun, ...],
         actors: dict[str, dict[str, Any]],
@@ -127,13 +125,7 @@ class PlacementReader:
                       if a in actors and actors[a].get("pg_id")}  # fmt: skip
         known = _Known(by_pg, foreign_pg, actors, actor_at, trials, run_of_pg,
                        experiment_of_job, others)  # fmt: skip
-        groups = [self._labelled(g, self._bundles[id(g)][1], now, known) for g in raw]
-        listed = list(nodes)
-        capacity = Capacity(listed, groups)  # asked once, for every waiting group
-        return tuple(
-            g if g.placed else _with_reason(g, why_pending(g, listed, groups, capacity))
-            for g in groups
-        )
+        return tuple(self._labelled(g, self._bundles[id(g)][1], now, known) for g in raw)
 
     def raytop_trial_at(self, actors: dict[str, dict[str, Any]]) -> set[str]:
         """The addresses (``ip:port``) of the alive actors that are raytop's Tune trials."""
@@ -206,7 +198,3 @@ class _Known:
     run_of_pg: dict[str, TrainRun]
     experiment_of_job: dict[str, str]
     others: Others
-
-
-def _with_reason(pg: PlacementGroup, reason: str) -> PlacementGroup:
-    return dataclasses.replace(pg, why_pending=reason)

@@ -18,7 +18,7 @@ from raytop.model import CheckpointRecord, Finding, TrainRun
 from raytop.tui.format import fmt_bytes, fmt_seconds, shown
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from raytop.tui.widgets.stall_banner import RunFindings
-from raytop.tui.widgets.table_cells import StyledCell, left, right
+from raytop.tui.widgets.table_cells import StyledCell, left, number
 
 MAX_SHOWN = 20  # the newest ones; older checkpoints only matter through their findings
 COLLISION = "COLLISION"
@@ -141,19 +141,22 @@ class CheckpointTable(KeyedTable):
         self.show_run(self._run, self._now)
 
     def _cells(self, c: CheckpointRecord, widths: dict[str, int]) -> tuple[object, ...]:
+        upload, barrier = upload_time(c, self._now), barrier_time(c)
         everything: dict[str, object] = {
             "checkpoint": left(shorten_left(c.dir_name, widths["checkpoint"])),
-            "report": right("-" if c.report_index is None else str(c.report_index)),
+            "report": number(str(c.report_index), c.report_index)
+            if c.report_index is not None
+            else number("-", None),
             "state": StyledCell(
                 state_label(c.state), f"checkpoint-table--{TONES.get(c.state, 'plain')}", self
             ),
             "ranks": left(fmt_ranks(c.ranks)),
-            "files": right(str(c.files)),
-            "size": right(fmt_bytes(c.bytes)),
+            "files": number(str(c.files), c.files),
+            "size": number(fmt_bytes(c.bytes), c.bytes),
             "mode": left(fmt_mode(c)),
-            "upload": right(fmt_seconds(upload_time(c, self._now))),
-            "rate": right(fmt_rate(c.throughput_bps)),
-            "barrier": right(fmt_seconds(barrier_time(c))),
+            "upload": number(fmt_seconds(upload), upload),
+            "rate": number(fmt_rate(c.throughput_bps), c.throughput_bps),
+            "barrier": number(fmt_seconds(barrier), barrier),
             "collision": StyledCell(
                 COLLISION if c.collisions else "", "checkpoint-table--error", self
             ),

@@ -8,12 +8,12 @@ Every ``KeyedTable`` can be filtered and sorted by the user, with no code in its
 ``/`` opens a ``TableFilter`` under it (rows whose any cell contains the text stay),
 ``o`` cycles the sort column (then back to the given order), ``O`` reverses it. Both are
 applied inside ``sync_rows``, on the rows each tick hands in, so they survive refreshes
-and the cursor stays on its row's key. A column sorts numerically when its ``ColumnSpec``
-says ``numeric`` (by default: when it is right-aligned); ``1m35s``, ``2.1G``, ``2/4`` are
-read as numbers, and blank cells (``-``, empty) go last either way. A cell that draws a
-picture (a progress bar, a sparkline) is a ``NumberedCell``: it sorts by the number it
-carries, not by its characters. The cells and the sorting are in ``table_cells``; every
-cell and header is made visible before it is drawn (``table_cells.shown_cell``).
+and the cursor stays on its row's key. A cell sorts by the key its row's builder gave it
+(a ``SortedCell``: a number drawn as ``1m35s``, ``2.1G`` or a progress bar sorts by the
+seconds, the bytes, the count), else by its text (``t2`` before ``t10``); blank cells
+(no key, ``-``, empty) go last either way. The cells and the sorting are in
+``table_cells``; every cell and header is made visible before it is drawn
+(``table_cells.shown_cell``).
 """
 
 from __future__ import annotations
@@ -45,12 +45,6 @@ class ColumnSpec:
     header: str
     width: int
     justify: Literal["left", "right"] = "left"
-    # Sorted as numbers (``o``)? ``None``: when right-aligned, as raytop's numbers are.
-    numeric: bool | None = None
-
-    @property
-    def sorts_numerically(self) -> bool:
-        return self.justify == "right" if self.numeric is None else self.numeric
 
 
 class KeyedTable(DataTable[object]):
@@ -213,13 +207,8 @@ class KeyedTable(DataTable[object]):
             }
         keys = [column.key for column in columns]
         if self._sort_column in keys:
-            spec = columns[keys.index(self._sort_column)]
-            order = sorted_keys(
-                wanted,
-                keys.index(spec.key),
-                numeric=spec.sorts_numerically,
-                reverse=self._sort_reverse,
-            )
+            index = keys.index(self._sort_column)
+            order = sorted_keys(wanted, index, reverse=self._sort_reverse)
             wanted = {key: wanted[key] for key in order}
         return wanted
 

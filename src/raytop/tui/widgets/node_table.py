@@ -12,7 +12,7 @@ from raytop.model import Node
 from raytop.model.format import fmt_value
 from raytop.tui.format import fmt_bytes
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import StyledCell, left, right
+from raytop.tui.widgets.table_cells import StyledCell, left, number
 
 # Resources with a column of their own; the others are listed together under "other".
 _MAIN = ("CPU", "GPU", "memory")
@@ -60,6 +60,13 @@ def fmt_usage(node: Node, resource: str) -> str:
     return f"{used}/{fmt(total)}"
 
 
+def used_key(node: Node, resource: str) -> float | None:
+    """What ``fmt_usage``'s cell sorts by: the amount used (``None``: none shown)."""
+    if resource not in node.resources_total or not node.alive:
+        return None
+    return node.used(resource)
+
+
 def custom_resources(node: Node) -> str:
     """``TPU 1/4, hi_mem 0/2``: the node's custom resources, used/total, by name."""
     names = sorted(r for r in node.resources_total if is_custom(r))
@@ -75,6 +82,11 @@ def host_figures(node: Node) -> str:
     if host is None or not node.alive:
         return "-"
     return f"{host.cpu_percent:.0f}% {fmt_bytes(host.memory_used)}/{fmt_bytes(host.memory_total)}"
+
+
+def host_key(node: Node) -> float | None:
+    """``host_figures`` sorts by the host's CPU %, the first thing it shows."""
+    return node.host.cpu_percent if node.host is not None and node.alive else None
 
 
 def node_labels(node: Node) -> str:
@@ -113,10 +125,10 @@ class NodeTable(KeyedTable):
         everything: dict[str, object] = {
             "node": Text(node.node_id[:8], no_wrap=True),
             "state": StyledCell(state, f"node-table--{state.lower()}", self),
-            "cpu": right(fmt_usage(node, "CPU")),
-            "gpu": right(fmt_usage(node, "GPU")),
-            "memory": right(fmt_usage(node, "memory")),
-            "host": right(host_figures(node)),
+            "cpu": number(fmt_usage(node, "CPU"), used_key(node, "CPU")),
+            "gpu": number(fmt_usage(node, "GPU"), used_key(node, "GPU")),
+            "memory": number(fmt_usage(node, "memory"), used_key(node, "memory")),
+            "host": number(host_figures(node), host_key(node)),
             "other": left(custom_resources(node)),
             "labels": left(node_labels(node)),
         }

@@ -12,7 +12,7 @@ from raytop.model import Bundle, PlacementGroup
 from raytop.model.format import fmt_duration, fmt_value
 from raytop.tui.format import fmt_bytes
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import StyledCell, left, right
+from raytop.tui.widgets.table_cells import StyledCell, left, number
 
 _BYTES = frozenset({"memory", "object_store_memory"})
 LEAKED = "LEAKED"
@@ -109,8 +109,8 @@ class PlacementTable(KeyedTable):
             "owner": left(pg.owner_label),
             "strategy": left(pg.strategy),
             "state": StyledCell(state, f"placement-table--{state.lower()}", self),
-            "attempts": right(str(pg.attempts)),
-            "age": right(fmt_duration(pg.age_s)),
+            "attempts": number(str(pg.attempts), pg.attempts),
+            "age": number(fmt_duration(pg.age_s), pg.age_s),
             "bundles": left(fmt_bundles(pg)),
             "leaked": StyledCell(LEAKED if pg.leaked else "", "placement-table--leaked", self),
         }

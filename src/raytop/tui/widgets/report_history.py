@@ -19,7 +19,7 @@ from raytop.model.format import fmt_duration
 from raytop.tui.format import fit_words, fmt_seconds
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import right
+from raytop.tui.widgets.table_cells import number
 
 NO_INTERVALS = "no report-to-report times yet: fewer than two reports in its history"
 _MAX_BAR = 3  # columns of one bar (and one of space) when there is room
@@ -164,11 +164,13 @@ def _cells(row: ReportRow) -> tuple[object, ...]:
         if row.inside_s is None
         else fmt_seconds(max(0.0, row.inside_s))
     )
+    # Still inside: as long as it has been in so far.
+    inside_key = row.entered_ago_s if row.inside_s is None else row.inside_s
     return (
-        right(str(row.number)),
-        right(f"{fmt_duration(row.entered_ago_s)} ago"),
-        right(inside),
-        right(fmt_seconds(row.gap_s)),
+        number(str(row.number), row.number),
+        number(f"{fmt_duration(row.entered_ago_s)} ago", row.entered_ago_s),
+        number(inside, inside_key),
+        number(fmt_seconds(row.gap_s), row.gap_s),
     )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from raytop.model.resume import PreviewRow, StoredExperiment
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import StyledCell, left, right
+from raytop.tui.widgets.table_cells import StyledCell, left, number
 
 _EXPERIMENT_COLUMNS = (
     ColumnSpec("name", "experiment", 16),
@@ -91,7 +91,7 @@ class StoredExperimentTable(KeyedTable):
         return (
             left(experiment.name),
             StyledCell(experiment.status, f"stored-experiment--{experiment.status.lower()}", self),
-            right(str(experiment.trials)),
+            number(str(experiment.trials), experiment.trials),
             left("yes" if experiment.can_restore else "no"),
             StyledCell(note, f"stored-experiment--{'resumable' if resumable else 'blocked'}", self),
         )

@@ -12,7 +12,7 @@ from rich.text import Text
 from raytop.model import TrainRun
 from raytop.model.train_run import RUN_FROM_TRAIN_STATE
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import left, right
+from raytop.tui.widgets.table_cells import left, number
 
 _COLUMNS = (
     ColumnSpec("run", "run", 24),
@@ -33,13 +33,14 @@ def run_state(run: TrainRun) -> str:
     return "running"
 
 
-def report_range(run: TrainRun) -> str:
-    """``12`` or ``11-12`` (fewest-most reports entered by a rank); ``-`` with no probe."""
+def report_range(run: TrainRun) -> tuple[str, int | None]:
+    """``12`` or ``11-12`` (fewest-most reports entered by a rank), sorted by the fewest;
+    ``-`` with no probe."""
     if not run.instrumented or not run.workers:
-        return "-"
+        return "-", None
     counts = [w.reports_entered for w in run.workers]
     low, high = min(counts), max(counts)
-    return str(high) if low == high else f"{low}-{high}"
+    return (str(high) if low == high else f"{low}-{high}"), low
 
 
 def _attempt_known(run: TrainRun) -> bool:
@@ -73,9 +74,11 @@ class RunsTable(KeyedTable):
         nodes = sorted({(w.node_id or "?")[:8] for w in run.workers})
         everything: dict[str, object] = {
             "run": Text(run.run_name, no_wrap=True, overflow="ellipsis"),
-            "attempt": right(str(run.attempt_index) if _attempt_known(run) else "-"),
-            "ranks": right(str(run.world_size)),
-            "reports": right(report_range(run)),
+            "attempt": number(str(run.attempt_index), run.attempt_index)
+            if _attempt_known(run)
+            else number("-", None),
+            "ranks": number(str(run.world_size), run.world_size),
+            "reports": number(*report_range(run)),
             "state": left(run_state(run)),
             "nodes": left(" ".join(nodes)),
         }

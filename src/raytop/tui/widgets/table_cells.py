@@ -1,10 +1,12 @@
 """The cells of raytop's tables, and how a column of them sorts (``KeyedTable``).
 
 A cell is Rich ``Text`` (``left``, ``right``), a ``StyledCell`` coloured by the table's
-theme when drawn, or a ``NumberedCell`` that draws a picture and sorts by its number.
-Every cell is made visible before the table draws it (``shown_cell``): its text may be a
-trial id, a folder or a checkpoint name from someone else's storage. Sorting reads a
-cell's text back as a number where it shows one (``number_of``).
+theme when drawn, or a ``SortedCell``: one of those with the value it sorts by (``o``).
+A number's text (``1m35s``, ``2.1G``, ``12/m``) is made from a value, and the code that
+makes it hands that value in beside it (``number``), so a column sorts by what it means,
+never by reading its text back. Every cell is made visible before the table draws it
+(``shown_cell``): its text may be a trial id, a folder or a checkpoint name from someone
+else's storage.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -24,9 +26,6 @@ from raytop.model.visible import visible
 from raytop.tui.format import shown
 
 _BLANK = frozenset({"", "-"})
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$")
-_BYTES = re.compile(r"^(\d+(?:\.\d+)?)([BKMGTP])$")
-_BYTE_POWERS = {unit: 1024**i for i, unit in enumerate("BKMGTP")}
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -60,26 +59,32 @@ class StyledCell:
 
 
 @dataclass(frozen=True)
-class NumberedCell:
-    """A cell drawn as ``text`` (e.g. ``███░░ 3/5``) that sorts as ``number`` (``o``);
-    ``None`` sorts with the blanks. The filter (``/``) matches its text."""
+class SortedCell:
+    """A cell drawn as ``cell`` (``Text`` or a ``StyledCell``: a number, a progress bar,
+    a sparkline) that sorts as ``key`` (``o``); ``None`` (or NaN) sorts with the blanks,
+    last. The filter (``/``) matches its text."""
 
-    text: Text
-    number: float | None
+    cell: Text | StyledCell
+    key: float | None
 
     def __str__(self) -> str:
-        return self.text.plain
+        return plain(self.cell)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.text
+        yield self.cell
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement(self.text.cell_len, self.text.cell_len)
+        return Measurement.get(console, options, self.cell)
 
 
 def right(text: str) -> Text:
-    """A right-aligned cell, for numbers."""
+    """A right-aligned cell sorted by its text (a number is a ``number``: it sorts by value)."""
     return Text(text, justify="right", no_wrap=True)
+
+
+def number(text: str, key: float | None, style: str = "") -> SortedCell:
+    """A right-aligned number drawn as ``text`` (made from ``key``) that sorts by ``key``."""
+    return SortedCell(Text(text, justify="right", no_wrap=True, style=style), key)
 
 
 def left(text: str) -> Text:
@@ -97,9 +102,9 @@ def shown_cell(cell: object) -> object:
     if isinstance(cell, StyledCell):
         text = visible(cell.text)
         return cell if text == cell.text else replace(cell, text=text)
-    if isinstance(cell, NumberedCell):
-        text_ = shown(cell.text)
-        return cell if text_ is cell.text else replace(cell, text=text_)
+    if isinstance(cell, SortedCell):
+        inner = shown_cell(cell.cell)
+        return cell if inner is cell.cell else replace(cell, cell=inner)
     if isinstance(cell, str):
         return Text(visible(cell), no_wrap=True, overflow="ellipsis")
     return cell
@@ -111,31 +116,20 @@ def plain(cell: object) -> str:
         return cell.plain
     if isinstance(cell, StyledCell):
         return cell.text
-    if isinstance(cell, NumberedCell):
-        return cell.text.plain
+    if isinstance(cell, SortedCell):
+        return plain(cell.cell)
     return str(cell)
 
 
-def number_of(text: str) -> float | None:
-    """The number a numeric cell shows: ``0.42``, ``1.2e-05``, ``1m35s``, ``2.1G``, ``2/4``
-    (its first part), ``99%``; ``None`` when it shows none (``-``, blank, ``nan``)."""
-    text = text.strip().removesuffix("%").split("/")[0].strip()
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-        if (bytes_ := _BYTES.match(text)) is not None:
-            value = float(bytes_.group(1)) * _BYTE_POWERS[bytes_.group(2)]
-        elif text and (duration := _DURATION.match(text)) is not None:
-            hours, minutes, seconds = (float(part or 0) for part in duration.groups())
-            value = hours * 3600 + minutes * 60 + seconds
-    return None if value is None or math.isnan(value) else value
-
-
-def _number_in(cell: object) -> float | None:
-    if isinstance(cell, NumberedCell):
-        return cell.number
-    return number_of(plain(cell))
+def _sort_key(cell: object) -> tuple[int, object] | None:
+    """Where ``cell`` goes: by its key (a ``SortedCell``) before the cells sorted by their
+    text; ``None`` for a blank (a ``SortedCell`` with no key, a text empty or ``-``),
+    which goes last."""
+    if isinstance(cell, SortedCell):
+        key = cell.key
+        return None if key is None or math.isnan(key) else (0, key)
+    text = plain(cell).strip()
+    return None if text in _BLANK else (1, _natural(text))
 
 
 def _natural(text: str) -> tuple[object, ...]:
@@ -143,19 +137,11 @@ def _natural(text: str) -> tuple[object, ...]:
     return tuple(int(part) if part.isdigit() else part.casefold() for part in _DIGITS.split(text))
 
 
-def sorted_keys(
-    rows: Mapping[str, tuple[object, ...]], index: int, *, numeric: bool, reverse: bool
-) -> list[str]:
-    """The keys of ``rows`` by their cell ``index``; blank cells last in either direction,
-    in the order given (as are equal ones)."""
-    blank = [key for key, cells in rows.items() if plain(cells[index]).strip() in _BLANK]
-    blank_set = set(blank)
-    valued = [key for key in rows if key not in blank_set]
-    if numeric:
-        numbers = {k: _number_in(rows[k][index]) for k in valued}
-        valued = [k for k in valued if numbers[k] is not None]
-        blank = [k for k in rows if k not in blank_set and numbers[k] is None] + blank
-        ordered = sorted(valued, key=lambda k: numbers[k] or 0.0, reverse=reverse)
-    else:
-        ordered = sorted(valued, key=lambda k: _natural(plain(rows[k][index])), reverse=reverse)
-    return ordered + blank
+def sorted_keys(rows: Mapping[str, tuple[object, ...]], index: int, *, reverse: bool) -> list[str]:
+    """The keys of ``rows`` by their cell ``index`` (its sort key, else its text, digit runs
+    as numbers); blank cells last in either direction, in the order given (as are equal
+    ones)."""
+    keys = {key: _sort_key(cells[index]) for key, cells in rows.items()}
+    valued: dict[str, Any] = {key: sort_key for key, sort_key in keys.items() if sort_key}
+    blank = [key for key in keys if key not in valued]
+    return sorted(valued, key=valued.__getitem__, reverse=reverse) + blank

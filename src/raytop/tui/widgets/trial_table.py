@@ -5,8 +5,8 @@ a sparkline of the metric's recent values (``Trial.metric_history``, each trial 
 own scale), shown when some trial has a history; and ``iter``, which becomes a progress
 bar with ``3/5`` when some trial's iteration count is known (``Trial.max_iterations``).
 A trial its scheduler stopped early shows ``EARLY-STOP`` (``Trial.stopped_early``).
-Both sort by a number (``o``): the iterations done, and the metric's change over its
-history (last minus first).
+Every number sorts by its value (``o``), the pictures too: the iterations done, and the
+metric's change over its history (last minus first).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_key
 from raytop.tui.format import progress_bar, sparkline
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import NumberedCell, StyledCell
+from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
 
 # Content widths of the fixed columns (keys double as headers, except "metric", which
 # shows the experiment's metric name); "params" takes whatever width is left.
@@ -68,6 +68,13 @@ def progress_text(trial: Trial, width: int, full: str, empty: str) -> str:
     if bar < 2:
         return count
     return f"{progress_bar(trial.iterations, trial.max_iterations, bar, full, empty)} {count}"
+
+
+def metric_key(value: object) -> float | None:
+    """The metric's value to sort by; ``None`` (last) for one that is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 def trend_change(history: tuple[float, ...]) -> float | None:
@@ -140,19 +147,19 @@ class TrialTable(KeyedTable):
         self, trial: Trial, metric: str | None, swept: frozenset[str], widths: dict[str, int]
     ) -> tuple[object, ...]:
         glyphs = glyphs_of(self)
-        value = fmt_value(trial.metrics.get(metric)) if metric else ""
+        value = trial.metrics.get(metric) if metric else None
         width = widths.get("iter", _WIDTHS["iter"])
         label, status_class = status_label(trial)
         everything: dict[str, object] = {
             "trial": Text(trial.trial_id, overflow="ellipsis", no_wrap=True),
             "status": StyledCell(label, status_class, self),
             "params": Text(fmt_params(trial.config, swept), overflow="ellipsis", no_wrap=True),
-            "metric": Text(value, justify="right"),
-            "trend": NumberedCell(
+            "metric": number(fmt_value(value) if metric else "", metric_key(value)),
+            "trend": SortedCell(
                 Text(sparkline(trial.metric_history, _WIDTHS["trend"], glyphs.spark), no_wrap=True),
                 trend_change(trial.metric_history),
             ),
-            "iter": NumberedCell(
+            "iter": SortedCell(
                 Text(
                     progress_text(trial, width, glyphs.bar_full, glyphs.bar_empty),
                     justify="right",
@@ -160,10 +167,10 @@ class TrialTable(KeyedTable):
                 ),
                 float(trial.iterations),
             ),
-            "elapsed": Text(fmt_duration(trial.elapsed_s), justify="right"),
-            "fail": Text(
+            "elapsed": number(fmt_duration(trial.elapsed_s), trial.elapsed_s),
+            "fail": number(
                 fmt_failures(trial.num_failures, trial.max_failures, glyphs.unlimited),
-                justify="right",
+                trial.num_failures,
             ),
         }
         return tuple(everything[key] for key in widths)
@@ -181,7 +188,6 @@ class TrialTable(KeyedTable):
                 headers.get(key, key),
                 widths.get(key, _MIN_PARAMS_WIDTH),
                 "right" if key in _NUMERIC else "left",
-                numeric=True if key == "trend" else None,
             )
             for key in _ORDER
             if key != "trend" or trend

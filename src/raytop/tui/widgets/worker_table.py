@@ -16,7 +16,7 @@ from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.tui.format import fmt_bytes, fmt_rate
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import StyledCell
+from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
 
 # Column key -> (header, content width). The order is the display order.
 _COLUMNS = {
@@ -60,19 +60,50 @@ def _cpu(w: Worker) -> tuple[str, str]:
 
 CELL_CACHE_MAX = 8_192  # distinct cells kept for reuse (``WorkerTable._cell``)
 
-# Column key → the (kind, text, style) of a rank's cell there (the state column aside).
+
+def _pid(pid: int | None) -> tuple[str, str, str, float | None]:
+    return "right", "-" if pid is None else str(pid), "", pid
+
+
+def _rate(per_min: float | None) -> tuple[str, str, str, float | None]:
+    """Sorted by reports a minute, not by ``12/m``'s text; ``None`` (too few) last."""
+    return "right", fmt_rate(per_min), "", per_min
+
+
+def _behind(reports: int) -> tuple[str, str, str, float | None]:
+    """Reports behind, in bold; blank (and sorted last) when none."""
+    return ("right", str(reports), "bold", reports) if reports else ("right", "", "", None)
+
+
+def _rss(rss: int | None) -> tuple[str, str, str, float | None]:
+    """Sorted by whole MiB: finer than ``2.1G`` shows, and steady from one beat to the
+    next, so a rank keeps its cell (as it does for its CPU %, sorted by the whole percent
+    shown, and its ages)."""
+    return "right", fmt_bytes(rss), "", None if rss is None else rss >> 20
+
+
+def _age(seconds: float | None) -> tuple[str, str, str, float | None]:
+    """An age sorts by its whole seconds (what ``fmt_duration`` counts), so the ranks
+    share its cells as they share its text."""
+    return "right", fmt_duration(seconds), "", None if seconds is None else int(seconds)
+
+
+# Column key → the (kind, text, style, sort key) of a rank's cell there (state aside). A
+# figure that moves every beat sorts at the precision it is shown with (or a little
+# finer): a sort key of its own for each rank on each refresh would make every rank's
+# cells anew each time, more than doubling a 2,000-rank run's redraw.
 _CELLS = {
-    "rank": lambda w: ("right", str(w.rank)),
-    "node": lambda w: ("left", (w.node_id or "-")[:8]),
-    "pid": lambda w: ("right", "-" if w.pid is None else str(w.pid)),
-    "entered": lambda w: ("right", str(w.reports_entered)),
-    "exited": lambda w: ("right", str(w.reports_exited)),
-    "behind": lambda w: ("right", str(w.behind) if w.behind else "", "bold"),
-    "last_report": lambda w: ("right", fmt_duration(w.last_report_age_s)),
-    "rate": lambda w: ("right", fmt_rate(w.rate_per_min)),
-    "heartbeat": lambda w: ("right", fmt_duration(w.heartbeat_age_s)),
-    "cpu": lambda w: ("right", *_cpu(w)),
-    "rss": lambda w: ("right", fmt_bytes(w.rss_bytes)),
+    "rank": lambda w: ("right", str(w.rank), "", w.rank),
+    "node": lambda w: ("left", (w.node_id or "-")[:8], "", None),
+    "pid": lambda w: _pid(w.pid),
+    "entered": lambda w: ("right", str(w.reports_entered), "", w.reports_entered),
+    "exited": lambda w: ("right", str(w.reports_exited), "", w.reports_exited),
+    "behind": lambda w: _behind(w.behind),
+    "last_report": lambda w: _age(w.last_report_age_s),
+    "rate": lambda w: _rate(w.rate_per_min),
+    "heartbeat": lambda w: _age(w.heartbeat_age_s),
+    "cpu": lambda w: ("right", *_cpu(w), None if w.cpu_percent is None else round(w.cpu_percent)),
+    "rss": lambda w: _rss(w.rss_bytes),
 }
 
 
@@ -89,9 +120,9 @@ class WorkerTable(KeyedTable):
         self._run: TrainRun | None = None
         self._stalled: frozenset[int] = frozenset()
         # A 2,000-rank run redraws every rank each refresh (its ages tick): cells are made
-        # once per distinct (kind, text, style) and shared, and a rank whose cells are all
-        # the ones it had keeps its row tuple, so ``sync_rows`` passes it by.
-        self._made: dict[tuple[str, str, str], object] = {}
+        # once per distinct (kind, text, style, sort key) and shared, and a rank whose cells
+        # are all the ones it had keeps its row tuple, so ``sync_rows`` passes it by.
+        self._made: dict[tuple[str, str, str, float | None], object] = {}
         self._rows: dict[str, tuple[object, ...]] = {}
 
     def show_run(self, run: TrainRun | None, stalled: Collection[int] = ()) -> None:
@@ -119,9 +150,10 @@ class WorkerTable(KeyedTable):
         # Which columns fit depends on our width: rebuild them if that changed.
         self.show_run(self._run, self._stalled)
 
-    def _cell(self, kind: str, text: str, style: str = "") -> object:
-        """The cell drawing ``text`` as ``kind`` (right, left, state), made once."""
-        key = (kind, text, style)
+    def _cell(self, kind: str, text: str, style: str = "", sort: float | None = None) -> object:
+        """The cell drawing ``text`` as ``kind`` (right: a number sorted by ``sort``; left;
+        state), made once."""
+        key = (kind, text, style, sort)
         cell = self._made.get(key)
         if cell is None:
             if len(self._made) >= CELL_CACHE_MAX:
@@ -130,8 +162,12 @@ class WorkerTable(KeyedTable):
                 cell = StyledCell(text, style, self)
             elif kind == "left":
                 cell = Text(text, no_wrap=True)
+            elif sort is not None:  # drawn by the one Text of every cell showing ``text``
+                drawn = self._cell(kind, text, style)
+                assert isinstance(drawn, SortedCell)
+                cell = SortedCell(drawn.cell, sort)
             else:
-                cell = Text(text, justify="right", no_wrap=True, style=style)
+                cell = number(text, None, style)
             self._made[key] = cell
         return cell
 

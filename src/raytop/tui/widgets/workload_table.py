@@ -22,7 +22,7 @@ _COLUMNS = (
     ColumnSpec("kind", "what", 5),
     ColumnSpec("name", "run", 20),
     ColumnSpec("doing", "doing", 16),
-    ColumnSpec("holds", "holds", 11, "right", numeric=False),
+    ColumnSpec("holds", "holds", 11, "right"),  # words: sorted by its text
     ColumnSpec("origin", "from", 16),
 )
 # A Tune experiment, a Train run of no experiment, a job running neither: in 5 columns.

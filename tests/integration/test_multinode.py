@@ -164,11 +164,12 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
         victim_id = next(w["node_id"] for w in before["workers"] if w["node_id"] in by_id)
         killed_at = nodes.kill(by_id[victim_id])
         said: set[str] = set()  # every finding kind status --json named from the kill on
-        lost: set[str] = set()  # the subjects of its rank_dead findings
+        lost: set[tuple] = set()  # (attempt, ranks) of its rank_dead findings, typed
 
         def heard(snapshot: dict) -> None:
             said.update(f["kind"] for f in snapshot["findings"])
-            lost.update(f["subject"] for f in snapshot["findings"] if f["kind"] == "rank_dead")
+            lost.update((f["attempt_id"], tuple(f["ranks"])) for f in snapshot["findings"]
+                        if f["kind"] == "rank_dead")  # fmt: skip
 
         def node_dead():
             snapshot = status_json(nodes.address, experiment)
@@ -201,7 +202,7 @@ def test_a_worker_node_killed_mid_run_is_shown_dead_then_the_run_retries_on_the_
         assert said.isdisjoint({"placement_infeasible", "barrier_stall", "report_mispaired"})
         # The rank on the killed node is named gone (rank_dead), not a stall, before the retry.
         victim_rank = next(w["rank"] for w in before["workers"] if w["node_id"] == victim_id)
-        assert any(s.endswith(f"attempt 1 rank {victim_rank}") for s in lost), (said, lost)
+        assert (before["attempt_id"], (victim_rank,)) in lost, (said, lost)
         run = the_run(snapshot)
         assert run["attempt_id"] != before["attempt_id"]
         assert run["run_id"] == before["run_id"]

@@ -21,6 +21,8 @@ from types import SimpleNamespace
 
 import pytest
 
+pytest_plugins = ["tests.timeline"]
+
 # The test processes collect garbage less often (a young generation of 100,000 objects, not
 # 700): the Textual tests allocate widgets, styles and segments by the hundred thousand,
 # and the default thresholds spent ~8 % of their CPU in collections (tests/tui/

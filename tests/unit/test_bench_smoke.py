@@ -108,3 +108,21 @@ def test_the_cpu_by_process_tool_counts_a_child_and_names_kinds(capsys):
     assert tool.kind("/v/bin/python -m raytop status --json --address x") == "raytop:status"
     assert tool.kind("/v/bin/python -m raytop --address 127.0.0.1:1") == "raytop:tui"
     assert tool.kind("/v/bin/python -m raytop.launch.driver spec.toml") == "raytop:driver"
+
+
+def test_the_timeline_is_recorded_by_worker_and_summed_per_file(tmp_path):
+    """tests/timeline.py's lines, summed by benchmarks/timeline.py: each worker's span and
+    busy time, its files by seconds, most first; a torn last line is skipped."""
+    rows = [("gw0", "tests/a.py::t1", 100, 130), ("gw0", "tests/a.py::t2", 130, 140),
+            ("gw0", "tests/b.py::t", 140, 200), ("gw1", "tests/c.py::t", 101, 111)]  # fmt: skip
+    path = tmp_path / "timeline"
+    path.write_text("".join(f'{{"worker": "{w}", "test": "{t}", "start": {s}, "end": {e}}}\n'
+                            for w, t, s, e in rows) + '{"worker": "gw1", "te')  # fmt: skip
+    text = load("timeline").summary(load("timeline").load(path), top=5)
+    assert text.splitlines() == [
+        "gw0: 3 tests, 0-100 s, busy 100 s",
+        "     60.0 s  tests/b.py",
+        "     40.0 s  tests/a.py",
+        "gw1: 1 tests, 1-11 s, busy 10 s",
+        "     10.0 s  tests/c.py",
+    ]

@@ -15,7 +15,9 @@ from importlib.machinery import ModuleSpec
 from types import SimpleNamespace
 
 import pytest
+from click.testing import CliRunner
 
+import raytop.cli as cli
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.sources.jobs import JobsReader
 from raytop.sources.placement_source import PlacementReader
@@ -331,3 +333,16 @@ def test_the_upload_frame_is_read_only_on_a_ray_whose_upload_has_those_arguments
     without(monkeypatch, context, "TrainContext", "_upload_checkpoint")
     caps.has.cache_clear()
     assert _upload_checkpoint("checkpoint_000001") is None
+
+
+def test_a_command_this_ray_lacks_a_call_for_is_one_line_exit_2(monkeypatch):
+    """``status --stacks`` on a Ray with no KV write: a refusal naming it, not an internal
+    error."""
+    said = warning("GcsClient.internal_kv_put")
+
+    def print_status(*args, **kwargs):
+        raise RayLacks(said)
+
+    monkeypatch.setattr(cli, "print_status", print_status)
+    result = CliRunner().invoke(cli.main, ["status", "--stacks"])
+    assert (result.exit_code, result.stderr.splitlines()) == (2, [f"raytop: error: {said}"])

@@ -21,6 +21,7 @@ import click
 from raytop.faces import output
 from raytop.model.format import one_line
 from raytop.model.paths import is_uri, local_path
+from raytop.wire.gcs import RayLacks
 from raytop.wire.version import RayUnsupported
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER_START = 0, 1, 2, 3
@@ -66,8 +67,8 @@ class RaytopGroup(click.Group):
             fail(one_line(exc.format_message(), joined_by="; "), exc.exit_code)
         except click.Abort:
             fail("aborted; nothing more was done", EXIT_RUN_FAILED)
-        except RayUnsupported as exc:  # a refusal, not a bug: one line, exit 2
-            fail(str(exc))
+        except (RayUnsupported, RayLacks) as exc:  # a refusal, not a bug: one line, exit 2
+            fail(str(exc))  # RayLacks: a command this Ray lacks a call for (wire.capabilities)
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # the reader of our output went away
                 sys.exit(EXIT_RUN_FAILED)

@@ -47,6 +47,7 @@ from raytop.sources.train_state import TrainRunsSource, TrainState
 from raytop.sources.trainer_env import TrainerEnvReader
 from raytop.sources.tune_dir import ExperimentReader
 from raytop.sources.tune_home import TuneHome, default_roots
+from raytop.wire.capabilities import READING, lacking
 from raytop.wire.dashboard import DashboardClient
 from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
 from raytop.wire.version import unsupported_warning
@@ -133,11 +134,11 @@ class SnapshotCollector:
         # Named experiments narrow the view: then runs of no watched experiment are left out.
         self._only_named = experiments is not None
         self._warnings: list[str] = []  # raytop's own records, read once here
-        # On a Ray line raytop does not support, run anyway on the user's word: said in
-        # every snapshot (wire.version).
+        # Said in every snapshot: a Ray line raytop does not support, run on the user's word
+        # (wire.version), and what this Ray lacks of what the readers call (wire.capabilities).
         self._ray_warning = unsupported_warning()
-        if self._ray_warning is not None:
-            self._warnings.append(self._ray_warning)
+        self._warnings += [self._ray_warning] if self._ray_warning else []
+        self._warnings += lacking(READING) if gcs is None and address else []
         chosen = experiments if experiments is not None else default_experiments(self._warnings)
         self._experiments = [ExperimentReader(path, rdir, self._storages) for path, rdir in chosen]
         self._history_roots = list(storage_roots or [])
@@ -276,8 +277,7 @@ class SnapshotCollector:
         )
 
     def _train_runs(self) -> dict[str, StateRun]:
-        """Train's own runs by controller (called only when a run with no probe is shown);
-        a bad answer is this collection's warning."""
+        """Train's own runs by controller (asked only for a run with no probe shown)."""
         if self._train_state is None:
             return {}
         known = self._train_state.runs()

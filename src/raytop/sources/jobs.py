@@ -8,7 +8,9 @@ job's record is asked for only until it says the job ended (Ray never changes an
 job's record: ``JobInfoStorageClient.put_status`` refuses to). Ray's own jobs (namespace
 ``_ray_internal_…``) are left out, as its dashboard leaves them out. Each row and record
 is untrusted (``model.untrusted_jobs``): a bad one is left out with a warning naming it;
-at most ``MAX_JOBS`` jobs are kept, the newest.
+at most ``MAX_JOBS`` jobs are kept, the newest. On a Ray that cannot list or fetch KV keys
+(``wire.gcs.RayLacks``) the jobs are the table's alone, with no records (the collector's
+warnings name what this Ray lacks); one with no job table reads none (``RayLacks``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from raytop.model import untrusted, untrusted_jobs
 from raytop.model.jobs import TERMINAL_JOB_STATUSES, Job
-from raytop.wire.gcs import GcsKv
+from raytop.wire.gcs import GcsKv, RayLacks
 from raytop.wire.jobs import (
     RAY_INTERNAL_NAMESPACE,
     submission_ids,
@@ -53,7 +55,10 @@ class JobsReader:
             rows = rows[: untrusted_jobs.MAX_JOBS]
         # A submitted job whose entrypoint never connected has a record and no row.
         in_table = {r["submission_id"] for r in rows if r["submission_id"]}
-        listed = [s for s in submission_ids(self._kv) if s not in in_table]
+        try:
+            listed = [s for s in submission_ids(self._kv) if s not in in_table]
+        except RayLacks:
+            listed = []
         if len(listed) > untrusted_jobs.MAX_JOBS:
             warnings.append(f"Ray's job records: {len(listed)} submitted jobs that never "
                             f"connected, reading {untrusted_jobs.MAX_JOBS}")  # fmt: skip
@@ -71,7 +76,11 @@ class JobsReader:
         others' asked of the KV store in one call."""
         wanted = [s for s in dict.fromkeys(submission_ids) if s not in self._ended]
         found: dict[str, dict[str, Any]] = {}
-        for sid, blob in submission_records(self._kv, wanted).items():
+        try:
+            blobs = submission_records(self._kv, wanted)
+        except RayLacks:
+            blobs = {}
+        for sid, blob in blobs.items():
             try:
                 if not isinstance(blob, (bytes, str)):
                     raise untrusted.Invalid(f"expected bytes, got {type(blob).__name__}")

@@ -15,7 +15,9 @@ by its creator job: ``Ray job <submission id>: <command>`` or ``driver script: <
 when the job is known (``model.jobs.Job.label``).
 
 A registration is untrusted input (``model.untrusted_kv.trial_registration``): one over its
-size cap or of the wrong shape is left out and ``warnings`` names its key.
+size cap or of the wrong shape is left out and ``warnings`` names its key. On a Ray that
+cannot list or fetch KV keys (``wire.gcs.RayLacks``) the groups are read with no
+registrations (the collector's warnings name what this Ray lacks).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from raytop.model import (
 )
 from raytop.model.jobs import Job
 from raytop.rundir import train_run_name
-from raytop.wire.gcs import GcsKv, GcsReader
+from raytop.wire.gcs import GcsKv, GcsReader, RayLacks
 from raytop.wire.kv_keys import TRIAL_PREFIX
 
 
@@ -74,12 +76,13 @@ class PlacementReader:
         if self._listed:
             return self._trials
         self._listed = True
-        keys = [
-            k
-            for k in self._kv.keys(TRIAL_PREFIX)
-            if k[len(TRIAL_PREFIX) :] not in self._trials and k not in self._bad
-        ]
-        for key, blob in self._kv.multi_get(keys).items():
+        try:
+            listed = self._kv.keys(TRIAL_PREFIX)
+            new = [k for k in listed if k[len(TRIAL_PREFIX) :] not in self._trials]
+            found = self._kv.multi_get([k for k in new if k not in self._bad])
+        except RayLacks:
+            return self._trials
+        for key, blob in found.items():
             try:
                 if not isinstance(blob, (bytes, str)):
                     raise untrusted.Invalid(f"expected bytes, got {type(blob).__name__}")

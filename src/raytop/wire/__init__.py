@@ -3,10 +3,13 @@
 ``probe`` (inside Ray processes) and ``sources`` (raytop's readers, outside the cluster)
 both stand on this package and never on each other, so the KV key a probe writes and the
 key a reader fetches are one constant, and every private Ray API sits behind one version
-check. Modules, by what they hold:
+check and a check that the installed Ray has it. Modules, by what they hold:
 
 - ``version``: the Ray line the private calls were verified on, and the check.
-- ``gcs``: the GCS and its internal KV from outside the cluster (no ``ray.init``).
+- ``capabilities``: whether the installed Ray has each private API raytop calls (by what
+  it has, not its version), and the warning naming one it lacks.
+- ``gcs``: the GCS and its internal KV from outside the cluster (no ``ray.init``);
+  ``gcs_tables``: the actor and placement group rows parsed from Ray's protobufs.
 - ``cluster_kv``: the same KV store from inside a Ray process.
 - ``dashboard``: Ray's dashboard head over HTTP (its address from the KV store): the host
   figures of nodes raytop cannot measure itself.

@@ -29,7 +29,10 @@ listen elsewhere.
 Each request has one deadline for the whole exchange (connect, send, every read), not a
 timeout per socket call, and reads at most a size cap: a slow or hostile server costs the
 collector's thread at most ``FETCH_DEADLINE_S``. The body is returned unparsed; its
-validation is ``model.untrusted_dashboard``'s.
+validation is ``model.untrusted_dashboard``'s. What is asked only of a Ray whose dashboard
+serves it (``wire.capabilities``: ``TRAIN_RUNS``, ``TRACEBACK``; the address's KV key,
+``DASHBOARD_ADDRESS``): of another, the answer is ``DashboardUnreachable`` naming what it
+lacks, without a request.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import urllib.parse
 from typing import Any
 
 from raytop.model import untrusted, untrusted_dashboard, untrusted_train_state
+from raytop.wire import capabilities as caps
 from raytop.wire.gcs import ClusterUnreachable, GcsKv
 from raytop.wire.version import check_ray_version, import_ray
 
@@ -98,6 +102,7 @@ class DashboardClient:
 
     def _where(self) -> tuple[str, str, int]:
         if self._address is None:
+            _require(caps.DASHBOARD_ADDRESS, "address could not be read")
             import_ray()
             from ray._private import ray_constants
 
@@ -126,11 +131,13 @@ class DashboardClient:
     def train_runs(self) -> bytes:
         """The body of ``GET /api/train/v2/runs/v1`` (at most
         ``untrusted_train_state.MAX_TRAIN_STATE_BYTES``)."""
+        _require(caps.TRAIN_RUNS, "is not asked for Train's runs")
         return self._get(TRAIN_RUNS_PATH, untrusted_train_state.MAX_TRAIN_STATE_BYTES)
 
     def traceback(self, pid: int, node_id: str, native: bool, deadline_s: float) -> bytes:
         """The body of ``GET /worker/traceback`` for worker ``pid`` on node ``node_id``
         (hex): py-spy's dump, at most ``MAX_TRACEBACK_BYTES``, within ``deadline_s``."""
+        _require(caps.TRACEBACK, "is not asked for stacks")
         query = urllib.parse.urlencode(
             {"pid": int(pid), "node_id": node_id, "native": 1 if native else 0}
         )
@@ -145,6 +152,14 @@ class DashboardClient:
             raise DashboardUnreachable(
                 f"at {_base_url(scheme, host, port)} {exc}", exc.status, exc.detail
             ) from None
+
+
+def _require(names: tuple[str, ...], what: str) -> None:
+    """``DashboardUnreachable`` ("… ``what`` (this Ray has no …)") unless this Ray has
+    every capability in ``names``."""
+    lack = caps.first_lack(names)
+    if lack is not None:
+        raise DashboardUnreachable(f"{what} ({lack})")
 
 
 def _base_url(scheme: str, host: str, port: int) -> str:

@@ -5,7 +5,9 @@ a supervisor must outlive the cluster it watches. So these clients talk to the G
 with no driver job registered and milliseconds per call
 (docs/RAY_FACTS.md#gcs-direct-reads), and fail fast with ``ClusterUnreachable`` when it is
 gone. Each client checks the Ray line first (``wire.version``): the calls here are private
-Ray APIs. ``ray_version`` is part of this face: a snapshot says which Ray read it.
+Ray APIs; and each read checks that this Ray has what it calls (``wire.capabilities``):
+where it lacks something, the read raises ``RayLacks`` naming it instead of reading.
+``ray_version`` is part of this face: a snapshot says which Ray read it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import threading
 from typing import Any
 
 from raytop.model import Node
+from raytop.wire import capabilities as caps
+from raytop.wire.gcs_tables import alive_actor_rows, placement_group_rows
 from raytop.wire.jobs import job_row
 from raytop.wire.kv_keys import KV_NAMESPACE
 from raytop.wire.version import check_ray_version, import_ray, ray_version
@@ -25,6 +29,7 @@ __all__ = [
     "ClusterUnreachable",
     "GcsKv",
     "GcsReader",
+    "RayLacks",
     "local_cluster_address",
     "nodes_from_gcs",
     "probe_tcp",
@@ -73,6 +78,20 @@ class _Unanswered(ClusterUnreachable):
     """A read missed its deadline: its client is still blocked in Ray on another thread."""
 
 
+class RayLacks(ClusterUnreachable):
+    """The installed Ray lacks a private API this read calls (``wire.capabilities``); the
+    message is the warning naming it. Nothing was asked of the cluster, and asking again
+    cannot help: its callers treat it as any unreadable cluster (no traceback), and the
+    collector's warnings say what is missing (``pipeline.collect``)."""
+
+
+def require(names: tuple[str, ...]) -> None:
+    """``RayLacks`` unless this Ray has every capability in ``names``."""
+    lack = caps.first_lack(names)
+    if lack is not None:
+        raise RayLacks(lack)
+
+
 def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
@@ -92,6 +111,7 @@ def probe_tcp(address: str, timeout_s: float = 3.0) -> None:
 
 def local_cluster_address() -> str | None:
     """The GCS address of the cluster last started on this machine with ``ray start``."""
+    require(caps.LOCAL_ADDRESS)
     import_ray()  # every first import of Ray here goes through it (its give-up time)
     from ray._private import services
 
@@ -134,13 +154,17 @@ class GcsReader(_OutsideClient):
             self._client = state
         return self._client
 
-    def _call(self, fn: str, *args: Any) -> Any:
-        return self._call_with_state(lambda state: getattr(state, fn)(*args))
+    def _node_call(self, fn: str) -> Any:
+        """One of ``GlobalState``'s node reads."""
+        return self._call_with_state(lambda state: getattr(state, fn)(), caps.NODES)
 
-    def _call_with_state(self, read: Any) -> Any:
+    def _call_with_state(self, read: Any, needs: tuple[str, ...]) -> Any:
+        """``read(state)`` once this Ray has the capabilities it ``needs`` (checked after
+        the socket: an address that does not answer costs no ``import ray``)."""
         try:
             # A dead GCS can make the accessor wait; check the socket before every read.
             probe_tcp(self.address)
+            require(needs)
             return _within(ACCESSOR_DEADLINE_S, lambda: read(self._global_state()), self.address)
         except Exception as exc:
             # Drop the client at once: Ray's GCS client ends the whole process when the
@@ -164,7 +188,7 @@ class GcsReader(_OutsideClient):
 
     def placement_groups(self) -> list[dict[str, Any]]:
         rows, self._known_groups = self._call_with_state(
-            lambda state: _placement_group_rows(state, self._known_groups)
+            lambda state: placement_group_rows(state, self._known_groups), caps.PLACEMENT_GROUPS
         )
         return rows
 
@@ -177,15 +201,15 @@ class GcsReader(_OutsideClient):
         leaves that many (its trial actors, controllers and workers); reading them all
         cost seconds a refresh (docs/PERFORMANCE.md, "Synthetic scale")."""
         rows, self._known_actors = self._call_with_state(
-            lambda state: _alive_actor_rows(state, self._known_actors)
+            lambda state: alive_actor_rows(state, self._known_actors), caps.ACTORS
         )
         return dict(row for row in rows if row is not None)
 
     def nodes(self) -> list[dict[str, Any]]:
         """``[{node_id, address, alive, is_head, resources_total, resources_available,
         labels}]``."""
-        table = self._call("node_table")
-        available = self._call("available_resources_per_node")
+        table = self._node_call("node_table")
+        available = self._node_call("available_resources_per_node")
         nodes = []
         for row in table:
             node_id = row["NodeID"]
@@ -250,17 +274,20 @@ class GcsKv(_OutsideClient):
             ) from exc
 
     def get(self, key: str) -> bytes | None:
+        require(caps.KV_GET)
         return self._call("internal_kv_get", key.encode())
 
     def get_from(self, namespace: str, key: str, timeout_s: float = KV_TIMEOUT_S) -> bytes | None:
         """A key of one of Ray's own namespaces (e.g. where its dashboard listens,
         ``wire.dashboard``), not raytop's."""
+        require(caps.KV_GET)
         return self._call("internal_kv_get", key.encode(), namespace=namespace,
                           timeout_s=timeout_s)  # fmt: skip
 
     def multi_get(self, keys: list[str]) -> dict[str, bytes]:
         if not keys:
             return {}
+        require(caps.KV_MULTI_GET)
         found = self._call("internal_kv_multi_get", [k.encode() for k in keys])
         return {k.decode(): v for k, v in found.items()}
 
@@ -268,118 +295,31 @@ class GcsKv(_OutsideClient):
         """Keys of one of Ray's own namespaces (its job submission records, ``wire.jobs``)."""
         if not keys:
             return {}
+        require(caps.KV_MULTI_GET)
         found = self._call("internal_kv_multi_get", [k.encode() for k in keys],
                            namespace=namespace)  # fmt: skip
         return {k.decode(): v for k, v in found.items()}
 
     def keys_from(self, namespace: str, prefix: str) -> list[str]:
         """Keys of one of Ray's own namespaces under ``prefix``."""
+        require(caps.KV_KEYS)
         found = self._call("internal_kv_keys", prefix.encode(), namespace=namespace)
         return [k.decode() for k in found]
 
     def job_table(self) -> list[dict[str, Any]]:
         """Every job the GCS knows (``wire.jobs.job_row``: drivers, alive or dead), with
         Ray's submission records left out of the call (``wire.jobs.submission_records``
-        reads those of the jobs that need them)."""
-        table = self._invoke(
-            "get_all_job_info", skip_submission_job_info_field=True,
-            skip_is_running_tasks_field=True, timeout=JOB_TABLE_TIMEOUT_S,
-        )  # fmt: skip
+        reads those of the jobs that need them, when this Ray's call can leave them out)."""
+        require(caps.JOB_TABLE)
+        skips = {"skip_submission_job_info_field": True, "skip_is_running_tasks_field": True}
+        table = self._invoke("get_all_job_info", timeout=JOB_TABLE_TIMEOUT_S,
+                             **(skips if caps.has(caps.JOB_TABLE_SKIPS) else {}))  # fmt: skip
         return [job_row(entry) for entry in table.values()]
 
     def keys(self, prefix: str) -> list[str]:
+        require(caps.KV_KEYS)
         return [k.decode() for k in self._call("internal_kv_keys", prefix.encode())]
 
     def put(self, key: str, value: bytes) -> None:
+        require(caps.KV_PUT)
         self._call("internal_kv_put", key.encode(), value, True)
-
-
-def _hex(raw: bytes) -> str:
-    return raw.hex()
-
-
-def _has_id(raw: bytes) -> bool:
-    """Ray's nil ids are all 0xff bytes."""
-    return bool(raw) and raw != b"\xff" * len(raw)
-
-
-def _rows(blobs: list[bytes], parse: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
-    """Each serialized row parsed, except those whose bytes are in ``known`` (an earlier
-    read's rows by their bytes): those are reused. Returns the rows and the new ``known``."""
-    table = {}
-    rows = []
-    for blob in blobs:
-        row = known[blob] if blob in known else parse(blob)
-        table[blob] = row
-        rows.append(row)
-    return rows, table
-
-
-def _alive_actor_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
-    """The alive actors' rows (``(actor id, row)``), asked of the GCS by state (what Ray's
-    ``GlobalState.actor_table(None, None, "ALIVE")`` asks), parsed as ``_actor_row``."""
-    blobs = state._connect_and_get_accessor().get_actor_table(None, "ALIVE")
-    return _rows(blobs, _actor_row, known)
-
-
-def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
-    """One ``ActorTableData``: the fields raytop uses (Ray's ``_gen_actor_info`` keys them
-    ActorClassName, JobID, Pid, Address, OwnerAddress; ``placement_group_id`` is the
-    proto's own field, which it leaves out); None unless alive."""
-    import_ray()
-    from ray.core.generated import gcs_pb2
-
-    a = gcs_pb2.ActorTableData.FromString(blob)
-    if a.state != gcs_pb2.ActorTableData.ALIVE:
-        return None
-    return a.actor_id.hex(), {
-        "class_name": a.class_name,
-        "job_id": a.job_id.hex(),
-        "pid": a.pid,
-        "node_id": a.address.node_id.hex(),
-        "address": f"{a.address.ip_address}:{a.address.port}",
-        "owner": f"{a.owner_address.ip_address}:{a.owner_address.port}",
-        # The placement group it was scheduled into ("" for none): how a Tune trial
-        # actor's group is told apart (pipeline.owners).
-        "pg_id": _hex(a.placement_group_id) if _has_id(a.placement_group_id) else "",
-    }
-
-
-def _placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
-    blobs = state._connect_and_get_accessor().get_placement_group_table()
-    return _rows(blobs, _placement_group_row, known)
-
-
-def _placement_group_row(blob: bytes) -> dict[str, Any]:
-    """One ``PlacementGroupTableData``, with what ``placement_group_table()`` leaves out."""
-    import_ray()
-    from ray.core.generated import common_pb2, gcs_pb2
-
-    pg = gcs_pb2.PlacementGroupTableData.FromString(blob)
-    states = gcs_pb2.PlacementGroupTableData.PlacementGroupState.DESCRIPTOR.values_by_number
-    strategies = common_pb2.PlacementStrategy.DESCRIPTOR.values_by_number
-    sched = gcs_pb2.PlacementGroupStats.SchedulingState.DESCRIPTOR.values_by_number
-    return {
-        "pg_id": _hex(pg.placement_group_id),
-        "name": pg.name,
-        "strategy": strategies[pg.strategy].name if pg.strategy in strategies else str(pg.strategy),
-        "state": states[pg.state].name if pg.state in states else str(pg.state),
-        "scheduling_state": sched[pg.stats.scheduling_state].name,
-        "attempts": pg.stats.scheduling_attempt,
-        "created_at": pg.placement_group_creation_timestamp_ms / 1000.0 or None,
-        "creator_job_id": _hex(pg.creator_job_id),
-        "creator_actor_id": _hex(pg.creator_actor_id),
-        # A group made by a driver has no creator actor, and Ray marks that "dead".
-        "creator_dead": bool(
-            pg.creator_job_dead or (_has_id(pg.creator_actor_id) and pg.creator_actor_dead)
-        ),
-        "detached": pg.is_detached,
-        "bundles": [
-            {
-                "index": b.bundle_id.bundle_index,
-                "resources": {k: float(v) for k, v in b.unit_resources.items()},
-                "node_id": _hex(b.node_id) or None,
-            }
-            for b in pg.bundles
-        ],
-    }

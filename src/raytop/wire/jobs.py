@@ -10,7 +10,9 @@ store, namespace ``job``, key ``_ray_internal_job_info_<submission id>``
 (``JobInfoStorageClient.JOB_DATA_KEY``). Both read here are private Ray APIs, checked on
 Ray 2.58 (``ray/dashboard/modules/job/utils.py`` ``get_driver_jobs`` reads the table the
 same way, through ``get_all_job_info``); the caller (``wire.gcs.GcsKv``) checks the Ray
-line first. What comes back is plain data for ``model.untrusted_jobs`` to check.
+line first, and that this Ray has the call and the fields read here
+(``wire.capabilities.JOB_TABLE``). What comes back is plain data for
+``model.untrusted_jobs`` to check.
 """
 
 from __future__ import annotations

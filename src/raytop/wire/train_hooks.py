@@ -5,9 +5,10 @@ All of it is internal Ray API, so it is reached only here. The base classes are 
 when they import, whatever Ray's version says: the probe runs inside the user's workers,
 and on a Ray line raytop does not list a refusal there would fail every Train job of a
 cluster that names the probe in ``RAY_TRAIN_CALLBACKS``; its hooks guard themselves
-(no probe is better than a broken worker). The records
-returned are this module's own: the probe turns them into what it sends
-(``model.records``).
+(no probe is better than a broken worker); the frames they read are read only on a Ray
+whose Train calls have those arguments (``wire.capabilities``: ``REPORT_FRAME``,
+``UPLOAD_FRAME``). The records returned are this module's own: the probe turns them
+into what it sends (``model.records``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raytop.model.records import FAILURE_DEFAULTS
+from raytop.wire import capabilities as caps
 from raytop.wire.cluster_kv import kv_put_in_cluster
 from raytop.wire.kv_keys import PROBE_PROBLEM_PREFIX
 
@@ -156,6 +158,8 @@ class UploadCall:
 def upload_call_details(max_depth: int = 12) -> UploadCall | None:
     """Inside ``on_checkpoint_transfer``: the checkpoint being uploaded, read from the
     caller's frame (Train's ``TrainContext._upload_checkpoint``; verified on 2.58)."""
+    if not caps.has(caps.UPLOAD_FRAME):
+        return None
     local = _caller_locals("_upload_checkpoint", "checkpoint_dir_name", max_depth)
     if local is None:
         return None
@@ -178,6 +182,8 @@ class ReportCall:
 def report_call_details(max_depth: int = 12) -> ReportCall | None:
     """Inside ``on_checkpoint_sync``: the ``report`` call it belongs to, read from Train's
     ``TrainContext.report`` frame (verified on 2.58)."""
+    if not caps.has(caps.REPORT_FRAME):
+        return None
     local = _caller_locals("report", "checkpoint_upload_mode", max_depth)
     if local is None:
         return None

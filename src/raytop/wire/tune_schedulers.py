@@ -2,9 +2,12 @@
 
 Tune tells callbacks a trial ended or paused, never why. The scheduler knows: ASHA the
 rung's cutoff, the median stopping rule the median it compared against. Those numbers live
-in private attributes of Ray's schedulers (verified on the ``VERIFIED_RAY_LINE``), so they
-are read only here, after ``check_ray_version``; each reader returns ``None`` when the
-attributes are not what it expects, and the caller then words the decision without them.
+in private attributes of Ray's schedulers (verified on the supported lines), so they are
+read only here, after ``check_ray_version`` and once this Ray is known to have the methods
+they call (``wire.capabilities``: ``ASHA_RUNG``, ``MEDIAN_COMPARISON``); each reader returns
+``None`` when Ray lacks them or the attributes are not what it expects, and the caller then
+words the decision without them. Where the lines differ (the median Ray compares), the
+code path is chosen by what this Ray has (``MEDIAN_RESULT``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from raytop.wire import capabilities as caps
 from raytop.wire.version import check_ray_version
 
 
@@ -47,6 +51,8 @@ def asha_rung(scheduler: Any, trial_id: str, now: float) -> Rung | None:
     for the trial), read before the scheduler records it; ``None`` if it lands on none."""
     try:
         check_ray_version()
+        if caps.first_lack(caps.ASHA_RUNG) is not None:
+            return None
         bracket = scheduler._trial_info[trial_id]
         for milestone, recorded in bracket._rungs:
             if now < milestone or trial_id in recorded:
@@ -63,17 +69,22 @@ def median_comparison(scheduler: Any, trial: Any, now: float) -> MedianCompariso
     then include this one): the trial's best value and the others' median."""
     try:
         check_ray_version()
+        if caps.first_lack(caps.MEDIAN_COMPARISON) is not None:
+            return None
         others = [t for t in scheduler._trials_beyond_time(now) if t is not trial]
-        # The median of the others' finite running means: what Ray 2.60 compares (it drops
-        # NaN and inf, and has no ``_median_result``), and Ray 2.58 too when all are finite.
-        means = [m for m in (_finite(scheduler._running_mean(t, now)) for t in others)
-                 if m is not None]  # fmt: skip
         best = _finite(scheduler._best_result(trial))
+        if caps.has(caps.MEDIAN_RESULT):  # Ray 2.58, 2.59: the median of every running mean
+            median = _finite(scheduler._median_result(others, now)) if others else None
+            count = len(others)
+        else:  # Ray 2.60 drops NaN and inf, and takes the median of the finite ones
+            means = [m for m in (_finite(scheduler._running_mean(t, now)) for t in others)
+                     if m is not None]  # fmt: skip
+            median, count = (statistics.median(means) if means else None), len(means)
     except Exception:
         return None
-    if not means or best is None:
+    if median is None or best is None:
         return None
-    return MedianComparison(best=best, median=statistics.median(means), others=len(means))
+    return MedianComparison(best=best, median=median, others=count)
 
 
 def pbt_quantile_fraction(scheduler: Any) -> float | None:

@@ -1,0 +1,104 @@
+"""The GCS's actor and placement group tables, row by row: Ray's serialized protobufs
+(``gcs_pb2.ActorTableData``, ``PlacementGroupTableData``) as the plain dicts raytop uses.
+
+``wire.gcs.GcsReader`` asks the GCS for the rows; the fields read here are private Ray
+API, each one a capability of ``wire.capabilities`` (``ACTORS``, ``PLACEMENT_GROUPS``)
+the reader checks before it reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raytop.wire.version import import_ray
+
+
+def _hex(raw: bytes) -> str:
+    return raw.hex()
+
+
+def _has_id(raw: bytes) -> bool:
+    """Ray's nil ids are all 0xff bytes."""
+    return bool(raw) and raw != b"\xff" * len(raw)
+
+
+def _rows(blobs: list[bytes], parse: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
+    """Each serialized row parsed, except those whose bytes are in ``known`` (an earlier
+    read's rows by their bytes): those are reused. Returns the rows and the new ``known``."""
+    table = {}
+    rows = []
+    for blob in blobs:
+        row = known[blob] if blob in known else parse(blob)
+        table[blob] = row
+        rows.append(row)
+    return rows, table
+
+
+def alive_actor_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
+    """The alive actors' rows (``(actor id, row)``), asked of the GCS by state (what Ray's
+    ``GlobalState.actor_table(None, None, "ALIVE")`` asks), parsed as ``_actor_row``."""
+    blobs = state._connect_and_get_accessor().get_actor_table(None, "ALIVE")
+    return _rows(blobs, _actor_row, known)
+
+
+def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
+    """One ``ActorTableData``: the fields raytop uses (Ray's ``_gen_actor_info`` keys them
+    ActorClassName, JobID, Pid, Address, OwnerAddress; ``placement_group_id`` is the
+    proto's own field, which it leaves out); None unless alive."""
+    import_ray()
+    from ray.core.generated import gcs_pb2
+
+    a = gcs_pb2.ActorTableData.FromString(blob)
+    if a.state != gcs_pb2.ActorTableData.ALIVE:
+        return None
+    return a.actor_id.hex(), {
+        "class_name": a.class_name,
+        "job_id": a.job_id.hex(),
+        "pid": a.pid,
+        "node_id": a.address.node_id.hex(),
+        "address": f"{a.address.ip_address}:{a.address.port}",
+        "owner": f"{a.owner_address.ip_address}:{a.owner_address.port}",
+        # The placement group it was scheduled into ("" for none): how a Tune trial
+        # actor's group is told apart (pipeline.owners).
+        "pg_id": _hex(a.placement_group_id) if _has_id(a.placement_group_id) else "",
+    }
+
+
+def placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
+    blobs = state._connect_and_get_accessor().get_placement_group_table()
+    return _rows(blobs, _placement_group_row, known)
+
+
+def _placement_group_row(blob: bytes) -> dict[str, Any]:
+    """One ``PlacementGroupTableData``, with what ``placement_group_table()`` leaves out."""
+    import_ray()
+    from ray.core.generated import common_pb2, gcs_pb2
+
+    pg = gcs_pb2.PlacementGroupTableData.FromString(blob)
+    states = gcs_pb2.PlacementGroupTableData.PlacementGroupState.DESCRIPTOR.values_by_number
+    strategies = common_pb2.PlacementStrategy.DESCRIPTOR.values_by_number
+    sched = gcs_pb2.PlacementGroupStats.SchedulingState.DESCRIPTOR.values_by_number
+    return {
+        "pg_id": _hex(pg.placement_group_id),
+        "name": pg.name,
+        "strategy": strategies[pg.strategy].name if pg.strategy in strategies else str(pg.strategy),
+        "state": states[pg.state].name if pg.state in states else str(pg.state),
+        "scheduling_state": sched[pg.stats.scheduling_state].name,
+        "attempts": pg.stats.scheduling_attempt,
+        "created_at": pg.placement_group_creation_timestamp_ms / 1000.0 or None,
+        "creator_job_id": _hex(pg.creator_job_id),
+        "creator_actor_id": _hex(pg.creator_actor_id),
+        # A group made by a driver has no creator actor, and Ray marks that "dead".
+        "creator_dead": bool(
+            pg.creator_job_dead or (_has_id(pg.creator_actor_id) and pg.creator_actor_dead)
+        ),
+        "detached": pg.is_detached,
+        "bundles": [
+            {
+                "index": b.bundle_id.bundle_index,
+                "resources": {k: float(v) for k, v in b.unit_resources.items()},
+                "node_id": _hex(b.node_id) or None,
+            }
+            for b in pg.bundles
+        ],
+    }

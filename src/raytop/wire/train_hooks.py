@@ -337,9 +337,9 @@ def nccl_hang_detector(worker_group: Any) -> tuple[HangDetectorRecord | None, An
     environment. None of these variables is propagated to the controller
     (``ENV_VARS_TO_PROPAGATE``), so the controller's environment is no evidence: the
     object is. It travels to the controller with the other callbacks, which hands it to
-    every worker group (``WorkerGroup._callbacks``; Ray 2.60.0). On a Ray without the
-    module (2.58, 2.59) the detector is unavailable. (None, None): the callbacks could not
-    be read."""
+    every worker group (``WorkerGroup._callbacks``; Ray 2.60.0,
+    docs/RAY_FACTS.md#nccl-hang-detector). On a Ray without the module (2.58, 2.59) the
+    detector is unavailable. (None, None): the callbacks could not be read."""
     callbacks = getattr(worker_group, "_callbacks", None)
     if not isinstance(callbacks, list):
         return None, None

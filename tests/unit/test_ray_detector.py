@@ -201,7 +201,7 @@ def run_with(detector: dict | None, verdict: RayHangVerdict | None = None, **ext
                   "its evidence in /r/run/hang_detector"),
     ({**ON, "disabled": True}, None, "but Ray stopped it for the rest of this run (ncclras"),
     (OFF, None, "Ray's NCCL hang detector: off (RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR was not "
-                "1 where the trainer was built)"),
+                "1 or true where the trainer was built)"),
     ({**OFF, "state": "unavailable", "ray": "2.59.0"}, None,
      "Ray's NCCL hang detector: not available on this Ray (2.59.0; it came in 2.60)"),
 ])  # fmt: skip

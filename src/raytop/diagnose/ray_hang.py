@@ -79,7 +79,7 @@ def detector_line(detector: RayHangDetector, verdict: RayHangVerdict | None) -> 
     head = "Ray's NCCL hang detector"
     if not detector.on:
         if detector.state == DETECTOR_OFF:
-            return f"{head}: off ({DETECTOR_ENV} was not 1 where the trainer was built)"
+            return f"{head}: off ({DETECTOR_ENV} was not 1 or true where the trainer was built)"
         return f"{head}: not available on this Ray ({detector.ray or '?'}; it came in 2.60)"
     how = (f"{detector.action}, polls every {fmt_duration(detector.poll_s)}, "
            f"confirms after {fmt_duration(detector.confirm_s)}")  # fmt: skip

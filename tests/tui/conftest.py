@@ -35,6 +35,7 @@ from raytop.model import (
     Trial,
     Worker,
 )
+from raytop.model.nccl_ras import RayHangDetector
 from raytop.model.no_probe import CALLBACKS_UNSET, NoProbe
 from raytop.model.resume import PreviewRow, ResumePreview, StoredExperiment
 from raytop.model.thresholds import Thresholds
@@ -47,7 +48,7 @@ from raytop.model.workloads import (
     ORIGIN_RAYTOP,
     Workload,
 )
-from raytop.pipeline.derive import with_rank_states
+from raytop.pipeline.derive import with_rank_states, with_ray_detector
 from raytop.tui.app import RaytopApp
 
 NOW = 1_767_225_600.0  # a fixed "wall clock" for every test
@@ -342,6 +343,16 @@ def retrying(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
     experiment = replace(sweep.experiments[0], runs=(run,), trials=tuple(trials))
     findings = (*attempt_findings(run, ended=False), *sweep.findings)
     return replace(sweep, experiments=(experiment,), findings=findings)
+
+
+@pytest.fixture
+def detector_watched(stalled: Snapshot) -> Snapshot:
+    """``stalled`` on Ray 2.60 with its NCCL hang detector on (observe, Ray's defaults) and
+    no verdict yet: raytop names the stall, Ray has not confirmed anything."""
+    experiment = stalled.experiments[0]
+    detector = RayHangDetector("on", "2.60.0", "observe", 15.0, 600.0)
+    run = with_ray_detector(replace(experiment.runs[0], ray_detector=detector))
+    return replace(stalled, experiments=(replace(experiment, runs=(run,)),))
 
 
 CKPT_COLLIDED = "checkpoint_2025-12-31_12-58-41.093114"

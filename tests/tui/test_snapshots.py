@@ -75,6 +75,12 @@ def test_overview_retries_120x36(snap_compare, make_app, retrying) -> None:
     assert snap_compare(app, terminal_size=(120, 36), run_before=feed(SnapshotReady(retrying)))
 
 
+def test_run_ray_detector_80x24(snap_compare, make_app, detector_watched) -> None:
+    app = make_app()
+    run_before = feed(SnapshotReady(detector_watched), keys=("enter",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
 def test_run_checkpoints_80x24(snap_compare, make_app, checkpointed) -> None:
     """The ranks, then the checkpoints newest first: a collision, one still uploading."""
     app = make_app()

@@ -11,6 +11,10 @@ last progress crossed its threshold, Ray's the time of the files it uploaded.
   earlier attempt's, or ``observe`` mode and the run moved on), or the attempt is over
   (action ``fail`` ends it).
 
+Before a verdict, ``detector_line`` says whether the detector watches the run at all, and
+how (``model.nccl_ras.RayHangDetector``): a user who turned it on sees it on from the first
+worker group, not ten minutes into a hang.
+
 Pure (``diagnose`` floor).
 """
 
@@ -20,6 +24,8 @@ from raytop.diagnose.hang import StallLimit, last_progress, stall_limit
 from raytop.diagnose.refs import of_attempt
 from raytop.model import Finding, Severity, TrainRun
 from raytop.model.format import fmt_duration
+from raytop.model.nccl_ras import RayHangDetector, RayHangVerdict
+from raytop.model.records import DETECTOR_OFF
 from raytop.model.thresholds import Thresholds
 
 OWN_HANG_KINDS = frozenset({
@@ -62,3 +68,24 @@ def ray_hang_findings(run: TrainRun, own: list[Finding], t: Thresholds, over: bo
         order = f"raytop names it {mine[0].kind}; {first}, by {gap}"
     line = f"{head}; {order} ({files})"
     return [Finding("ray_nccl_hang", Severity.ERROR, subject, line, evidence, **of_attempt(run))]
+
+
+DETECTOR_ENV = "RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR"
+
+
+def detector_line(detector: RayHangDetector, verdict: RayHangVerdict | None) -> str:
+    """One line on Ray's detector on a run, with its verdict so far: ``Ray's NCCL hang
+    detector: on (observe, polls every 15s, confirms after 10m00s), no verdict yet``."""
+    head = "Ray's NCCL hang detector"
+    if not detector.on:
+        if detector.state == DETECTOR_OFF:
+            return f"{head}: off ({DETECTOR_ENV} was not 1 or true where the trainer was built)"
+        return f"{head}: not available on this Ray ({detector.ray or '?'}; it came in 2.60)"
+    how = (f"{detector.action}, polls every {fmt_duration(detector.poll_s)}, "
+           f"confirms after {fmt_duration(detector.confirm_s)}")  # fmt: skip
+    if verdict is not None:
+        return f"{head}: on ({how}), confirmed a hang: its evidence in {verdict.folder}"
+    if detector.disabled:
+        return (f"{head}: on ({how}), but Ray stopped it for the rest of this run (ncclras "
+                "missing, older than NCCL 2.28, or failing: see the controller's log)")  # fmt: skip
+    return f"{head}: on ({how}), no verdict yet"

@@ -49,6 +49,7 @@ def status_text(snapshot: Snapshot) -> str:
             lines.append(f"  {t.trial_id:<14} {t.status:<10} {metric:>10} iter {t.iterations:<4} "
                          f"{elapsed:>6}  {params}")  # fmt: skip
     lines += workload_lines(snapshot)
+    lines += detector_lines(snapshot)
     if not snapshot.experiments and snapshot.warnings:  # e.g. a --storage not reached
         lines.append("no experiments found (see the warnings below)")
     elif not snapshot.experiments:
@@ -84,6 +85,15 @@ def workload_lines(snapshot: Snapshot) -> list[str]:
               "the TUI reads them)"
               for o in snapshot.older_experiments]  # fmt: skip
     return lines
+
+
+def detector_lines(snapshot: Snapshot) -> list[str]:
+    """Each live run Ray's NCCL hang detector watches: the pipeline's line on it (its
+    settings, and its verdict so far). Runs it does not watch say nothing here
+    (``status --json`` and the Run screen say off, or not on this Ray)."""
+    return [f"run {run.run_name} attempt {run.attempt_index}: {run.ray_detector.line}"
+            for run in snapshot.all_runs()
+            if run.ray_detector is not None and run.ray_detector.on and not run.over]  # fmt: skip
 
 
 def stacks_text(snapshot: Snapshot) -> str:

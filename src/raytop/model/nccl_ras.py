@@ -16,6 +16,9 @@ their time its moment. The newest poll says which communicator and which ranks: 
 parses it as untrusted input (size and counts capped) with Ray's own rule: a communicator is
 hung when its ranks' counts of a collective differ while every rank is RUNNING.
 
+Before any verdict, whether the detector watches a run at all is ``RayHangDetector``: Ray
+decides where the trainer is built, and the RunProbe reads the decision in the controller.
+
 Stdlib only (``model`` floor).
 """
 
@@ -25,6 +28,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from raytop.model.records import DETECTOR_ON
 
 HANG_DETECTOR_DIR = "hang_detector"  # Ray's HANG_DETECTOR_DIRNAME
 RAS_DIR = "nccl_ras"
@@ -84,6 +89,27 @@ class RayHangVerdict:
         if len(self.lagging) > 3:
             parts.append(f"{len(self.lagging) - 3} more")
         return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class RayHangDetector:
+    """Whether Ray's detector watches a run, before any verdict: as the RunProbe found it
+    among the run's callbacks (``model.records.HangDetectorRecord``, whose fields these
+    are). ``state``: on, off, or unavailable (this Ray has none: before 2.60). ``line``:
+    what the faces show, made once by the pipeline (``diagnose.ray_hang.detector_line``)
+    with the run's verdict."""
+
+    state: str
+    ray: str = ""
+    action: str | None = None
+    poll_s: float | None = None
+    confirm_s: float | None = None
+    disabled: bool = False
+    line: str = ""
+
+    @property
+    def on(self) -> bool:
+        return self.state == DETECTOR_ON
 
 
 def _status(status: Any) -> str:

@@ -289,6 +289,29 @@ class AttemptRecord(TypedDict):
     undeliverable: NotRequired[bool]
 
 
+# ``HangDetectorRecord.state``: Ray's NCCL hang detector is among the run's callbacks; Ray
+# has it and did not add it; this Ray has no such detector (before 2.60).
+DETECTOR_ON, DETECTOR_OFF, DETECTOR_UNAVAILABLE = "on", "off", "unavailable"
+DETECTOR_STATES = (DETECTOR_ON, DETECTOR_OFF, DETECTOR_UNAVAILABLE)
+DETECTOR_ACTIONS = ("observe", "fail")  # Ray's NCCL_RAS_ACTION_OBSERVE / _FAIL
+
+
+class HangDetectorRecord(TypedDict):
+    """Ray's NCCL hang detector on one run, as the RunProbe found it among the callbacks of
+    the run's worker group (``wire.train_hooks.nccl_hang_detector``): the settings Ray
+    itself parsed, where the trainer was built. ``action``, ``poll_s``, ``confirm_s``
+    are None unless ``state`` is on; ``disabled``: Ray stopped it for the rest of the run
+    (``ncclras`` missing or too old, or an error of its own); ``ray``: the controller's
+    Ray version."""
+
+    state: str  # one of DETECTOR_STATES
+    ray: str
+    action: str | None  # one of DETECTOR_ACTIONS
+    poll_s: float | None
+    confirm_s: float | None
+    disabled: bool
+
+
 class RunAttempts(TypedDict):
     """``ledger/run/<run_id>``: what a RunProbe sends the Ledger on every change, whole
     (so a recreated ledger is whole again after the next change)."""
@@ -298,6 +321,9 @@ class RunAttempts(TypedDict):
     failure_config: dict[str, int]  # the three FailureConfig fields (-1: unlimited)
     attempts: list[AttemptRecord]  # oldest first, at most MAX_ATTEMPTS
     sent_at: float
+    # Ray's NCCL hang detector, once a worker group started; older probes omit it (None:
+    # not known).
+    hang_detector: NotRequired[HangDetectorRecord | None]
 
 
 MAX_PROBE_PROBLEM = 300  # characters of a probe's one-line problem

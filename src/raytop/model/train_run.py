@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from raytop.model.nccl_ras import CommLag, RayHangVerdict
+from raytop.model.nccl_ras import CommLag, RayHangDetector, RayHangVerdict
 from raytop.model.no_probe import NoProbe
 
 # Where raytop learned of a Train run (``TrainRun.source``).
@@ -272,6 +272,9 @@ class TrainRun:
     no_probe: NoProbe | None = None
     # Ray 2.60's NCCL hang detector confirmed a hang in this run (``model.nccl_ras``).
     ray_hang: RayHangVerdict | None = None
+    # Whether that detector watches this run (its RunProbe saw Train's callbacks); None:
+    # not known (no RunProbe, an older one, or no worker group started yet).
+    ray_detector: RayHangDetector | None = None
     # Derived by the pipeline with the collector's thresholds (``pipeline.derive``): no rank
     # of the attempt has beaten for ``dead_after_s``.
     gone: bool = False
@@ -314,6 +317,8 @@ def run_from_json(data: dict[str, Any]) -> TrainRun:
         **hang, "stack_ranks": tuple(hang.get("stack_ranks", ())),
         "lagging": tuple(CommLag(**{**c, "behind": tuple(c["behind"])}) for c in hang["lagging"]),
     }) if hang else None  # fmt: skip
+    detector = RayHangDetector(**data["ray_detector"]) if data.get("ray_detector") else None
     return TrainRun(**{**data, "workers": workers, "checkpoints": checkpoints,
                        "attempts": attempts, "retry_budget": budget,
-                       "no_probe": no_probe, "ray_hang": ray_hang})  # fmt: skip
+                       "no_probe": no_probe, "ray_hang": ray_hang,
+                       "ray_detector": detector})  # fmt: skip

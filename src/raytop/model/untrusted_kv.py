@@ -14,6 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from raytop.model.records import (
+    DETECTOR_ACTIONS,
+    DETECTOR_ON,
+    DETECTOR_STATES,
     FAILURE_CLASSES,
     FAILURE_DEFAULTS,
     MAX_ATTEMPTS,
@@ -24,6 +27,7 @@ from raytop.model.records import (
     MAX_REPORT_METRICS,
     Activity,
     AttemptRecord,
+    HangDetectorRecord,
     LedgerIndex,
     LedgerPage,
     ProbeProblem,
@@ -337,6 +341,38 @@ def run_attempts(data: Any) -> RunAttempts:
         attempts=[_attempt(a, f"attempts[{i}]") for i, a in enumerate(attempts)],
         sent_at=number(raw, "sent_at"),
     )
+
+
+MAX_DETECTOR_S = 7 * 86_400.0  # a poll period or confirmation time beyond a week is no setting
+
+
+def run_hang_detector(data: Any) -> HangDetectorRecord | None:
+    """``hang_detector`` of ``ledger/run/<run_id>``: Ray's NCCL hang detector on the run (None:
+    absent, from an older probe). Checked apart from the attempts, so that a bad one is a
+    warning of its own and the attempts still show."""
+    where, raw = "hang_detector", obj(data).get("hang_detector")
+    if raw is None:
+        return None
+    record = obj(raw, where)
+    state = text(record, "state", where) or ""
+    if state not in DETECTOR_STATES:
+        raise Invalid(f"{at(where, 'state')}: '{state[:40]}' is not one of "
+                      f"{', '.join(DETECTOR_STATES)}")  # fmt: skip
+    ray = _capped_text(record, "ray", where, 40) or ""
+    if state != DETECTOR_ON:
+        return HangDetectorRecord(state=state, ray=ray, action=None, poll_s=None,
+                                  confirm_s=None, disabled=False)  # fmt: skip
+    action = text(record, "action", where) or ""
+    if action not in DETECTOR_ACTIONS:
+        raise Invalid(f"{at(where, 'action')}: '{action[:40]}' is not one of "
+                      f"{', '.join(DETECTOR_ACTIONS)}")  # fmt: skip
+    poll_s, confirm_s = (number(record, key, where) or 0.0 for key in ("poll_s", "confirm_s"))
+    for key, value in (("poll_s", poll_s), ("confirm_s", confirm_s)):
+        if not 0 < value <= MAX_DETECTOR_S:
+            raise Invalid(f"{at(where, key)}: {value:g} s is not in (0, {MAX_DETECTOR_S:g}]")
+    disabled = flag(record, "disabled", where)
+    return HangDetectorRecord(state=state, ray=ray, action=action, poll_s=poll_s,
+                              confirm_s=confirm_s, disabled=disabled)  # fmt: skip
 
 
 # -- trial registrations (probe.trial_registry; sources.placement_source) --------------------

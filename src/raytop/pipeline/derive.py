@@ -6,7 +6,7 @@ for the attempt): its state, reports behind, its one report interval and rate, w
 is silent, its part in the report barrier. The judgements (``diagnose``) and every face
 read those fields; none works them out again. What an attempt restored is joined here
 too: the probe's checkpoint folder name with Train's own record of that checkpoint's
-metrics on storage.
+metrics on storage; and the line on Ray's NCCL hang detector, with its verdict so far.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import functools
 import math
 from typing import Any
 
+from raytop.diagnose.ray_hang import detector_line
 from raytop.model import TrainRun, Worker
 from raytop.model.evolve import evolve
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
@@ -145,3 +146,15 @@ def _checkpoint_metrics(snapshot: dict[str, Any] | None, name: str) -> dict[str,
                 kept[key[:MAX_METRIC_KEY_CHARS]] = float(value)
         return kept or None
     return None
+
+
+def with_ray_detector(run: TrainRun) -> TrainRun:
+    """``run`` with the line on Ray's NCCL hang detector made, once, from what its RunProbe
+    saw and Ray's verdict so far (``TrainRun.ray_hang``, read before this)."""
+    detector = run.ray_detector
+    if detector is None:
+        return run
+    line = detector_line(detector, run.ray_hang)
+    if line == detector.line:
+        return run
+    return dataclasses.replace(run, ray_detector=dataclasses.replace(detector, line=line))

@@ -1,4 +1,5 @@
-"""Each Train run's checkpoint pipeline, worked out again only when its inputs changed.
+"""Each Train run's checkpoint pipeline, worked out again only when its inputs changed; and
+what its folder says of Ray's NCCL hang detector (its verdict, and the line on it).
 
 The pipeline of a run (``diagnose.checkpoints.pipeline``) joins its ranks' upload records
 (the ledger's pages), Train's checkpoint snapshot and the folders on storage. At 250 runs
@@ -18,7 +19,7 @@ from typing import Any
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import CheckpointRecord, TrainRun
 from raytop.model.nccl_ras import HANG_DETECTOR_DIR
-from raytop.pipeline.derive import with_restored_checkpoint
+from raytop.pipeline.derive import with_ray_detector, with_restored_checkpoint
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.hang_detector import HangDetectorReader
 from raytop.sources.ledger_source import LedgerReader
@@ -68,7 +69,7 @@ class RunCheckpoints:
             if warning:
                 self._snapshots.warnings.append(warning)
         run = dataclasses.replace(run, checkpoints=checkpoints, ray_hang=ray_hang)
-        return with_restored_checkpoint(run, snapshot)
+        return with_restored_checkpoint(with_ray_detector(run), snapshot)
 
     def forget_unseen(self) -> None:
         """After a collection: drop what is kept for runs it did not see."""

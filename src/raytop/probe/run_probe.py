@@ -6,7 +6,9 @@ attempt: entering ``SCHEDULING`` opens one, a restart (``RESTARTING``/``RESCHEDU
 closes it as errored with the error that caused it and the retry budget Train charges it
 to, ``ERRORED``/``FINISHED``/``ABORTED``/``RESIZING`` close it for good. ``after_report``
 keeps the first report's scalar metrics of each attempt and the metrics of the last
-checkpointed report (what the next attempt restores from).
+checkpointed report (what the next attempt restores from). Each worker group's start also
+notes whether Ray 2.60's NCCL hang detector is among the run's callbacks, with the settings
+Ray parsed for it (``wire.train_hooks.nccl_hang_detector``).
 
 After each change the whole record (``model.records.RunAttempts``) goes fire-and-forget
 to the Ledger, which publishes it as ``ledger/run/<run_id>``. Bounded (the newest
@@ -35,12 +37,15 @@ from raytop.model.records import (
     MAX_METRIC_KEY_CHARS,
     MAX_REPORT_METRICS,
     AttemptRecord,
+    HangDetectorRecord,
     RunAttempts,
 )
 from raytop.probe.ledger import get_or_create_ledger
 from raytop.wire.train_hooks import (
     controller_state,
     failure_details,
+    nccl_hang_detector,
+    nccl_hang_detector_disabled,
     report_has_checkpoint,
     train_controller_callback_bases,
     train_run_identity,
@@ -95,6 +100,7 @@ class RunRecorder:
         self.attempts: deque[AttemptRecord] = deque(maxlen=MAX_ATTEMPTS)
         self.count = 0
         self.last_checkpoint: dict[str, float] | None = None
+        self.hang_detector: HangDetectorRecord | None = None
 
     @property
     def open(self) -> AttemptRecord | None:
@@ -134,6 +140,21 @@ class RunRecorder:
         attempt["attempt_id"] = attempt_id
         return True
 
+    def detector(self, record: HangDetectorRecord | None) -> bool:
+        """Ray's NCCL hang detector as a worker group's callbacks show it (None: they
+        could not be read, and what was known stays); whether the record changed."""
+        if record is None or record == self.hang_detector:
+            return False
+        self.hang_detector = record
+        return True
+
+    def detector_disabled(self) -> bool:
+        """Ray stopped its detector for the rest of the run; whether the record changed."""
+        if self.hang_detector is None or self.hang_detector["disabled"]:
+            return False
+        self.hang_detector = HangDetectorRecord(**{**self.hang_detector, "disabled": True})
+        return True
+
     def report(self, metrics: list[dict[str, Any]], checkpoint: bool) -> bool:
         """One report taken by the controller: always a change (its count), so that a
         controller that stops taking reports is seen stopping at the right one."""
@@ -156,6 +177,7 @@ class RunRecorder:
             # Copies: the hooks go on changing the originals while this one is sent.
             attempts=[AttemptRecord(**a) for a in self.attempts],
             sent_at=time.time(),
+            hang_detector=self.hang_detector,
         )
 
 
@@ -171,6 +193,7 @@ class RunProbe(ControllerCallback, WorkerGroupCallback, ReportCallback):
     def __init__(self) -> None:
         self._recorder: RunRecorder | None = None
         self._ledger: Any = None
+        self._detector: Any = None  # Ray's NCCL hang detector among the run's callbacks
         self.dropped = 0
 
     def _guard(self, change: Any) -> None:
@@ -227,6 +250,21 @@ class RunProbe(ControllerCallback, WorkerGroupCallback, ReportCallback):
                 and self._recorder.started(worker_group_attempt_id(worker_group))
             )
         )
+
+        def detector() -> bool:
+            if self._recorder is None:
+                return False
+            record, self._detector = nccl_hang_detector(worker_group)
+            return self._recorder.detector(record)
+
+        self._guard(detector)
+
+    def after_worker_group_poll_status(self, worker_group_status: Any) -> None:
+        """Every controller poll: one attribute read, a send only when Ray has just
+        stopped its NCCL hang detector (it says so once, in the controller's log)."""
+        if self._detector is None or not nccl_hang_detector_disabled(self._detector):
+            return
+        self._guard(lambda: self._recorder is not None and self._recorder.detector_disabled())
 
     # -- ReportCallback --------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """A validated ledger record (``model.records``) as the model's objects: a rank's record
 and its latest heartbeat as a ``Worker`` (ages as of the read), a run's record as its
-``Attempt``s and retry budgets. ``ledger_source`` reads the records from the KV store.
+``Attempt``s and retry budgets, and Ray's NCCL hang detector on it. ``ledger_source``
+reads the records from the KV store.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 
 from raytop.model import Activity, Attempt, RetryBudget, Worker
 from raytop.model.evolve import evolve
+from raytop.model.nccl_ras import RayHangDetector
 from raytop.model.records import FAILURE_CLASSES, RankBeat, RankRecord, RunAttempts
 from raytop.model.records import Activity as ActivityRecord
 
@@ -101,3 +103,10 @@ def attempts_from_record(
         for cls, setting in FAILURE_CLASSES.items()
     }
     return attempts, budget
+
+
+def detector_from_record(record: RunAttempts) -> RayHangDetector | None:
+    """Ray's NCCL hang detector as the run's validated record has it (None: not known).
+    Its ``line`` is the pipeline's to make, with the run's verdict."""
+    found = record.get("hang_detector")
+    return RayHangDetector(**found) if found is not None else None

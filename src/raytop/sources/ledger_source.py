@@ -36,7 +36,13 @@ from raytop.model.records import (
     RankRecord,
     RunAttempts,
 )
-from raytop.sources.ledger_records import age, attempts_from_record, with_beat, worker_from_record
+from raytop.sources.ledger_records import (
+    age,
+    attempts_from_record,
+    detector_from_record,
+    with_beat,
+    worker_from_record,
+)
 from raytop.wire.gcs import GcsKv
 from raytop.wire.kv_keys import (
     BEAT_PREFIX,
@@ -169,10 +175,15 @@ class LedgerReader:
             if run_id not in versions:
                 continue
             try:
-                record = untrusted_kv.run_attempts(_parse(blob, untrusted.MAX_KV_VALUE_BYTES))
+                data = _parse(blob, untrusted.MAX_KV_VALUE_BYTES)
+                record = untrusted_kv.run_attempts(data)
             except ValueError as exc:
                 warnings.append(untrusted.problem(key, exc))
                 continue
+            try:  # apart: a bad detector record is its own warning, the attempts still show
+                record["hang_detector"] = untrusted_kv.run_hang_detector(data)
+            except ValueError as exc:
+                warnings.append(untrusted.problem(key, exc))
             self._run_records[run_id] = record
             self._run_versions[run_id] = versions[run_id]
         for gone in set(self._run_records) - set(versions):
@@ -207,6 +218,7 @@ class LedgerReader:
                     run_path=next((r["run_path"] for r in ranks.values()), None),
                     attempts=history,
                     retry_budget=budget,
+                    ray_detector=detector_from_record(record) if record else None,
                 )
             )
         for run_id, record in self._run_records.items():
@@ -223,6 +235,7 @@ class LedgerReader:
                     attempt_id=(last.attempt_id or "") if last else "", world_size=0,
                     attempt_index=last.index if last else 1,
                     attempts=history, retry_budget=budget,
+                    ray_detector=detector_from_record(record),
                 )
             )  # fmt: skip
         # By name, and the runs of one name (each controller that ran it: a resumed run has

@@ -13,6 +13,7 @@ into what it sends (``model.records``).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import threading
@@ -20,7 +21,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from raytop.model.records import FAILURE_DEFAULTS
+from raytop.model.records import (
+    DETECTOR_OFF,
+    DETECTOR_ON,
+    DETECTOR_UNAVAILABLE,
+    FAILURE_DEFAULTS,
+    HangDetectorRecord,
+)
 from raytop.wire import capabilities as caps
 from raytop.wire.cluster_kv import kv_put_in_cluster
 from raytop.wire.kv_keys import PROBE_PROBLEM_PREFIX
@@ -316,3 +323,55 @@ def worker_group_attempt_id(worker_group: Any) -> str | None:
 def report_has_checkpoint(training_report: Any) -> bool:
     """Whether a ``_TrainingReport`` (``ReportCallback.after_report``) carries a checkpoint."""
     return getattr(training_report, "checkpoint", None) is not None
+
+
+# Ray 2.60's NCCL hang detector (ray/train/v2/_internal/callbacks/nccl_ras.py): its module,
+# class and the attributes its ``__init__`` sets from the settings it parsed.
+NCCL_RAS_MODULE = "ray.train.v2._internal.callbacks.nccl_ras"
+NCCL_RAS_CLASS = "NCCLRASCallback"
+
+
+def nccl_hang_detector(worker_group: Any) -> tuple[HangDetectorRecord | None, Any]:
+    """(Ray's NCCL hang detector on this run, the detector itself or None) from the
+    callbacks of a worker group (``after_worker_group_start``).
+
+    Ray decides in the process that calls ``trainer.fit()`` (the driver, or a Tune trial's
+    actor): ``DataParallelTrainer._create_default_callbacks`` adds ``NCCLRASCallback()``
+    when ``RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR`` is ``1``/``true`` there, and that
+    ``__init__`` parses ``RAY_TRAIN_NCCL_RAS_ACTION`` (observe, the default, or fail),
+    ``_MIN_POLL_INTERVAL_S`` (15) and ``_CONFIRM_DURATION_S`` (600) from the same
+    environment. None of these variables is propagated to the controller
+    (``ENV_VARS_TO_PROPAGATE``), so the controller's environment is no evidence: the
+    object is. It travels to the controller with the other callbacks, which hands it to
+    every worker group (``WorkerGroup._callbacks``; Ray 2.60.0,
+    docs/RAY_FACTS.md#nccl-hang-detector). On a Ray without the module (2.58, 2.59) the
+    detector is unavailable. (None, None): the callbacks could not be read."""
+    callbacks = getattr(worker_group, "_callbacks", None)
+    if not isinstance(callbacks, list):
+        return None, None
+    import ray
+
+    version = str(getattr(ray, "__version__", ""))[:40]
+    for callback in callbacks:
+        kind = type(callback)
+        if kind.__name__ == NCCL_RAS_CLASS and kind.__module__ == NCCL_RAS_MODULE:
+            record = HangDetectorRecord(
+                state=DETECTOR_ON, ray=version, action=str(callback._action),
+                poll_s=float(callback._poll_interval_s),
+                confirm_s=float(callback._confirm_duration_s),
+                disabled=nccl_hang_detector_disabled(callback),
+            )  # fmt: skip
+            return record, callback
+    try:
+        has_it = importlib.util.find_spec(NCCL_RAS_MODULE) is not None
+    except (ImportError, ValueError):
+        return None, None
+    state = DETECTOR_OFF if has_it else DETECTOR_UNAVAILABLE
+    return HangDetectorRecord(state=state, ray=version, action=None, poll_s=None,
+                              confirm_s=None, disabled=False), None  # fmt: skip
+
+
+def nccl_hang_detector_disabled(callback: Any) -> bool:
+    """Ray turned its detector off for the rest of the run (``_is_ras_degraded``: the
+    ``ncclras`` binary missing or older than NCCL 2.28, or an error of its own)."""
+    return getattr(callback, "_is_ras_degraded", False) is True

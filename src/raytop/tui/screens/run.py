@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 from raytop.model import Attempt, Finding, RetryBudget, TrainRun
 from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS
+from raytop.model.nccl_ras import RayHangDetector
 from raytop.model.ports import Collector
 from raytop.model.train_run import RUN_FROM_TRAIN_STATE
 from raytop.tui.format import shown, shown_lines
@@ -92,6 +93,13 @@ def describe_attempts(run: TrainRun) -> Content | None:
     return shown_lines(lines)
 
 
+def describe_detector(detector: RayHangDetector) -> Content:
+    """The pipeline's line on Ray's NCCL hang detector, accented while it watches the run
+    and muted when it does not (off, or not on this Ray)."""
+    style = "$text-warning" if detector.disabled else "$accent" if detector.on else "$text-muted"
+    return Content.styled(detector.line, style)
+
+
 def describe_run(run: TrainRun) -> Content:
     parts: list[Content | str] = ["run ", Content.styled(run.run_name, "bold")]
     if run.from_storage:
@@ -149,6 +157,7 @@ class RunScreen(StacksRequestScreen):
             yield Static(id="run-age")
         yield Static(id="run-notes")
         yield Static(id="run-attempts")
+        yield Static(id="run-detector")
         yield StallBanner()
         yield RunFindings(id="run-findings")
         yield WorkerTable()
@@ -200,6 +209,7 @@ class RunScreen(StacksRequestScreen):
                 shown(Content.styled(f"run {self.run_id}: not in the snapshot", "$text-muted"))
             )
             self.query_one("#run-attempts", Static).display = False
+            self.query_one("#run-detector", Static).display = False
             self.query_one(StallBanner).show(None)
             self.query_one("#run-findings", RunFindings).show(())
             self.query_one(WorkerTable).show_run(None)
@@ -210,6 +220,10 @@ class RunScreen(StacksRequestScreen):
         panel = self.query_one("#run-attempts", Static)
         panel.display = attempts is not None
         panel.update(attempts or "")
+        detector = self.query_one("#run-detector", Static)
+        detector.display = self._run.ray_detector is not None
+        if self._run.ray_detector is not None:
+            detector.update(shown(describe_detector(self._run.ray_detector)))
         findings = run_findings(body, self._run) if not self._gone else []
         stall = findings[0] if findings and findings[0].kind in HANG_KINDS else None
         self.query_one(StallBanner).show(stall)

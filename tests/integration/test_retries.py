@@ -3,7 +3,12 @@ rank that fails once is retried and the run finishes with both attempts and its 
 shown; an error that always comes back is named a retry loop (``check`` exits 15); a loop
 that ignores its checkpoint after a restart, or after ``raytop resume`` (a new controller),
 is flagged as going backwards; an errored trial is resumed from its checkpoint
-(``resume --errored resume``) or restarted from scratch (``--errored restart``)."""
+(``resume --errored resume``) or restarted from scratch (``--errored restart``).
+
+Cases that need the same retry budget (``[failure] max_failures`` is the experiment's)
+share one experiment, a trial each (``retry_loop.CASES``): one Tune driver for both, the
+trials side by side; a launched run costs ~40 CPU-s, mostly start-ups, on the 2 cores the
+suite shares."""
 
 from __future__ import annotations
 
@@ -40,12 +45,7 @@ kind = "torch"
 entrypoint = "retry_loop:train_loop"
 
 [param_space]
-epochs = {epochs}
-epoch_s = 0.2
-fail_rank = 1
-fail_epoch = {fail_epoch}
-fail = "{fail}"
-ignore_checkpoint = {ignore}
+case = {{ grid = {cases} }}
 marker_dir = "{marker_dir}"
 
 [tune]
@@ -60,51 +60,57 @@ max_failures = {max_failures}
 """
 
 
-def make_spec(tmp_path: Path, *, epochs=3, fail_epoch=1, fail="once", ignore=False,
-              max_failures=1) -> tuple[Path, Path]:  # fmt: skip
+def make_spec(tmp_path: Path, cases: list[str], max_failures: int) -> tuple[Path, Path]:
+    """A spec of one trial per case of ``retry_loop.CASES``, and its experiment folder."""
     spec = tmp_path / "retries.toml"
-    spec.write_text(SPEC.format(
-        epochs=epochs, fail_epoch=fail_epoch, fail=fail, ignore=str(ignore).lower(),
-        marker_dir=tmp_path, max_failures=max_failures,
-    ))  # fmt: skip
+    spec.write_text(SPEC.format(cases=json.dumps(cases), marker_dir=tmp_path,
+                                max_failures=max_failures))  # fmt: skip
     shutil.copy(LOOP, tmp_path / LOOP.name)
     return spec, tmp_path / "results" / "retries"
 
 
-def the_run(address: str, experiment: Path) -> tuple[dict, dict] | None:
-    """(the snapshot, its one Train run) once the run has a RunProbe record."""
+def by_case(snapshot: dict) -> dict[str, tuple[dict, dict | None]]:
+    """case → (its trial, its Train run once the run has a RunProbe record, else None)."""
+    (experiment,) = snapshot["experiments"]
+    runs = {r["trial_id"]: r for r in experiment["runs"] if r["attempts"]}
+    return {t["config"]["case"]: (t, runs.get(t["trial_id"])) for t in experiment["trials"]}
+
+
+def finished(address: str, experiment: Path, cases: list[str]):
+    """(snapshot, case → (trial, run)) once every case's trial and run have ended."""
     if not experiment.is_dir():
         return None
     snapshot = status_json(address, experiment)
-    runs = snapshot["experiments"][0]["runs"] if snapshot["experiments"] else []
-    if not runs or not runs[0]["attempts"]:
+    if not snapshot["experiments"]:
         return None
-    return snapshot, runs[0]
+    found = by_case(snapshot)
+    for case in cases:
+        trial, run = found.get(case, (None, None))
+        if (trial is None or run is None or trial["status"] not in ("TERMINATED", "ERROR")
+                or run["attempts"][-1]["status"] == "running"):  # fmt: skip
+            return None
+    return snapshot, found
 
 
-def finished(address: str, experiment: Path):
-    found = the_run(address, experiment)
-    if found is None:
-        return None
-    snapshot, run = found
-    trials = snapshot["experiments"][0]["trials"]
-    ended = trials and all(t["status"] in ("TERMINATED", "ERROR") for t in trials)
-    return (snapshot, run) if ended and run["attempts"][-1]["status"] != "running" else None
+RETRIED = ["once", "restart_ignores"]
 
 
-def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(ray_cluster, tmp_path):
-    started = time.monotonic()
-    spec, experiment = make_spec(tmp_path)
+@pytest.fixture(scope="module")
+def retried(ray_cluster, tmp_path_factory):
+    """One experiment, ``max_failures = 1``: a rank fails once (``once``), and once in a
+    loop that ignores its checkpoint (``restart_ignores``); both run to their end."""
+    spec, experiment = make_spec(tmp_path_factory.mktemp("retried"), RETRIED, max_failures=1)
     watcher = launch_run(spec, ray_cluster.address)
     try:
-        snapshot, run = wait_for(lambda: finished(ray_cluster.address, experiment), 150,
-                                 "the run to finish")  # fmt: skip
-    except AssertionError:
-        print(run_output(spec, experiment))
-        raise
+        return wait_for(lambda: finished(ray_cluster.address, experiment, RETRIED), 180,
+                        lambda: "both runs to finish\n" + run_output(spec, experiment))  # fmt: skip
     finally:
         watcher.wait(timeout=60)
-    (trial,) = snapshot["experiments"][0]["trials"]
+
+
+def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(retried):
+    snapshot, found = retried
+    trial, run = found["once"]
     assert trial["status"] == "TERMINATED"
     assert (trial["num_failures"], trial["max_failures"]) == (0, 0)  # Tune's, from trials.json
     first, second = run["attempts"]
@@ -126,7 +132,7 @@ def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(ray_cluster, t
     assert run["retry_budget"]["preemption"] == {
         "setting": "max_preemption_failures", "limit": -1, "used": 0, "left": -1
     }  # fmt: skip
-    kinds = {f["kind"] for f in snapshot["findings"]}
+    kinds = {f["kind"] for f in snapshot["findings"] if f["run_id"] == run["run_id"]}
     assert not kinds & {"retry_loop", "progress_backwards", "budget_exhausted"}, kinds
     # The Run screen's title and attempts list, from this real snapshot.
     (shown,) = [r for r in Snapshot.from_json(snapshot).all_runs() if r.run_id == run["run_id"]]
@@ -134,13 +140,10 @@ def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(ray_cluster, t
     listed = describe_attempts(shown).plain
     assert "#1 errored" in listed and "RuntimeError: boom once at epoch 1" in listed, listed
     assert "#2 finished" in listed, listed
-    print(f"\nduration: {time.monotonic() - started:.1f}s")
 
 
 def test_an_error_that_always_recurs_is_a_retry_loop(ray_cluster, tmp_path):
-    started = time.monotonic()
-    spec, experiment = make_spec(tmp_path, epochs=2, fail_epoch=0, fail="always",
-                                 max_failures=-1)  # fmt: skip
+    spec, experiment = make_spec(tmp_path, ["always"], max_failures=-1)
     watcher = launch_run(spec, ray_cluster.address)
 
     def looping():
@@ -183,37 +186,27 @@ def test_an_error_that_always_recurs_is_a_retry_loop(ray_cluster, tmp_path):
         # Stopped mid-retry: the attempt Train was starting may leave its group (Ray's).
         remove_groups_ray_left(ray_cluster.address, experiment)
     assert stopped.returncode == 0, stopped.stderr
-    print(f"\nduration: {time.monotonic() - started:.1f}s")
 
 
-def test_a_restart_that_ignores_its_checkpoint_goes_backwards(ray_cluster, tmp_path):
-    started = time.monotonic()
-    spec, experiment = make_spec(tmp_path, epochs=4, fail_epoch=2, ignore=True)
-    watcher = launch_run(spec, ray_cluster.address)
-    try:
-        snapshot, run = wait_for(lambda: finished(ray_cluster.address, experiment), 150,
-                                 "the run to finish")  # fmt: skip
-    except AssertionError:
-        print(run_output(spec, experiment))
-        raise
-    finally:
-        watcher.wait(timeout=60)
+def test_a_restart_that_ignores_its_checkpoint_goes_backwards(retried):
+    snapshot, found = retried
+    _, run = found["restart_ignores"]
     second = run["attempts"][1]
     assert second["restored"] == {"epoch": 1.0} and second["first_report"] == {"epoch": 0.0}
     (backwards,) = [f for f in snapshot["findings"] if f["kind"] == "progress_backwards"]
+    assert backwards["run_id"] == run["run_id"]  # the other case's run is not flagged
     assert backwards["evidence"] == {
         "run_id": run["run_id"], "attempt": 2, "metric": "epoch", "restored": 1.0,
         "first_report": 0.0, "checkpoint": second["restored_from"],
     }  # fmt: skip
     assert second["restored_from"].startswith("checkpoint_")
     assert "restored a checkpoint at epoch 1 but first reported epoch 0" in backwards["message"]
-    print(f"\nduration: {time.monotonic() - started:.1f}s")
 
 
-def latest_committed(experiment: Path) -> tuple[str, int] | None:
-    """(folder, epoch) of the run's latest committed checkpoint, read straight from
-    Train's snapshot (None while there is none or it is being rewritten)."""
-    for snapshot in experiment.glob("train_runs/*/checkpoint_manager_snapshot.json"):
+def latest_committed(experiment: Path, trial_id: str) -> tuple[str, int] | None:
+    """(folder, epoch) of the trial's Train run's latest committed checkpoint, read straight
+    from Train's snapshot (None while there is none or it is being rewritten)."""
+    for snapshot in experiment.glob(f"train_runs/*{trial_id}/checkpoint_manager_snapshot.json"):
         try:
             latest = json.loads(snapshot.read_text())["latest_checkpoint_result"]
             return latest["checkpoint_dir_name"], int(latest["metrics"]["epoch"])
@@ -222,29 +215,60 @@ def latest_committed(experiment: Path) -> tuple[str, int] | None:
     return None
 
 
-def test_a_resume_whose_loop_ignores_its_checkpoint_goes_backwards(ray_cluster, tmp_path):
-    """The driver dies mid-run; ``raytop resume`` starts a new Train controller for the
-    same run, which restores the latest checkpoint from storage; the loop starts at epoch 0
-    anyway. The new controller's RunProbe never saw the old reports: what was restored is
-    the checkpoint its ranks name, read in Train's snapshot."""
-    started = time.monotonic()
-    spec, experiment = make_spec(tmp_path, epochs=16, fail="never", ignore=True, max_failures=0)
-    watcher = launch_run(spec, ray_cluster.address)
+KILLED = ["twice", "resume_ignores"]
+
+
+def test_a_killed_run_resumed_and_its_errored_trial_resumed_then_restarted(ray_cluster, tmp_path):
+    """One experiment, no retries (``max_failures = 0``):
+
+    - ``twice`` errors (its rank fails on the first two attempts) and is left in ERROR;
+    - the driver dies while ``resume_ignores`` is mid-run;
+    - ``raytop resume --errored resume`` starts a new Train controller for the killed
+      run, which restores its latest checkpoint from storage and starts at epoch 0 anyway
+      (the new controller's RunProbe never saw the old reports: what was restored is the
+      checkpoint its ranks name, read in Train's snapshot), and brings ``twice`` back from
+      its checkpoint (it errors again);
+    - ``--errored restart`` starts ``twice`` afresh under a new trial id, which finishes."""
+    address = ray_cluster.address
+    spec, experiment = make_spec(tmp_path, KILLED, max_failures=0)
+    watcher = launch_run(spec, address)
+
+    def ready_to_kill():
+        if not experiment.is_dir() or not (snapshot := status_json(address, experiment))[
+                "experiments"]:  # fmt: skip
+            return None
+        found = by_case(snapshot)
+        if len(found) < 2 or found["twice"][0]["status"] != "ERROR":
+            return None
+        latest = latest_committed(experiment, found["resume_ignores"][0]["trial_id"])
+        return (found, latest) if latest is not None and latest[1] >= 2 else None
+
     try:
-        deadline = time.monotonic() + 120
-        while (latest := latest_committed(experiment)) is None or latest[1] < 2:
-            assert time.monotonic() < deadline, run_output(spec, experiment)
-            time.sleep(0.1)
+        found, latest = wait_for(
+            ready_to_kill,
+            150,
+            lambda: (
+                "'twice' errored and 'resume_ignores' at epoch 2\n" + run_output(spec, experiment)
+            ),
+        )
         assert latest[1] < 12, f"the run got too far before the kill: {latest}"
         kill_driver(experiment)
     finally:
         watcher.wait(timeout=60)
+    errored, killed = found["twice"][0], found["resume_ignores"][0]
     time.sleep(3)  # the old workers may commit one more checkpoint as they go down
-    folder, epoch = wait_for(lambda: latest_committed(experiment), 30, "the snapshot")
-    resumed = run_raytop("resume", str(experiment), "--yes", "--no-tui",
-                         "--address", ray_cluster.address, timeout=300)  # fmt: skip
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    snapshot, run = wait_for(lambda: finished(ray_cluster.address, experiment), 60, "the end")
+    folder, epoch = wait_for(lambda: latest_committed(experiment, killed["trial_id"]), 30,
+                             "the snapshot")  # fmt: skip
+
+    again = run_raytop("resume", str(experiment), "--errored", "resume", "--yes", "--no-tui",
+                       "--address", address, timeout=300)  # fmt: skip
+    snapshot, found = wait_for(lambda: finished(address, experiment, KILLED), 60, "the end")
+    trial, run = found["twice"]
+    assert (trial["trial_id"], trial["status"]) == (errored["trial_id"], "ERROR"), again.stdout
+    # The resumed trial's new controller restored the checkpoint of epoch 0.
+    assert (run["attempts"][-1]["restored"] or {}).get("epoch") == 0.0, run["attempts"]
+    trial, run = found["resume_ignores"]
+    assert trial["status"] == "TERMINATED", again.stdout + again.stderr
     first = run["attempts"][0]  # the new controller's first attempt
     assert first["first_report"]["epoch"] == 0.0
     assert (first["restored_from"], first["restored"]["epoch"]) == (folder, float(epoch))
@@ -258,40 +282,17 @@ def test_a_resume_whose_loop_ignores_its_checkpoint_goes_backwards(ray_cluster, 
         in (backwards["message"])
     )
     assert not snapshot["runs"], "the earlier controller of the same run is no other run"
-    print(f"\nduration: {time.monotonic() - started:.1f}s")
-
-
-def test_errored_trials_resume_from_their_checkpoint_or_restart_from_scratch(ray_cluster, tmp_path):
-    """A trial that errors (no retries) is left in ERROR; ``resume --errored resume``
-    brings it back from its checkpoint (it errors again: it fails twice), and ``resume
-    --errored restart`` starts it afresh under a new trial id, which finishes."""
-    spec, experiment = make_spec(tmp_path, epochs=3, fail_epoch=1, fail="twice",
-                                 max_failures=0)  # fmt: skip
-    address = ray_cluster.address
-    first = run_raytop("run", str(spec), "--no-tui", "--address", address)
-
-    def trials() -> dict[str, dict]:
-        return {t["trial_id"]: t for t in status_json(address, experiment)["experiments"][0]
-                ["trials"]}  # fmt: skip
-
-    (errored,) = trials().values()
-    assert errored["status"] == "ERROR", first.stdout + first.stderr
-
-    again = run_raytop("resume", str(experiment), "--errored", "resume", "--yes", "--no-tui",
-                       "--address", address)  # fmt: skip
-    assert trials()[errored["trial_id"]]["status"] == "ERROR", again.stdout + again.stderr
-    snapshot = status_json(address, experiment)
-    (run,) = [r for r in snapshot["experiments"][0]["runs"] if r["trial_id"] == errored["trial_id"]]
-    # The resumed trial's new controller restored the checkpoint of epoch 0.
-    assert (run["attempts"][-1]["restored"] or {}).get("epoch") == 0.0, run["attempts"]
 
     fresh = run_raytop("resume", str(experiment), "--errored", "restart", "--yes", "--no-tui",
                        "--address", address)  # fmt: skip
     assert fresh.returncode == 0, fresh.stdout + fresh.stderr
-    restarted = [t for t in trials().values() if t["trial_id"] != errored["trial_id"]]
-    assert [(t["status"], t["iterations"]) for t in restarted] == [("TERMINATED", 3)], trials()
     snapshot = status_json(address, experiment)
+    trials = snapshot["experiments"][0]["trials"]
+    restarted = [t for t in trials if t["config"]["case"] == "twice"
+                 and t["trial_id"] != errored["trial_id"]]  # fmt: skip
+    assert [(t["status"], t["iterations"]) for t in restarted] == [("TERMINATED", 3)], trials
     (run,) = [r for r in snapshot["experiments"][0]["runs"]
               if r["trial_id"] == restarted[0]["trial_id"]]  # fmt: skip
     assert run["attempts"][0]["restored"] is None  # from scratch
     assert run["attempts"][0]["first_report"] == {"epoch": 0.0}
+    assert {t["trial_id"]: t["status"] for t in trials}[killed["trial_id"]] == "TERMINATED"

@@ -68,11 +68,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     starts or uses the shared Ray cluster runs on one worker, one after the other as
     without xdist: one shared cluster. The pure tests (unit, Textual, the bad-input
     battery) and the tests on a cluster of their own (``OWN_CLUSTER_GROUPS``) fill the
-    other worker meanwhile. Measured, the suite keeps both cores busy (99.7 % from the
-    first test on): a third worker, or the shared cluster's tests split over two clusters
-    at once, made it slower (docs/PERFORMANCE.md)."""
+    other worker meanwhile, as do the tests marked ``own_cluster`` (each starts and stops
+    a cluster of its own in its own ``RAY_TMPDIR``; they mostly wait on a cluster's
+    outage, so off the shared cluster's serial path they cost the suite little). Measured,
+    a third worker, or the shared cluster's tests split over two clusters at once, made
+    it slower (docs/PERFORMANCE.md)."""
     for item in items:
         own = [group for name, group in OWN_CLUSTER_GROUPS.items() if name in item.fixturenames]
+        if item.get_closest_marker("own_cluster"):
+            own = ["ray-own"]
         if own:
             item.add_marker(pytest.mark.xdist_group(own[0]))
         elif item.get_closest_marker("ray") or CLUSTER_FIXTURES & set(item.fixturenames):

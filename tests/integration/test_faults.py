@@ -217,6 +217,7 @@ def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
 # -- R1: a GCS that stops answering, then dies ---------------------------------------------
 
 
+@pytest.mark.own_cluster
 def test_r1_a_gcs_that_stops_answering_then_dies_never_ends_the_view(tmp_path, monkeypatch):
     """The GCS accepts connections but does not answer (frozen, as while a loaded cluster
     is being stopped), then is gone. Ray's state accessor has no per-call timeout, and
@@ -257,6 +258,7 @@ def test_r1_a_gcs_that_stops_answering_then_dies_never_ends_the_view(tmp_path, m
 # -- R1: the cluster stopped and started again on the same address -----------------------
 
 
+@pytest.mark.own_cluster
 def test_r1_cluster_stopped_and_started_again_the_view_reconnects_and_counts_resume(
     tmp_path, monkeypatch, example_copy
 ):

@@ -5,7 +5,10 @@ by default), in a venv of its own that has that Ray before raytop is installed i
 - on a cluster whose processes carry the probe (``RAY_TRAIN_CALLBACKS``, as a KubeRay
   cluster's containers would), a plain ``DataParallelTrainer`` job whose rank 1 stops
   before a report, submitted with ``ray job submit``: per-rank counts in the ledger, and
-  ``raytop check`` exits 10 naming rank 1;
+  ``raytop check`` exits 10 naming rank 1; the job asks for Ray's NCCL hang detector
+  (``RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR=1`` in its runtime env, with raytop's RunProbe
+  named beside the cluster's ReportProbe), which raytop shows "on"
+  before any verdict on a Ray that has it (2.60 on), "unavailable" on one that has not;
 - ``raytop run examples/scalar.toml --no-tui`` on that cluster exits 0, every trial
   TERMINATED.
 
@@ -75,7 +78,13 @@ def test_a_plain_job_whose_rank_1_stops_is_a_barrier_stall(cluster):
         capture_output=True, text=True, env=env, timeout=60, check=True,
     ).stdout.strip()  # fmt: skip
     job = ROOT / "tests" / "integration" / "stall_job.py"
+    # The job's owner names raytop's controller callback too (its attempts, and whether
+    # Ray's NCCL hang detector watches the run) and asks for that detector.
+    detector = json.dumps({"env_vars": {
+        "RAY_TRAIN_CALLBACKS": "raytop.probe.ReportProbe,raytop.probe.RunProbe",
+        "RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR": "1"}})  # fmt: skip
     submit = [str(BIN / "ray"), "job", "submit", "--address", f"http://{dashboard}",
+              "--runtime-env-json", detector,
               "--no-wait", "--", str(sys.executable), str(job), "--stuck-at", "5"]  # fmt: skip
     submitted = subprocess.run(submit, capture_output=True, text=True, env=env, timeout=120)
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
@@ -93,6 +102,20 @@ def test_a_plain_job_whose_rank_1_stops_is_a_barrier_stall(cluster):
     (run,) = [r for r in shown["runs"] if r["run_name"] == "stall-job"]
     assert run["instrumented"] is True
     assert [(w["rank"], w["reports_exited"]) for w in run["workers"]] == [(0, 5), (1, 5)]
+    # Ray's NCCL hang detector, asked for by the job: on (no verdict: no NCCL here; Ray may
+    # then stop it, finding no ncclras) where this Ray has it, else unavailable.
+    import ray
+
+    has_detector = tuple(int(p) for p in ray.__version__.split(".")[:2]) >= (2, 60)
+    assert run["attempts"], run  # the RunProbe recorded the run
+    detector = run["ray_detector"]
+    assert detector is not None, run
+    if has_detector:
+        assert (detector["state"], detector["action"]) == ("on", "observe"), detector
+        assert (detector["poll_s"], detector["confirm_s"]) == (15, 600), detector
+        assert detector["line"].startswith("Ray's NCCL hang detector: on"), detector
+    else:
+        assert detector["state"] == "unavailable", detector
 
 
 def test_the_scalar_example_through_raytop_run(cluster, tmp_path):

@@ -76,7 +76,7 @@ info = say  # what raytop says about itself: one ``raytop: …`` line on stderr
 
 
 def _theme_names() -> list[str]:  # --theme is checked against these (faces cannot ask tui)
-    from raytop.tui.theming import available_themes
+    from raytop.tui.theming import available_themes  # heavy: loads Textual (~0.5 s)
 
     return [choice.theme.name for choice in available_themes()[0]]
 
@@ -92,6 +92,7 @@ def _open_tui(
     if (why := tui_unavailable()) is not None:
         status_once(collector, why)
         return
+    # heavy: Textual (~0.5 s) and the launch modules, only when the TUI starts
     from raytop.launch.control import ExperimentControls
     from raytop.tui.app import RaytopApp
 
@@ -165,6 +166,7 @@ def run(
 
     An experiment folder that already holds a Tune experiment is never reused silently:
     --resume continues it, --new-name starts a fresh one beside it."""
+    # at call time: the launch modules (psutil, subprocess, ~40 ms) stay out of `raytop --help`
     from raytop.launch.experiment_folder import existing_experiment
     from raytop.launch.workflow import renamed
 
@@ -184,6 +186,7 @@ def run(
 
 def _launch_and_watch(run_spec, address, no_tui, force, refresh_s, stall_after,
                       errored: str | None = None) -> None:  # fmt: skip
+    # at call time: the launch modules (psutil, subprocess, ~40 ms) stay out of `raytop --help`
     from raytop.launch.workflow import LaunchError, launch_run
 
     progress = stderr_progress()
@@ -236,6 +239,7 @@ def resume(
 
 
 def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_after) -> None:
+    # at call time: the launch modules (psutil, subprocess, ~40 ms) stay out of `raytop --help`
     from raytop.launch.control import ControlError, plan_resume
 
     try:
@@ -262,6 +266,7 @@ def _resume(experiment_path, errored, yes, address, no_tui, refresh_s, stall_aft
 def stop(experiment_path: str | None, trial_id: str | None, yes: bool, **_group) -> None:
     """Stop gracefully: the whole experiment (its driver saves state and exits; it can be
     resumed) or one trial. Nothing is deleted."""
+    # at call time: the launch modules (psutil, subprocess, ~40 ms) stay out of `raytop --help`
     from raytop.launch.control import ControlError, stop_experiment, stop_target, stop_trial
 
     if trial_id is not None and not trial_id.strip():
@@ -350,6 +355,7 @@ def check(
 @group_options
 def plan(spec: str, cluster: str, address: str | None, **_group) -> None:
     """Can SPEC's sweep place, and how many trials run at once? (before launching it)"""
+    # at call time: the launch modules (psutil, subprocess, ~40 ms) stay out of `raytop --help`
     from raytop.launch.planning import describe
     from raytop.launch.workflow import LaunchError, plan_for, resolve_target
 
@@ -369,7 +375,7 @@ def plan(spec: str, cluster: str, address: str | None, **_group) -> None:
 @group_options
 def themes(**_group) -> None:
     """List raytop's themes: the built-in ones and your own (reads only)."""
-    from raytop.tui.theming import theme_listing
+    from raytop.tui.theming import theme_listing  # heavy: loads Textual (~0.5 s)
 
     lines, problems = theme_listing()
     echo_lines(lines)
@@ -381,6 +387,7 @@ def themes(**_group) -> None:
 @group_options
 def down(**_group) -> None:
     """Stop the embedded cluster raytop started (never any other cluster)."""
+    # at call time: launch.cluster (psutil, subprocess) stays out of `raytop --help`
     from raytop.launch.cluster import ClusterRecordUnproven, stop_embedded
 
     try:

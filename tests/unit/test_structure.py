@@ -1,4 +1,5 @@
-"""The shape of the package: no import circle, no module over 400 lines.
+"""The shape of the package: no import circle, no module over 400 lines, no unexplained
+import inside a function.
 
 An import circle is two modules each needing the other (directly or around a longer
 loop): whichever is imported first sees the other half-built, so the code dodges it with
@@ -6,11 +7,19 @@ imports hidden in functions, and the floors of docs/ARCHITECTURE.md no longer sa
 module stands on which. The graph here is read from the source with ``ast``: every import
 counts, at module level, in a function or under ``TYPE_CHECKING``, and relative imports
 (``from . import x``) are resolved, so a circle cannot hide from it.
+
+An import inside a function is kept for a heavy or optional dependency (Ray, pyarrow,
+Textual, watchfiles, or a raytop module that pulls one in) on a path that must stay
+light, or for a module tests replace at call time; its reason is a comment on its line,
+on the line directly above, or above the first of a run of imports that share it.
+Anything else belongs at the top of its module.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 import raytop
@@ -150,6 +159,63 @@ def long_modules(root: Path, limit: int = MAX_LINES) -> list[str]:
     return found
 
 
+PRAGMAS = ("noqa", "type:", "fmt:", "pragma")
+
+
+def _reasons(source: str) -> dict[int, bool]:
+    """Line → whether a comment on it is the line's only content; pragma comments
+    (``# noqa: F401``) give no reason and are left out."""
+    found = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            text = token.string.lstrip("#").strip()
+            if text and not text.startswith(PRAGMAS):
+                found[token.start[0]] = not token.line[: token.start[1]].strip()
+    return found
+
+
+def _local_imports(tree: ast.AST) -> list[tuple[ast.stmt, ast.stmt | None]]:
+    """Each import inside a function body, with the statement just before it in the same
+    block (None for a block's first)."""
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        in_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            previous = None
+            for statement in block:
+                if in_function and isinstance(statement, (ast.Import, ast.ImportFrom)):
+                    found.append((statement, previous))
+                previous = statement
+        for child in ast.iter_child_nodes(node):
+            visit(child, in_function)
+
+    visit(tree, False)
+    return found
+
+
+def unexplained_imports(root: Path) -> list[str]:
+    """``path:line`` of each import inside a function with no reason: no comment on its
+    lines or alone on the line above, and not in a run of imports whose first has one."""
+    missing = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text()
+        reasons = _reasons(source)
+        explained: set[ast.stmt] = set()
+        found = _local_imports(ast.parse(source, str(path)))
+        for node, previous in sorted(found, key=lambda pair: pair[0].lineno):
+            own = any(line in reasons for line in range(node.lineno, node.end_lineno + 1))
+            above = reasons.get(node.lineno - 1, False)
+            if own or above or previous in explained:
+                explained.add(node)
+            else:
+                missing.append(f"{path.relative_to(root)}:{node.lineno}")
+    return missing
+
+
 def test_raytop_has_no_import_circle():
     cycles = import_cycles(SRC, "raytop")
     assert not cycles, "import circles: " + "; ".join(" -> ".join(c) for c in cycles)
@@ -178,3 +244,29 @@ def test_the_length_check_names_a_long_module(tmp_path):
     (tmp_path / "short.py").write_text("x = 1\n" * MAX_LINES)
     (tmp_path / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
     assert long_modules(tmp_path) == [f"long.py: {MAX_LINES + 1} lines"]
+
+
+def test_every_import_in_a_function_says_why():
+    missing = unexplained_imports(SRC)
+    assert not missing, "imports in a function without a reason comment: " + ", ".join(missing)
+
+
+def test_the_reason_check_names_a_planted_import(tmp_path):
+    """The positive control: a bare import in a function is named, as is one whose only
+    comment is a pragma or sits after code on the line above; one with a reason, or in a
+    run under one, or at module level, is not."""
+    (tmp_path / "planted.py").write_text(
+        "import os\n"
+        "def f():\n"
+        "    # heavy: both\n"
+        "    import ray\n"
+        "\n"
+        "    import pyarrow\n"
+        "    x = 1  # a comment after code\n"
+        "    import json\n"
+        "    import csv  # noqa: F401\n"
+        "def g():\n"
+        "    import pyarrow.fs  # heavy\n"
+        "    import textwrap\n"
+    )
+    assert unexplained_imports(tmp_path) == ["planted.py:8", "planted.py:9"]

@@ -108,6 +108,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 def resolved(address: str | None):
     """The cluster to use (``launch.workflow.resolve_target``); unreachable: one line, 2."""
+    # at call time: launch.workflow (psutil, subprocess, ~40 ms) stays out of `raytop --help`
     from raytop.launch.workflow import LaunchError, resolve_target
 
     try:
@@ -118,6 +119,7 @@ def resolved(address: str | None):
 
 def load_spec_or_fail(spec: str):
     """The run spec at ``spec`` (``launch.spec.load_spec``); a bad one: one line, 2."""
+    # at call time: launch.spec (~20 ms) stays out of `raytop --help`
     from raytop.launch.spec import SpecError, load_spec
 
     try:
@@ -128,6 +130,7 @@ def load_spec_or_fail(spec: str):
 
 def launch_error(exc) -> None:
     """A ``launch.workflow.LaunchError`` as its one line, with the code its reason has."""
+    # at call time: launch.workflow (psutil, subprocess, ~40 ms) stays out of `raytop --help`
     from raytop.launch.workflow import CLUSTER_NOT_STARTED
 
     if exc.exit_code is not None:
@@ -141,6 +144,7 @@ def collector_for(target, experiments=None, thresholds=None, watch=False, storag
     polled again and again (TUI, follow): watch local storage and poll remote storage
     between reads instead of re-reading every file. ``storage``: ``--storage`` roots
     (``storage_roots``), whose experiments are shown with their history from storage."""
+    # at call time: the pipeline (pickle, ssl, http, ~0.1 s) stays out of `raytop --help`
     from raytop.pipeline.collect import SnapshotCollector
 
     if target is None:
@@ -181,6 +185,7 @@ def target_with_history(address: str | None, roots: list[str]):
     and one that cannot be reached is no error. Without roots, ``resolved``."""
     if not roots:
         return resolved(address), None
+    # at call time: launch.cluster (psutil, subprocess) stays out of `raytop --help`
     from raytop.launch.cluster import resolve_for_history
 
     return resolve_for_history(address)

@@ -191,6 +191,7 @@ def follow(
     ended well (every trial TERMINATED, no error finding) or the user stopped watching
     (the run keeps going); False, with why, when it did not. ``progress``: first show the
     driver coming up (its raytop dir holds ``log_path``) there, in place on a terminal."""
+    # at call time: launch.workflow (psutil, subprocess, ~40 ms) stays out of `raytop --help`
     from raytop.launch.workflow import wait_for_driver
 
     last = None

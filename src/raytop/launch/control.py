@@ -103,8 +103,9 @@ def _can_restore(path: str) -> bool:
         # Textual's print capture, which has none. Import it with a stand-in stdout.
         with contextlib.redirect_stdout(io.StringIO()):
             import_ray()  # this process must outlive its cluster (wire.version)
+            # heavy: Ray Tune (~1 s), only to ask whether an experiment can be restored
             import ray.tune  # noqa: F401
-    from ray.tune import Tuner
+    from ray.tune import Tuner  # loaded by now (above, or earlier in this process)
 
     try:
         return bool(Tuner.can_restore(path))

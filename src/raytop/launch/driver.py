@@ -14,6 +14,8 @@ from pathlib import Path
 
 from raytop.jsonfile import write_json_atomic
 from raytop.launch.spec import RunSpec, load_spec, with_experiment
+from raytop.launch.trainable import make_trainable, param_space
+from raytop.launch.tune_algorithms import build_scheduler, build_search, iteration_budget
 
 
 def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | None) -> int:
@@ -25,8 +27,6 @@ def run_driver(spec: RunSpec, address: str, raytop_dir: Path, restore: str | Non
     from ray import tune
     from ray.tune.stopper import CombinedStopper, MaximumIterationStopper, Stopper
 
-    from raytop.launch.trainable import make_trainable, param_space
-    from raytop.launch.tune_algorithms import build_scheduler, build_search, iteration_budget
     from raytop.probe.trial_probe import TrialProbe, TrialStopper
 
     pythonpath = os.pathsep.join(p for p in (str(spec.spec_dir), os.environ.get("PYTHONPATH")) if p)

@@ -22,6 +22,7 @@ from typing import Any
 from raytop.launch.flight_recorder import dump_prefix, worker_env
 from raytop.launch.spec import RunSpec
 from raytop.model.paths import join_path
+from raytop.probe.trial_registry import register_trial
 from raytop.rundir import TRAIN_RUNS_DIR, train_run_name
 from raytop.wire.torch_flight_recorder import FLIGHT_RECORDER_VARS
 
@@ -53,6 +54,7 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
     user_env = {name: os.environ[name] for name in FLIGHT_RECORDER_VARS if name in os.environ}
 
     def raytop_torch_trial(config: dict[str, Any]) -> None:
+        # heavy: Ray Train/Tune, torch and the probes built on them, in the trial's worker
         import ray.train
         from ray import tune
         from ray.train.torch import TorchConfig, TorchTrainer
@@ -60,7 +62,6 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
 
         from raytop.probe.report_probe import ReportProbe
         from raytop.probe.run_probe import RunProbe
-        from raytop.probe.trial_registry import register_trial
 
         ctx = tune.get_context()
         register_trial(ctx.get_experiment_name(), ctx.get_trial_id())
@@ -110,9 +111,8 @@ def make_function_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], Any]:
     user_fn = load_entrypoint(spec)
 
     def raytop_function_trial(config: dict[str, Any]) -> Any:
+        # heavy: Ray Tune, imported in the trial's own worker process
         from ray import tune
-
-        from raytop.probe.trial_registry import register_trial
 
         ctx = tune.get_context()
         register_trial(ctx.get_experiment_name(), ctx.get_trial_id())
@@ -129,6 +129,7 @@ def make_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], Any]:
 
 def param_space(spec: RunSpec) -> dict[str, Any]:
     """The ``[param_space]`` samplers as Tune search-space objects."""
+    # heavy: Ray Tune, only in the driver that builds the search space
     from ray import tune
 
     space: dict[str, Any] = {}

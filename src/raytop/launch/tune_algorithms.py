@@ -14,6 +14,7 @@ from raytop.launch.spec import RunSpec
 
 
 def _mutation(kind: str, values: tuple[Any, ...]) -> Any:
+    # heavy: Ray Tune (seconds); this module stays importable without Ray
     from ray import tune
 
     if kind == "choice":
@@ -28,6 +29,7 @@ def build_scheduler(spec: RunSpec) -> Any | None:
     section = spec.tune.scheduler
     if section.kind == "fifo":
         return None
+    # heavy: Ray Tune's schedulers, only in the driver
     from raytop.probe.scheduler_probe import (
         RecordingASHA,
         RecordingMedianStopping,
@@ -53,22 +55,27 @@ def build_search(spec: RunSpec) -> Any | None:
     if section.kind == "grid_random":
         if section.max_concurrent is None:
             return None
+        # heavy: Ray Tune, only in the driver
         from ray.tune.search import BasicVariantGenerator
 
         return BasicVariantGenerator(max_concurrent=section.max_concurrent)
     if section.kind == "optuna":
+        # optional: optuna is no raytop dependency; only this search needs it
         from ray.tune.search.optuna import OptunaSearch
 
         searcher: Any = OptunaSearch()
     elif section.kind == "hyperopt":
+        # optional: hyperopt is no raytop dependency; only this search needs it
         from ray.tune.search.hyperopt import HyperOptSearch
 
         searcher = HyperOptSearch()
     else:
+        # optional: bayesian-optimization is no dependency; only this search needs it
         from ray.tune.search.bayesopt import BayesOptSearch
 
         searcher = BayesOptSearch()
     if section.max_concurrent is not None:
+        # heavy: Ray Tune, only in the driver
         from ray.tune.search import ConcurrencyLimiter
 
         searcher = ConcurrencyLimiter(searcher, max_concurrent=section.max_concurrent)

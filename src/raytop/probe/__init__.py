@@ -8,10 +8,12 @@ cheap where the probes are not used.
 
 def __getattr__(name: str):
     if name == "ReportProbe":
+        # heavy: the probes import Ray; importing the package must stay cheap
         from raytop.probe.report_probe import ReportProbe
 
         return ReportProbe
     if name == "RunProbe":
+        # heavy: the probes import Ray; importing the package must stay cheap
         from raytop.probe.run_probe import RunProbe
 
         return RunProbe

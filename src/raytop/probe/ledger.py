@@ -196,6 +196,7 @@ def _split_chunk(name: str) -> tuple[str, int]:
 
 def get_or_create_ledger() -> Any:
     """The ledger actor handle, creating it (detached, 0 CPU, head node) if missing."""
+    # heavy: Ray, already loaded in the Ray process this runs in
     import ray
 
     actor = ray.remote(Ledger).options(

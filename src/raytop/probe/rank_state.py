@@ -20,6 +20,8 @@ import time
 from collections import deque
 from typing import Any
 
+import psutil
+
 from raytop.model.records import MAX_REPORT_HISTORY, BarrierWait, CheckpointUpload, RankReport
 from raytop.probe.activity import ActivitySampler
 from raytop.probe.checkpoint_files import UploadInFlight, list_files, start_upload
@@ -144,8 +146,6 @@ class RankState:
         self._thread.join(timeout=2.0)
 
     def _run(self) -> None:
-        import psutil
-
         process = psutil.Process()
         process.cpu_percent(None)
         last_key: tuple | None = None
@@ -241,6 +241,7 @@ class RankState:
         return message
 
     def _send(self, message: RankReport) -> None:
+        # heavy: Ray, already loaded in the Train worker this runs in
         import ray
 
         if self._last_ref is not None:

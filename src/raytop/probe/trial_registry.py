@@ -17,6 +17,7 @@ from raytop.wire.kv_keys import TRIAL_PREFIX
 def register_trial(experiment: str, trial_id: str) -> None:
     """Best effort: a trial that cannot register still trains."""
     try:
+        # heavy: Ray, already loaded in the trial this runs in
         import ray
 
         ctx = ray.get_runtime_context()

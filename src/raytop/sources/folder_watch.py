@@ -152,6 +152,7 @@ class FolderWatch:
         watcher.thread.start()
 
     def _run(self, watcher: _Watcher) -> None:
+        # heavy: watchfiles' Rust extension, only once a local folder is watched
         import watchfiles
 
         error = None

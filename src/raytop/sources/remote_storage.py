@@ -46,6 +46,7 @@ class RemoteStorage(Storage):
         self._how: dict[str, tuple] = {}  # rel → the label, validator and cap it is read with
 
     def _filesystem(self) -> Any:
+        # heavy: pyarrow (~0.5 s), only for remote (URI) storage
         import pyarrow.fs
 
         if self._fs is None:
@@ -125,6 +126,7 @@ class RemoteStorage(Storage):
         return StorageUnreachable(self.error)
 
     def _read_bytes(self, rel: str, max_bytes: int) -> bytes | None:
+        # heavy: pyarrow (~0.5 s), only for remote (URI) storage
         import pyarrow
 
         fs = self._filesystem()
@@ -140,6 +142,7 @@ class RemoteStorage(Storage):
         return data
 
     def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
+        # heavy: pyarrow (~0.5 s), only for remote (URI) storage
         import pyarrow
 
         fs = self._filesystem()
@@ -157,6 +160,7 @@ class RemoteStorage(Storage):
         return data, start > 0
 
     def _list(self, rel: str) -> list[Entry] | None:
+        # heavy: pyarrow (~0.5 s), only for remote (URI) storage
         import pyarrow.fs
 
         try:

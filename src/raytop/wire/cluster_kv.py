@@ -17,6 +17,7 @@ def _internal_kv():
     lack = caps.first_lack(caps.IN_CLUSTER_KV)
     if lack is not None:
         raise RuntimeError(lack)
+    # heavy: Ray, already loaded in the Ray process this runs in
     from ray.experimental import internal_kv
 
     return internal_kv

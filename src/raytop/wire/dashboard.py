@@ -104,6 +104,7 @@ class DashboardClient:
         if self._address is None:
             _require(caps.DASHBOARD_ADDRESS, "address could not be read")
             import_ray()
+            # heavy: Ray (~1 s), only when the dashboard address is looked up
             from ray._private import ray_constants
 
             namespace = ray_constants.KV_NAMESPACE_DASHBOARD

@@ -113,6 +113,7 @@ def local_cluster_address() -> str | None:
     """The GCS address of the cluster last started on this machine with ``ray start``."""
     require(caps.LOCAL_ADDRESS)
     import_ray()  # every first import of Ray here goes through it (its give-up time)
+    # heavy: Ray (~1 s), only when the local cluster is looked up
     from ray._private import services
 
     return services.find_bootstrap_address(None)
@@ -143,6 +144,7 @@ class GcsReader(_OutsideClient):
     def _global_state(self) -> Any:
         if self._client is None:
             import_ray()
+            # heavy: Ray (~1 s), only once a cluster is read
             import ray._raylet as raylet
             from ray._private.state import GlobalState
 
@@ -250,6 +252,7 @@ class GcsKv(_OutsideClient):
     def _gcs(self) -> Any:
         if self._client is None:
             import_ray()
+            # heavy: Ray (~1 s), only once a cluster is read
             import ray._raylet as raylet
 
             probe_tcp(self.address)

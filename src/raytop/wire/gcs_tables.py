@@ -46,6 +46,7 @@ def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
     ActorClassName, JobID, Pid, Address, OwnerAddress; ``placement_group_id`` is the
     proto's own field, which it leaves out); None unless alive."""
     import_ray()
+    # heavy: Ray's protobufs (~1 s), only once a cluster is read
     from ray.core.generated import gcs_pb2
 
     a = gcs_pb2.ActorTableData.FromString(blob)
@@ -72,6 +73,7 @@ def placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dic
 def _placement_group_row(blob: bytes) -> dict[str, Any]:
     """One ``PlacementGroupTableData``, with what ``placement_group_table()`` leaves out."""
     import_ray()
+    # heavy: Ray's protobufs (~1 s), only once a cluster is read
     from ray.core.generated import common_pb2, gcs_pb2
 
     pg = gcs_pb2.PlacementGroupTableData.FromString(blob)

@@ -38,6 +38,7 @@ def train_worker_callback_bases() -> tuple[type, type]:
     internal package. A probe deriving from both gets ``after_init_train_context`` /
     ``before_worker_shutdown`` and the ``on_report`` / ``on_checkpoint_*`` context
     managers inside every worker (docs/RAY_FACTS.md#train-worker-callbacks)."""
+    # heavy: Ray Train, only in the Ray process that loads the probe
     from ray.train.v2._internal.execution.callback import (
         TrainContextCallback,
         WorkerCallback,
@@ -106,6 +107,7 @@ def _folder_name(path: Any) -> str | None:
 
 def train_worker_identity() -> WorkerIdentity:
     """This Train worker's identity, from its train context and Ray's runtime context."""
+    # heavy: Ray Train, already loaded in the Train worker this runs in
     import ray
     from ray.train.v2._internal.execution.context import get_train_context
 
@@ -214,6 +216,7 @@ def train_controller_callback_bases() -> tuple[type, type, type]:
     A probe deriving from these gets ``after_controller_start``,
     ``after_controller_state_update`` (every state change, with the error that caused a
     restart), ``after_worker_group_start`` and ``after_report`` (controller.py:159-189)."""
+    # heavy: Ray Train, only in the Ray process that loads the probe
     from ray.train.v2._internal.execution.callback import (
         ControllerCallback,
         ReportCallback,
@@ -282,6 +285,7 @@ def failure_details(error: BaseException) -> FailureDetails:
     """Which retry budget Train's default failure policy charges ``error`` to
     (failure_handling/default.py:93-140) and its underlying exception: the lowest failing
     rank's for a ``WorkerGroupError``, the controller's for a ``ControllerError``."""
+    # heavy: Ray Train, only where a Train failure is explained
     from ray.exceptions import RaySystemError
     from ray.train.v2._internal.exceptions import WorkerHealthCheckFailedError
     from ray.train.v2._internal.execution.failure_handling.default import (
@@ -349,6 +353,7 @@ def nccl_hang_detector(worker_group: Any) -> tuple[HangDetectorRecord | None, An
     callbacks = getattr(worker_group, "_callbacks", None)
     if not isinstance(callbacks, list):
         return None, None
+    # heavy: Ray, already loaded in the Train controller this runs in
     import ray
 
     version = str(getattr(ray, "__version__", ""))[:40]

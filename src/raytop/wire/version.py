@@ -42,10 +42,12 @@ def import_ray() -> Any:
         saved = os.environ.get(GIVE_UP_ENV)
         os.environ.setdefault(GIVE_UP_ENV, NEVER_GIVE_UP_S)
         try:
+            # heavy: Ray (~1 s), imported once here with its give-up time set
             import ray  # noqa: F401
         finally:
             if saved is None:
                 os.environ.pop(GIVE_UP_ENV, None)
+    # the module Ray is by now (cheap: already in sys.modules)
     import ray
 
     return ray

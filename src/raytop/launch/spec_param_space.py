@@ -8,7 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from raytop.launch.spec_values import SpecFile, described, did_you_mean, is_int, is_number, shown
+from raytop.launch.spec_values import (
+    SpecFile,
+    described,
+    did_you_mean,
+    is_int,
+    is_number,
+    ordered_bounds,
+)
 
 SAMPLER_KINDS = ("grid", "choice", "uniform", "loguniform", "randint", "constant")
 
@@ -62,10 +69,7 @@ def _parse_sampler(ctx: SpecFile, where: str, value: Any) -> Sampler:
         if not check(bound):
             ctx.fail(where, f"expected [low, high] ({element}), got {described(bound)} in it")
     low, high = arg
-    if low >= high:
-        ctx.fail(where, f"expected low < high, got [{shown(low)}, {shown(high)}]")
-    if kind == "loguniform" and low <= 0:
-        ctx.fail(where, f"expected low > 0 for a log scale, got {shown(low)}")
+    ordered_bounds(ctx, where, kind, low, high)
     if want_int:
         return Sampler(kind, (low, high))
     return Sampler(kind, (float(low), float(high)))

@@ -22,6 +22,7 @@ from raytop.launch.spec_values import (
     is_int,
     is_number,
     one_of,
+    ordered_bounds,
     shown,
     string,
 )
@@ -233,10 +234,7 @@ def _mutation_values(ctx: SpecFile, where: str, kind: str, arg: Any) -> tuple[An
     if not isinstance(arg, list) or len(arg) != 2 or not all(check(v) for v in arg):
         ctx.fail(where, f"expected [low, high] (2 {element}), got {shown(arg)}")
     low, high = arg
-    if low >= high:
-        ctx.fail(where, f"expected low < high, got [{shown(low)}, {shown(high)}]")
-    if kind == "loguniform" and low <= 0:
-        ctx.fail(where, f"expected low > 0 for a log scale, got {shown(low)}")
+    ordered_bounds(ctx, where, kind, low, high)
     return (low, high)
 
 

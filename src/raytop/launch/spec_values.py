@@ -120,6 +120,16 @@ def integer(ctx: SpecFile, where: str, value: Any, minimum: int) -> int:
     return value
 
 
+def ordered_bounds(ctx: SpecFile, where: str, kind: str, low: Any, high: Any) -> None:
+    """A sampler's ``[low, high]`` (numbers already checked): low below high, and above 0
+    for ``loguniform`` (a log scale has no 0). Shared by ``[param_space]`` and PBT's
+    mutations, whose messages must stay the same (docs/RELIABILITY.md)."""
+    if low >= high:
+        ctx.fail(where, f"expected low < high, got [{shown(low)}, {shown(high)}]")
+    if kind == "loguniform" and low <= 0:
+        ctx.fail(where, f"expected low > 0 for a log scale, got {shown(low)}")
+
+
 def boolean(ctx: SpecFile, where: str, value: Any) -> bool:
     if not isinstance(value, bool):
         ctx.fail(where, f"expected a boolean (true or false), got {described(value)}")

@@ -9,7 +9,7 @@ PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c co
 STAMP  := $(VENV)/.installed
 SPEC   ?= examples/torch_sweep.toml
 
-.PHONY: run test test-fast test-compat lint bench down
+.PHONY: run test test-fast test-compat compat-venv compat-smoke lint bench down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,16 +61,22 @@ down: $(STAMP)
 
 ## make test-compat: another Python and Ray line than the suite's (default Python 3.12,
 ## Ray 2.60.0): a venv that has that Ray first, raytop installed into it (its Ray kept, no
-## torch), then a real-cluster smoke (compat/test_ray_line.py).
+## torch), then a real-cluster smoke (compat/test_ray_line.py). Its two halves are
+## targets of their own (compat-venv, compat-smoke): CI builds the venv while the suite
+## installs, on the core pip leaves idle, and runs the smoke after the suite.
 # python3.12 itself, or pyenv's 3.12 (whose python3.12 shim refuses unless selected).
 COMPAT_PYTHON ?= $(or $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12)),python3.12)
 COMPAT_RAY    ?= 2.60.0
 COMPAT        ?= .venv-compat
-test-compat:
+test-compat: compat-venv compat-smoke
+
+compat-venv:
 	rm -rf $(COMPAT)
 	$(COMPAT_PYTHON) -m venv $(COMPAT)
 	$(COMPAT)/bin/python -m pip install --quiet --disable-pip-version-check \
 		'ray[default,train,tune]==$(COMPAT_RAY)' pytest
 	$(COMPAT)/bin/python -m pip install --quiet --disable-pip-version-check .
+
+compat-smoke:
 	RAYTOP_COMPAT_RAY=$(COMPAT_RAY) $(COMPAT)/bin/pytest -q -p no:cacheprovider \
 		--confcutdir compat compat

@@ -174,9 +174,10 @@ def probed_cluster(tmp_path_factory):
         stop()
 
 
-# Session clusters a group of their own uses (``OWN_CLUSTER_GROUPS``), stopped as soon as
-# the last of its tests on this worker is done: an idle cluster costs CPU the shared
-# cluster's serial tests (the suite's critical path) need. Fixture name -> its stop.
+# Session clusters whose tests run one after the other (a group of their own,
+# ``OWN_CLUSTER_GROUPS``, or adjacent files of the shared group: the 2-CPU cluster),
+# stopped as soon as the last of those tests on this worker is done: an idle cluster
+# costs ~3 CPU-s a minute of the 2 cores the suite shares. Fixture name -> its stop.
 _EARLY_STOPS: dict[str, Callable[[], None]] = {}
 
 
@@ -310,9 +311,21 @@ def two_cpu_cluster(raytop_home, tmp_path_factory):
     own_home = str(tmp_path_factory.mktemp("home_2cpu"))
     with environ(RAYTOP_HOME=own_home), own_ray_tmpdir("2cpu"):
         target = start_embedded(ClusterSection(num_cpus=2))
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        if not stopped:
+            stopped = True
+            with environ(RAYTOP_HOME=own_home), own_ray_tmpdir("2cpu"):
+                stop_embedded()
+
+    # Its tests (test_placement, test_plan_refusal) run one after the other; idle for
+    # the rest of the session it would cost ~3 CPU-s a minute.
+    _EARLY_STOPS["two_cpu_cluster"] = stop
     yield target
-    with environ(RAYTOP_HOME=own_home), own_ray_tmpdir("2cpu"):
-        stop_embedded()
+    _EARLY_STOPS.pop("two_cpu_cluster", None)
+    stop()
 
 
 def run_raytop(*args: str, timeout: float = 300, env: dict | None = None):

@@ -64,7 +64,7 @@ def finished_sweep(tmp_path_factory):
     try:
         started = time.monotonic()
         with own_ray_tmpdir("history"):
-            target = cluster.start_embedded(ClusterSection(num_cpus=2))
+            target = cluster.start_embedded(ClusterSection(num_cpus=4))  # both trials at once
             try:
                 run = run_raytop("run", str(spec), "--no-tui", "--address", target.address,
                                  timeout=300)  # fmt: skip

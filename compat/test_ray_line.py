@@ -98,7 +98,9 @@ def test_a_plain_job_whose_rank_1_stops_is_a_barrier_stall(cluster):
         assert time.monotonic() < deadline, (result.returncode, result.stdout, result.stderr)
         time.sleep(1)
     assert "rank 1 is 1 report behind" in stalls[0], stalls
-    shown = json.loads(raytop("status", "--json", "--address", address, env=env).stdout)
+    status = raytop("status", "--json", "--address", address, env=env)
+    assert status.returncode == 0, status.stderr[-3000:]  # `raytop status` exits 0 on this line
+    shown = json.loads(status.stdout)
     (run,) = [r for r in shown["runs"] if r["run_name"] == "stall-job"]
     assert run["instrumented"] is True
     assert [(w["rank"], w["reports_exited"]) for w in run["workers"]] == [(0, 5), (1, 5)]

@@ -47,6 +47,7 @@ def train_loop(config: dict) -> None:
     for epoch in range(start, case["epochs"]):
         time.sleep(case["epoch_s"])
         if rank == case["fail_rank"] and epoch == case["fail_epoch"]:
+            _after_rank0_reported(markers, epoch - 1)
             if case["fail"] == "always":
                 raise RuntimeError(f"boom at epoch {epoch} in pid {os.getpid()}")
             if case["fail"] == "once" and not os.path.exists(marker):
@@ -62,5 +63,22 @@ def train_loop(config: dict) -> None:
                     json.dump({"epoch": epoch}, f)
                 checkpoint = ray.train.Checkpoint.from_directory(folder)
                 ray.train.report({"epoch": epoch}, checkpoint=checkpoint)
+            open(os.path.join(markers, f"reported-{epoch}"), "w").close()
         else:
             ray.train.report({"epoch": epoch})
+
+
+def _after_rank0_reported(markers: str, epoch: int) -> None:
+    """Wait until rank 0's report (and checkpoint) of ``epoch`` is in Train's queue, and a
+    second more. Train registers a checkpoint only once every rank's result of that round
+    is in; a rank that raised before rank 0's upload was done would lose it to the retry,
+    which restores the round before. Under a loaded CI machine that upload took more than
+    this loop's 0.2 s epoch."""
+    if epoch < 0:
+        return
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(markers, f"reported-{epoch}")):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank 0 never reported epoch {epoch}")
+        time.sleep(0.05)
+    time.sleep(1.0)

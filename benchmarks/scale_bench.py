@@ -328,13 +328,19 @@ def _rank_report(run: int, rank: int, shape: Shape, now: float, folder: Path) ->
         "last_enter_at": times[-1][0], "last_exit_at": times[-1][1],
         "usual_interval_s": interval, "done": False, "dropped": 0, "sent_at": now,
         "cpu_percent": 97.5, "rss_bytes": 3_100_000_000, "gpu_memory_bytes": 21_000_000_000,
+        "gpu_util_percent": 88.0, "gpu_memory_used_bytes": 23_000_000_000,
+        "optimizer_steps": entered * 50, "step_rate": 4.2,
         "run_path": str(folder / "train_runs" / name),
         "checkpoints": checkpoints,
         "syncs": [[entered - 16 + i, t[0], t[0] + 0.004] for i, t in enumerate(times[-16:])],
         "report_times": times, "declared": {"CPU": 2.0, "GPU": 1.0}, "restored_from": None,
         "activity": {"kind": "backward", "where": "loss.backward() train.py:88",
                      "since": now - 0.2, "sampled_at": now - 0.1, "samples": 60,
-                     "waiting": 0.05},
+                     "waiting": 0.05,
+                     "time_s": {"compute": 900.5, "collective": 60.2, "report_wait": 30.1,
+                                "report_barrier": 5.3, "data_loader": 12.0},
+                     "recent_time_s": {"compute": 50.5, "collective": 5.1, "report_wait": 3.2,
+                                       "report_barrier": 0.4, "data_loader": 0.8}},
     }  # fmt: skip
 
 

@@ -430,6 +430,14 @@ def kill_driver(experiment: Path) -> None:
         os.killpg(info["pid"], signal.SIGKILL)
 
 
+def largest_share(shares: dict[str, float]) -> str:
+    """Of ``status --json``'s ``time_shares``, the kind of work with the largest share,
+    train.report's parts (``report_*``) counted together as "report"."""
+    grouped = {"report": sum(v for k, v in shares.items() if k.startswith("report_"))}
+    grouped |= {k: v for k, v in shares.items() if not k.startswith("report_")}
+    return max(grouped, key=grouped.__getitem__)
+
+
 def wait_for(predicate, timeout: float, what: str | Callable[[], str]):
     """Poll ``predicate`` every 0.5 s until it returns something truthy; fail after
     ``timeout`` seconds naming ``what`` (a callable: asked then, to say what was seen)."""

@@ -3,8 +3,8 @@
 would), jobs submitted with ``ray job submit``:
 
 - Ray's own ``torch_linear_example`` (every rank saves the same DDP ``model.pt``): its
-  per-rank counts, no ERROR, ``check`` exits 0, and one INFO naming the redundant uploads
-  with its count;
+  per-rank counts, no ERROR, ``check`` exits 0, one INFO naming the redundant uploads
+  with its count, and train.report as where its ranks' time goes;
 - a plain script whose ranks save different bytes under one name: one ERROR collision
   finding with its count, ``check`` exits 14;
 - ``raytop run`` of a torch spec there (raytop's trainable adds the probe, and so does the
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import run_raytop, status_json, submit_job, wait_for
+from tests.conftest import largest_share, run_raytop, status_json, submit_job, wait_for
 
 pytestmark = pytest.mark.ray
 
@@ -94,6 +94,9 @@ def test_rays_torch_linear_example_is_replicated_state_not_a_collision(probed_cl
                             f"--epochs {EPOCHS}")  # fmt: skip
     snapshot, run = new_run(probed_cluster, before)
     assert counts(run) == [(0, EPOCHS, EPOCHS), (1, EPOCHS, EPOCHS)]
+    # Each result waits for Train's controller: train.report is where the time goes.
+    assert largest_share(run["time_shares"]) == "report", run["time_shares"]
+    assert all(largest_share(w["time_shares"]) == "report" for w in run["workers"])
     assert len(run["checkpoints"]) == EPOCHS
     for c in run["checkpoints"]:  # both ranks' model.pt hashed alike: no collision
         assert (c["collisions"], c["replicated"]) == ({}, {"model.pt": [0, 1]})

@@ -11,6 +11,7 @@ from raytop.diagnose.placement import placement_findings
 from raytop.diagnose.ray_hang import ray_hang_findings
 from raytop.diagnose.repeats import fold
 from raytop.diagnose.retries import attempt_findings
+from raytop.diagnose.time_sinks import slow_rank_findings, time_sink_findings
 from raytop.model import (
     Cluster,
     Experiment,
@@ -159,6 +160,7 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
                     own += hang_findings(run, thresholds, snapshot.taken_at, limit)
                 findings += own
                 findings += ray_hang_findings(run, own, thresholds, over=False, limit=limit)
+                findings += time_sink_findings(run) + slow_rank_findings(run)
             else:
                 findings += ray_hang_findings(run, [], thresholds, over=True)
     return tuple(fold(findings))

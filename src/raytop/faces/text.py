@@ -20,6 +20,7 @@ from raytop.model.ports import Collector
 from raytop.model.refresh import paced_delay
 from raytop.model.resume import ResumePreview
 from raytop.model.stacks import STACK_BY_PROBE
+from raytop.model.time_shares import SHARE_LABELS
 from raytop.model.visible import visible, visible_lines
 from raytop.model.workloads import KIND_TRAIN_RUN
 
@@ -50,6 +51,7 @@ def status_text(snapshot: Snapshot) -> str:
                          f"{elapsed:>6}  {params}")  # fmt: skip
     lines += workload_lines(snapshot)
     lines += detector_lines(snapshot)
+    lines += time_lines(snapshot)
     if not snapshot.experiments and snapshot.warnings:  # e.g. a --storage not reached
         lines.append("no experiments found (see the warnings below)")
     elif not snapshot.experiments:
@@ -94,6 +96,22 @@ def detector_lines(snapshot: Snapshot) -> list[str]:
     return [f"run {run.run_name} attempt {run.attempt_index}: {run.ray_detector.line}"
             for run in snapshot.all_runs()
             if run.ray_detector is not None and run.ray_detector.on and not run.over]  # fmt: skip
+
+
+def time_lines(snapshot: Snapshot) -> list[str]:
+    """Each live run's goodput and where the rest of its ranks' time goes (the pipeline's
+    shares over the attempt), the largest first: ``run r attempt 1: goodput 34% ·
+    controller wait 55% · report barrier 6% · checkpoint upload 5%``."""
+    lines = []
+    for run in snapshot.all_runs():
+        if run.time_shares is None or run.goodput is None or run.over:
+            continue
+        ranked = sorted(((k, v) for k, v in run.time_shares.items() if k != "compute"
+                         and v >= 0.005), key=lambda kv: -kv[1])  # fmt: skip
+        rest = "".join(f" · {SHARE_LABELS[k]} {v:.0%}" for k, v in ranked)
+        lines.append(f"run {run.run_name} attempt {run.attempt_index}: "
+                     f"goodput {run.goodput:.0%}{rest}")  # fmt: skip
+    return lines
 
 
 def stacks_text(snapshot: Snapshot) -> str:

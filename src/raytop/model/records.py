@@ -62,11 +62,20 @@ class BarrierWait(NamedTuple):
     end: float | None  # None: still waiting
 
 
+# Where a rank's wall time goes (``probe.time_shares``): its own code and the backward pass,
+# data loading, collectives, other I/O, and train.report's parts (the barrier, the
+# checkpoint upload, the wait for Train's controller, the rest).
+SHARE_KINDS = ("compute", "data_loader", "collective", "io", "report_barrier", "report_upload",
+               "report_wait", "report_other")  # fmt: skip
+
+
 class Activity(TypedDict):
     """Where a rank's train loop is (``probe.activity``): ``kind`` one of collective,
     backward, data_loader, io, report, user; ``where`` the call and the user's line;
     ``since`` when it got there (unix s); ``waiting`` the fraction of the last ``samples``
-    one-second samples it spent waiting (collective, backward, report)."""
+    one-second samples it spent waiting (collective, backward, report). ``time_s`` and
+    ``recent_time_s``: seconds per ``SHARE_KINDS`` kind over the attempt and over the last
+    minute (absent from a probe older than them)."""
 
     kind: str
     where: str
@@ -74,6 +83,8 @@ class Activity(TypedDict):
     sampled_at: float
     samples: int
     waiting: float
+    time_s: NotRequired[dict[str, float]]
+    recent_time_s: NotRequired[dict[str, float]]
 
 
 class RankReport(TypedDict):
@@ -103,6 +114,10 @@ class RankReport(TypedDict):
     cpu_percent: float
     rss_bytes: int
     gpu_memory_bytes: int | None
+    gpu_util_percent: NotRequired[float | None]  # its GPU as NVML sees it (``probe.gpu_use``)
+    gpu_memory_used_bytes: NotRequired[int | None]
+    optimizer_steps: NotRequired[int | None]  # ``probe.step_counter``
+    step_rate: NotRequired[float | None]
     run_path: str | None
     checkpoints: list[CheckpointUpload]
     # Its recent barrier waits, each a ``BarrierWait`` as its plain list: the message is
@@ -182,6 +197,7 @@ class RankRecord(TypedDict):
 # from the rest (``probe.ledger``), so a heartbeat changes no page. ``sent_at`` is not
 # published at all (no reader uses it); ``received_at`` is the Ledger's stamp.
 BEAT_FIELDS = ("sent_at", "received_at", "cpu_percent", "rss_bytes", "gpu_memory_bytes",
+               "gpu_util_percent", "gpu_memory_used_bytes", "optimizer_steps", "step_rate",
                "activity")  # fmt: skip
 
 
@@ -193,6 +209,14 @@ class RankBeat(TypedDict):
     rss_bytes: int | None
     gpu_memory_bytes: int | None
     activity: Activity | None
+    # Its GPU as NVML sees it (``probe.gpu_use``): utilisation % and the device's memory in
+    # use; None without a GPU, NVML's binding, or from an older probe.
+    gpu_util_percent: NotRequired[float | None]
+    gpu_memory_used_bytes: NotRequired[int | None]
+    # Its optimizer steps (``probe.step_counter``) and their rate a second over the last
+    # minute; None without torch, before a step, or from an older probe.
+    optimizer_steps: NotRequired[int | None]
+    step_rate: NotRequired[float | None]
 
 
 class LedgerPage(TypedDict):
@@ -324,6 +348,9 @@ class RunAttempts(TypedDict):
     # Ray's NCCL hang detector, once a worker group started; older probes omit it (None:
     # not known).
     hang_detector: NotRequired[HangDetectorRecord | None]
+    # How often Train's controller polls the ranks for results (seconds), as it read its
+    # setting; older probes omit it.
+    controller_poll_s: NotRequired[float | None]
 
 
 MAX_PROBE_PROBLEM = 300  # characters of a probe's one-line problem

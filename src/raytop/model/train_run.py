@@ -47,6 +47,10 @@ class Activity:
     sampled_at: float
     samples: int = 0
     waiting: float = 0.0
+    # Seconds per kind of work (``model.records.SHARE_KINDS``) over the attempt and over
+    # the last minute; empty from a probe older than them.
+    time_s: dict[str, float] = field(default_factory=dict)
+    recent_time_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,15 @@ class Worker:
     heartbeat_age_s: float | None = None
     cpu_percent: float | None = None
     rss_bytes: int | None = None
-    gpu_memory_bytes: int | None = None
+    gpu_memory_bytes: int | None = None  # what torch allocated on its GPU
+    # Its GPU as NVML sees it (``probe.gpu_use``; GPU only): utilisation % and the memory
+    # in use on the device (every process on it); None without a GPU or NVML.
+    gpu_util_percent: float | None = None
+    gpu_memory_used_bytes: int | None = None
+    # Its optimizer steps (torch's step hook, ``probe.step_counter``) and their rate a
+    # second over the last minute; None without torch or before a step.
+    optimizer_steps: int | None = None
+    step_rate: float | None = None
     gpu_ids: tuple[str, ...] = ()
     # Its one report interval: the median of its recent report-to-report times, derived by
     # the pipeline from ``report_times`` (``pipeline.derive.report_interval`` says why the
@@ -118,6 +130,10 @@ class Worker:
     rate_per_min: float | None = None
     silent: bool = False
     barrier: str = ""
+    # Its time shares (``model.time_shares``): kind → fraction over the attempt and over
+    # the last minute; None: not sampled long enough, or an older probe.
+    time_shares: dict[str, float] | None = None
+    recent_time_shares: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         # From JSON (``Snapshot.from_json``) the histories arrive as lists.
@@ -278,6 +294,16 @@ class TrainRun:
     # Derived by the pipeline with the collector's thresholds (``pipeline.derive``): no rank
     # of the attempt has beaten for ``dead_after_s``.
     gone: bool = False
+    # Derived by the pipeline: the run's time shares (``model.time_shares``, its ranks'
+    # seconds summed) over the attempt and the last minute, and its goodput (the compute
+    # share over the attempt); None: not sampled long enough.
+    time_shares: dict[str, float] | None = None
+    recent_time_shares: dict[str, float] | None = None
+    goodput: float | None = None
+    time_sampled_s: float = 0.0  # the rank-seconds those shares are made of
+    # How often Train's controller polls the ranks for results (its RunProbe read the
+    # setting); None: not known.
+    controller_poll_s: float | None = None
 
     @property
     def finished(self) -> bool:

@@ -25,7 +25,6 @@ from raytop.model.records import (
     MAX_PROBE_PROBLEM,
     MAX_REPORT_HISTORY,
     MAX_REPORT_METRICS,
-    Activity,
     AttemptRecord,
     HangDetectorRecord,
     LedgerIndex,
@@ -50,6 +49,7 @@ from raytop.model.untrusted import (
     seq,
     text,
 )
+from raytop.model.untrusted_activity import activity_record
 from raytop.model.untrusted_kv_checkpoints import barrier_wait, upload
 
 # -- the ledger's KV values (probe.ledger, probe.report_probe; model.records) ----------------
@@ -122,7 +122,7 @@ def _rank_record(record: Any, where: str) -> RankRecord:
         report_times=_report_times(raw.get("report_times")),
         declared=_declared(raw.get("declared")),
         restored_from=_folder_name(raw.get("restored_from")),
-        activity=_activity(raw.get("activity")),
+        activity=activity_record(raw.get("activity")),
     )  # fmt: skip
 
 
@@ -201,35 +201,15 @@ def _folder_name(value: Any) -> str | None:
     return value
 
 
-ACTIVITY_KINDS = frozenset({"collective", "backward", "data_loader", "io", "report", "user"})
-MAX_WHERE = 200
-
-
-def _activity(value: Any) -> Activity | None:
-    """Where the rank's train loop is: optional, so a value of the wrong shape (an
-    unknown kind, a time that is not finite, a fraction outside 0..1) drops the field,
-    never the rank; ``where`` is cut to ``MAX_WHERE`` characters."""
-    if not isinstance(value, dict) or value.get("kind") not in ACTIVITY_KINDS:
-        return None
-    where, samples, waiting = value.get("where"), value.get("samples"), value.get("waiting")
-    times = [value.get("since"), value.get("sampled_at")]
-    if not isinstance(where, str) or not all(_finite(t) for t in times):
-        return None
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 0 <= samples <= 10_000:
-        return None
-    if not _finite(waiting) or not 0.0 <= waiting <= 1.0:
-        return None
-    return Activity(kind=value["kind"], where=where[:MAX_WHERE], since=float(times[0]),
-                    sampled_at=float(times[1]), samples=samples,
-                    waiting=float(waiting))  # fmt: skip
-
-
 def _rank_keys(ranks: dict[str, Any]) -> None:
     if len(ranks) > MAX_RANKS:
         raise Invalid(f"ranks: {len(ranks)} entries, over the cap of {MAX_RANKS}")
     for key in ranks:
         if not (key.isascii() and key.isdigit()):
             raise Invalid(f"ranks: key '{key[:40]}' is not a rank number")
+
+
+MAX_STEP_RATE = 1e6  # optimizer steps a second: no optimizer steps faster
 
 
 def ledger_beats(data: Any) -> dict[str, RankBeat]:
@@ -244,13 +224,21 @@ def ledger_beats(data: Any) -> dict[str, RankBeat]:
         received_at, cpu_percent = (
             number(raw, k, where, optional=True) for k in ("received_at", "cpu_percent")
         )
-        rss_bytes, gpu_memory_bytes = (
+        rss_bytes, gpu_memory_bytes, gpu_memory_used_bytes, optimizer_steps = (
             integer(raw, k, where, optional=True, minimum=None)
-            for k in ("rss_bytes", "gpu_memory_bytes")
+            for k in ("rss_bytes", "gpu_memory_bytes", "gpu_memory_used_bytes", "optimizer_steps")
         )
+        step_rate = number(raw, "step_rate", where, optional=True)
+        if step_rate is not None and not 0.0 <= step_rate <= MAX_STEP_RATE:
+            raise Invalid(f"{where}.step_rate: {step_rate} is not a step rate")
+        gpu_util_percent = number(raw, "gpu_util_percent", where, optional=True)
+        if gpu_util_percent is not None and not 0.0 <= gpu_util_percent <= 100.0:
+            raise Invalid(f"{where}.gpu_util_percent: {gpu_util_percent} is not a percent")
         beats[key] = RankBeat(
             received_at=received_at, cpu_percent=cpu_percent, rss_bytes=rss_bytes,
-            gpu_memory_bytes=gpu_memory_bytes, activity=_activity(raw.get("activity")),
+            gpu_memory_bytes=gpu_memory_bytes, activity=activity_record(raw.get("activity")),
+            gpu_util_percent=gpu_util_percent, gpu_memory_used_bytes=gpu_memory_used_bytes,
+            optimizer_steps=optimizer_steps, step_rate=step_rate,
         )  # fmt: skip
     return beats
 
@@ -331,7 +319,7 @@ def run_attempts(data: Any) -> RunAttempts:
     run_id, run_name = (text(raw, key) for key in ("run_id", "run_name"))
     config = obj(raw.get("failure_config") or {}, "failure_config")
     attempts = seq(raw.get("attempts", []), "attempts", MAX_ATTEMPTS)
-    return RunAttempts(
+    record = RunAttempts(
         run_id=run_id,
         run_name=run_name,
         failure_config={
@@ -341,6 +329,16 @@ def run_attempts(data: Any) -> RunAttempts:
         attempts=[_attempt(a, f"attempts[{i}]") for i, a in enumerate(attempts)],
         sent_at=number(raw, "sent_at"),
     )
+    if "controller_poll_s" in raw:  # from a probe that reads it
+        record["controller_poll_s"] = _poll_s(raw)
+    return record
+
+
+def _poll_s(raw: dict[str, Any]) -> float | None:
+    poll_s = number(raw, "controller_poll_s", "run record", optional=True)
+    if poll_s is not None and not 0.0 < poll_s <= MAX_DETECTOR_S:
+        raise Invalid(f"controller_poll_s: {poll_s} is not a poll period")
+    return poll_s
 
 
 MAX_DETECTOR_S = 7 * 86_400.0  # a poll period or confirmation time beyond a week is no setting

@@ -3,7 +3,8 @@
 Each fact about a rank is made here, once per snapshot, with the collector's
 ``Thresholds`` (never a second default), and carried on the ``Worker`` (``TrainRun.gone``
 for the attempt): its state, reports behind, its one report interval and rate, whether it
-is silent, its part in the report barrier. The judgements (``diagnose``) and every face
+is silent, its part in the report barrier, its time shares (and the run's, with its
+goodput). The judgements (``diagnose``) and every face
 read those fields; none works them out again. What an attempt restored is joined here
 too: the probe's checkpoint folder name with Train's own record of that checkpoint's
 metrics on storage; and the line on Ray's NCCL hang detector, with its verdict so far.
@@ -21,6 +22,7 @@ from raytop.model import TrainRun, Worker
 from raytop.model.evolve import evolve
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
 from raytop.model.thresholds import Thresholds
+from raytop.model.time_shares import shares, summed
 from raytop.model.train_run import BARRIER_HOLDING, BARRIER_WAITING, report_intervals
 
 
@@ -69,7 +71,15 @@ def with_rank_states(run: TrainRun, t: Thresholds) -> TrainRun:
     workers = tuple(_derived(w, top, short, t) for w in run.workers)
     beats = [w.heartbeat_age_s for w in run.workers if w.heartbeat_age_s is not None]
     gone = bool(beats) and min(beats) > t.dead_after_s
-    return dataclasses.replace(run, workers=workers, gone=gone)
+    activities = [w.activity for w in run.workers if w.activity is not None]
+    seconds = summed(a.time_s for a in activities)
+    attempt = shares(seconds)
+    return dataclasses.replace(
+        run, workers=workers, gone=gone, time_shares=attempt,
+        time_sampled_s=round(sum(seconds.values()), 2),
+        recent_time_shares=shares(summed(a.recent_time_s for a in activities)),
+        goodput=attempt["compute"] if attempt else None,
+    )  # fmt: skip
 
 
 def _derived(w: Worker, top: int, short: bool, t: Thresholds) -> Worker:
@@ -106,6 +116,8 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds) -> Worker:
         rate_per_min=60.0 / interval if interval else None,
         silent=silent,
         barrier=barrier,
+        time_shares=shares(w.activity.time_s) if w.activity else None,
+        recent_time_shares=shares(w.activity.recent_time_s) if w.activity else None,
     )
 
 

@@ -66,13 +66,32 @@ def _user_frame(frames: list[FrameType]) -> str | None:
     return None
 
 
-def classify(frame: FrameType | None) -> tuple[str, str]:
-    """(kind, where) of a thread whose innermost frame is ``frame``."""
+def walk(frame: FrameType | None) -> list[FrameType]:
     frames: list[FrameType] = []
     while frame is not None and len(frames) < MAX_DEPTH:
         frames.append(frame)
         frame = frame.f_back
+    return frames
+
+
+def classify(frame: FrameType | None) -> tuple[str, str]:
+    """(kind, where) of a thread whose innermost frame is ``frame``."""
+    frames = walk(frame)
     user = _user_frame(frames)
+    found = found_kinds(frames)
+    # The outer context wins over what it calls: I/O inside a report is the report's
+    # checkpoint upload, I/O or a sleep inside a Dataset is the data loader waiting.
+    for kind in PRECEDENCE:
+        if kind in found:
+            return kind, (found[kind] if kind == "report" else _with_user(found[kind], user))
+    return "user", (user or (frames[0].f_code.co_name if frames else "?"))[:MAX_WHERE]
+
+
+PRECEDENCE = ("report", "collective", "data_loader", "backward", "io")
+
+
+def found_kinds(frames: list[FrameType]) -> dict[str, str]:
+    """Of each kind, the call that names it: the nearest (innermost) frame of that kind."""
     found: dict[str, str] = {}
     for f in frames:  # innermost first: of each kind, the nearest call names it
         name, filename = f.f_code.co_name, f.f_code.co_filename
@@ -87,12 +106,7 @@ def classify(frame: FrameType | None) -> tuple[str, str]:
         elif any(part in filename for part in _IO_PARTS):
             module = os.path.splitext(os.path.basename(filename))[0]
             found.setdefault("io", f"{module}.{name}")
-    # The outer context wins over what it calls: I/O inside a report is the report's
-    # checkpoint upload, I/O or a sleep inside a Dataset is the data loader waiting.
-    for kind in ("report", "collective", "data_loader", "backward", "io"):
-        if kind in found:
-            return kind, (found[kind] if kind == "report" else _with_user(found[kind], user))
-    return "user", (user or (frames[0].f_code.co_name if frames else "?"))[:MAX_WHERE]
+    return found
 
 
 def _with_user(call: str, user: str | None) -> str:
@@ -138,4 +152,4 @@ class ActivitySampler:
         }
 
 
-__all__ = ["WAITING_KINDS", "ActivitySampler", "classify"]
+__all__ = ["PRECEDENCE", "WAITING_KINDS", "ActivitySampler", "classify", "found_kinds", "walk"]

@@ -25,8 +25,12 @@ import psutil
 from raytop.model.records import MAX_REPORT_HISTORY, BarrierWait, CheckpointUpload, RankReport
 from raytop.probe.activity import ActivitySampler
 from raytop.probe.checkpoint_files import UploadInFlight, list_files, start_upload
+from raytop.probe.gpu_use import gpu_use
 from raytop.probe.ledger import get_or_create_ledger
 from raytop.probe.rank_commands import RankCommands
+from raytop.probe.step_counter import StepCounter
+from raytop.probe.time_shares import TimeShares, share_kind
+from raytop.wire.train_frames import report_parts
 from raytop.wire.train_hooks import WorkerIdentity, training_thread_id, upload_call_details
 
 HEARTBEAT_S = 1.0
@@ -56,6 +60,9 @@ class RankState:
         # every report), the last few.
         self.syncs: deque[BarrierWait] = deque(maxlen=MAX_CHECKPOINTS)
         self._sampler: ActivitySampler | None = None  # once the train loop's thread is known
+        self._shares = TimeShares()  # where its wall time goes (``probe.time_shares``)
+        self._steps = StepCounter()  # its optimizer steps (``probe.step_counter``)
+        self._report_parts: tuple[str, dict[str, str]] | None = None  # read on first use
         self.commands = RankCommands(self)  # raytop's stack / Flight Recorder requests
         self._ledger: Any = None
         self._last_ref: Any = None
@@ -144,6 +151,7 @@ class RankState:
         self.done = True
         self._wake.set()
         self._thread.join(timeout=2.0)
+        self._steps.close()
 
     def _run(self) -> None:
         process = psutil.Process()
@@ -157,10 +165,12 @@ class RankState:
                 now = time.monotonic()
                 if self.train_thread is not None and self.train_thread not in sys._current_frames():
                     self.done = True  # the train loop returned or raised
+                self._sample_shares(now)
                 if now - last_command_check >= HEARTBEAT_S:
                     last_command_check = now
                     self.commands.answer()
                     self._sample_activity()
+                    self._steps.sample(now)
                 uploads = tuple((c["dir_name"], c["end"], c["error"], len(c.get("hashes", ())))
                                 for c in self.checkpoints)  # fmt: skip
                 key = (
@@ -191,8 +201,24 @@ class RankState:
             self._sampler = ActivitySampler(thread)
         self._sampler.sample(time.time())
 
+    def _sample_shares(self, now: float) -> None:
+        """On every wake (ten times a second): the share the train loop is in now."""
+        if self.done:
+            return
+        thread = self.train_thread or training_thread_id()
+        frame = sys._current_frames().get(thread) if thread is not None else None
+        if frame is None:
+            return
+        if self._report_parts is None:
+            self._report_parts = report_parts()
+        kind = share_kind(frame, *self._report_parts)
+        del frame  # no frame kept alive past the sample
+        self._shares.add(kind, now)
+
     def _message(self, process: Any) -> RankReport:
         ident = self.identity
+        gpu_util, gpu_used = gpu_use()
+        steps, step_rate = self._steps.record()
         gaps = [b - a for a, b in zip(self.enter_times, list(self.enter_times)[1:], strict=False)]
         message = RankReport(
             run_id=ident.run_id,
@@ -217,6 +243,10 @@ class RankState:
             cpu_percent=process.cpu_percent(None),
             rss_bytes=process.memory_info().rss,
             gpu_memory_bytes=_cuda_memory(),
+            gpu_util_percent=gpu_util,
+            gpu_memory_used_bytes=gpu_used,
+            optimizer_steps=steps,
+            step_rate=step_rate,
             run_path=ident.run_path,
             # Copies: the hooks go on updating the originals while this one is sent.
             checkpoints=[CheckpointUpload(**c) for c in self.checkpoints],
@@ -231,6 +261,7 @@ class RankState:
             message["stack_request"], message["stack"] = commands.stack
         activity = self._sampler.record() if self._sampler is not None else None
         if activity is not None:
+            activity["time_s"], activity["recent_time_s"] = self._shares.record()
             message["activity"] = activity
         if commands.native is not None:
             message["native_stack_request"], message["native_stack"] = commands.native

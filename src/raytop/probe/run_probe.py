@@ -41,6 +41,7 @@ from raytop.model.records import (
     RunAttempts,
 )
 from raytop.probe.ledger import get_or_create_ledger
+from raytop.wire.train_frames import controller_poll_s
 from raytop.wire.train_hooks import (
     controller_state,
     failure_details,
@@ -101,6 +102,7 @@ class RunRecorder:
         self.count = 0
         self.last_checkpoint: dict[str, float] | None = None
         self.hang_detector: HangDetectorRecord | None = None
+        self.controller_poll_s = controller_poll_s()  # this process is the controller
 
     @property
     def open(self) -> AttemptRecord | None:
@@ -178,6 +180,7 @@ class RunRecorder:
             attempts=[AttemptRecord(**a) for a in self.attempts],
             sent_at=time.time(),
             hang_detector=self.hang_detector,
+            controller_poll_s=self.controller_poll_s,
         )
 
 

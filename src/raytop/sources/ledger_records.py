@@ -62,6 +62,10 @@ def _beat_fields(beat: RankBeat | RankRecord, now: float) -> dict[str, Any]:
         "cpu_percent": beat["cpu_percent"],
         "rss_bytes": beat["rss_bytes"],
         "gpu_memory_bytes": beat["gpu_memory_bytes"],
+        "gpu_util_percent": beat.get("gpu_util_percent"),
+        "gpu_memory_used_bytes": beat.get("gpu_memory_used_bytes"),
+        "optimizer_steps": beat.get("optimizer_steps"),
+        "step_rate": beat.get("step_rate"),
         "activity": _activity(beat["activity"]),
     }
 

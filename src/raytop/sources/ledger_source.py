@@ -219,6 +219,7 @@ class LedgerReader:
                     attempts=history,
                     retry_budget=budget,
                     ray_detector=detector_from_record(record) if record else None,
+                    controller_poll_s=record.get("controller_poll_s") if record else None,
                 )
             )
         for run_id, record in self._run_records.items():

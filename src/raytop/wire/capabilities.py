@@ -264,6 +264,15 @@ UPLOAD_FRAME = _add("TrainContext._upload_checkpoint(checkpoint_dir_name, checkp
                     _attribute(_CONTEXT, "TrainContext._upload_checkpoint", "checkpoint_dir_name",
                                "checkpoint", "checkpoint_upload_fn"))  # fmt: skip
 
+# The frames inside ``TrainContext.report`` that tell its parts apart (``wire.train_frames``):
+# without them a rank's time in report is one share, not barrier, upload and the wait for
+# the controller.
+REPORT_PARTS = _add("TrainContext._sync_checkpoint_dir_name_across_ranks, _upload_checkpoint "
+                    "and _wait_then_report", "train.report's time is not split into its parts",
+                    lambda: all(_attribute(_CONTEXT, f"TrainContext.{name}")() for name in (
+                        "_sync_checkpoint_dir_name_across_ranks", "_upload_checkpoint",
+                        "_wait_then_report")))  # fmt: skip
+
 
 @functools.cache
 def has(name: str) -> bool:

@@ -25,6 +25,7 @@ from raytop.model.nccl_ras import RayHangDetector
 from raytop.model.ports import Collector
 from raytop.model.train_run import RUN_FROM_TRAIN_STATE
 from raytop.tui.format import shown, shown_lines
+from raytop.tui.glyphs import UNICODE, glyphs_of
 from raytop.tui.messages import StacksReady
 from raytop.tui.screens.rank import RankScreen
 from raytop.tui.screens.run_data import describe_ledger, find_run, run_findings
@@ -33,6 +34,7 @@ from raytop.tui.screens.stacks_request import StacksRequestScreen, stacks_bindin
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
 from raytop.tui.widgets.key_footer import KeyFooter
+from raytop.tui.widgets.share_bar import run_time_line
 from raytop.tui.widgets.stall_banner import RunFindings, StallBanner
 from raytop.tui.widgets.worker_table import WorkerTable
 
@@ -158,6 +160,7 @@ class RunScreen(StacksRequestScreen):
         yield Static(id="run-notes")
         yield Static(id="run-attempts")
         yield Static(id="run-detector")
+        yield Static(id="run-time")
         yield StallBanner()
         yield RunFindings(id="run-findings")
         yield WorkerTable()
@@ -210,6 +213,7 @@ class RunScreen(StacksRequestScreen):
             )
             self.query_one("#run-attempts", Static).display = False
             self.query_one("#run-detector", Static).display = False
+            self.query_one("#run-time", Static).display = False
             self.query_one(StallBanner).show(None)
             self.query_one("#run-findings", RunFindings).show(())
             self.query_one(WorkerTable).show_run(None)
@@ -224,6 +228,13 @@ class RunScreen(StacksRequestScreen):
         detector.display = self._run.ray_detector is not None
         if self._run.ray_detector is not None:
             detector.update(shown(describe_detector(self._run.ray_detector)))
+        glyphs = glyphs_of(self)
+        time_line = run_time_line(self._run, self.size.width or 80, glyphs.bar_full,
+                                  glyphs.bar_full != UNICODE.bar_full)  # fmt: skip
+        time_panel = self.query_one("#run-time", Static)
+        time_panel.display = time_line is not None
+        if time_line is not None:
+            time_panel.update(shown(time_line))
         findings = run_findings(body, self._run) if not self._gone else []
         stall = findings[0] if findings and findings[0].kind in HANG_KINDS else None
         self.query_one(StallBanner).show(stall)

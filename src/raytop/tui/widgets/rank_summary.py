@@ -59,6 +59,10 @@ def describe_health(worker: Worker, now: float) -> Content:
     if declared:
         cpu = f"{cpu} (declared {declared})"
     gpu = f"GPU memory {fmt_bytes(worker.gpu_memory_bytes)}" if worker.gpu_ids else "no GPU"
+    if worker.gpu_util_percent is not None:  # NVML's view (GPU only)
+        gpu += f", busy {worker.gpu_util_percent:.0f}%"
+    if worker.gpu_memory_used_bytes is not None:
+        gpu += f", {fmt_bytes(worker.gpu_memory_used_bytes)} in use on the device"
     cpu_style = "bold $text-warning" if worker.cpu_over_declared else ""
     parts: list[Content | str] = [heartbeat, SEP, Content.styled(f"cpu {cpu}", cpu_style)]
     parts.append(f"{SEP}rss {fmt_bytes(worker.rss_bytes)}{SEP}{gpu}")

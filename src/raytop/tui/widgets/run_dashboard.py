@@ -1,10 +1,12 @@
 """The overview's dashboard: one trial's Train run at a glance, beside or under the trials.
 
-Five panels, in the order they are given room when lines are short: the run's phase (and
+Six panels, in the order they are given room when lines are short: the run's phase (and
 for how long), the rank strip (every rank's report count, or a histogram with the
-laggards named), the trial's metric over its iterations (a wide sparkline of
-``Trial.metric_history``), its latest checkpoints, and where its bundles are. What each panel says
-is decided in ``raytop.model.dashboard``; this widget paints it in the lines it is given.
+laggards named), where the ranks' time goes (goodput and its shares), the trial's metric
+over its iterations (a wide sparkline of ``Trial.metric_history``), its latest
+checkpoints, and where its bundles are. What each panel says is decided in
+``raytop.model.dashboard`` (the time shares: ``widgets.share_bar``); this widget paints
+it in the lines it is given.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from raytop.tui.format import (
     sparkline,
     wrap_words,
 )
-from raytop.tui.glyphs import glyphs_of
+from raytop.tui.glyphs import UNICODE, glyphs_of
 from raytop.tui.widgets.checkpoint_table import TONES, fmt_mode, state_label
+from raytop.tui.widgets.share_bar import run_time_line
 
 _PHASE_STYLE = {
     WAITING: "bold $text-muted",
@@ -226,6 +229,7 @@ class RunDashboard(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="dash-phase", markup=False)
         yield Static(id="dash-ranks", markup=False)
+        yield Static(id="dash-time", markup=False)
         yield Static(id="dash-trend", markup=False)
         yield Static(id="dash-checkpoints", markup=False)
         yield Static(id="dash-placement", markup=False)
@@ -261,7 +265,12 @@ class RunDashboard(Vertical):
             checkpoints = describe_checkpoints(run, 3)
         placement = describe_placement(groups, run, glyphs.arrow)
         trend = describe_trend(trial, metric, width, glyphs.spark, glyphs.arrow)
-        panels = [ranks, trend, checkpoints, placement]
+        ascii_ = glyphs.bar_full != UNICODE.bar_full
+        time_line = None
+        if run is not None:
+            time_line = run_time_line(run, width - _LABEL_WIDTH, glyphs.bar_full, ascii_)
+        time = [Content.assemble(_label("time"), time_line)] if time_line else []
+        panels = [ranks, time, trend, checkpoints, placement]
         phase_line = describe_phase(trial, run, phase, since)
         phase_lines = wrap_words(shown(phase_line), width, 2 if lines >= 4 else 1, glyphs.ellipsis)
         budget = lines - len(phase_lines)
@@ -274,6 +283,7 @@ class RunDashboard(Vertical):
         tall = [
             (1 + len(run.workers) if run and run.workers else 0,
              lambda: describe_rank_rows(rank_cells(run, stalled))),
+            (0, list),  # the time shares have one form
             (0, list),  # the trend has one form
             (1 + min(5, len(run.checkpoints)) if run and run.checkpoints else 0,
              lambda: describe_checkpoint_rows(run, 5)),
@@ -286,7 +296,7 @@ class RunDashboard(Vertical):
                 panels[i] = build()
         self._put("#dash-phase", phase_lines, width, glyphs.ellipsis)
         for selector, panel in zip(
-            ("#dash-ranks", "#dash-trend", "#dash-checkpoints", "#dash-placement"),
+            ("#dash-ranks", "#dash-time", "#dash-trend", "#dash-checkpoints", "#dash-placement"),
             panels,
             strict=True,
         ):

@@ -15,9 +15,12 @@ from rich.text import Text
 from raytop.model import TrainRun, Worker
 from raytop.model.format import fmt_duration
 from raytop.tui.format import fmt_bytes, fmt_rate
+from raytop.tui.glyphs import UNICODE, glyphs_of
+from raytop.tui.widgets import share_bar
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
 
+BAR_WIDTH = 10  # the time-share bar's cells (``share_bar``)
 # Column key -> (header, content width). The order is the display order.
 _COLUMNS = {
     "rank": ("rank", 4),
@@ -30,15 +33,18 @@ _COLUMNS = {
     "rate": ("rate", 6),
     "heartbeat": ("beat", 6),
     "cpu": ("cpu%", 4),
+    "gpu": ("gpu%", 4),
     "rss": ("rss", 5),
+    "time": ("time", BAR_WIDTH),
     "state": ("state", 8),
 }
 _LEFT = frozenset({"node", "state"})
 # Dropped first when the table is too narrow (at 80 columns: node, rss, then heartbeat).
-_DROP_ORDER = ("node", "rss", "heartbeat", "cpu", "rate", "pid", "last_report")
+_DROP_ORDER = ("node", "rss", "heartbeat", "cpu", "gpu", "rate", "pid", "time", "last_report")
 
 # The columns only raytop's probe can fill; a run without it shows NEEDS_PROBE there.
-_PROBE_COLUMNS = ("entered", "exited", "behind", "last_report", "rate", "heartbeat", "cpu", "rss")
+_PROBE_COLUMNS = ("entered", "exited", "behind", "last_report", "rate", "heartbeat", "cpu", "gpu",
+                  "rss", "time")  # fmt: skip
 NEEDS_PROBE = "·"
 
 STATES = ("training", "waiting", "behind", "silent", "dead", "done")
@@ -82,6 +88,13 @@ def _rss(rss: int | None) -> tuple[str, str, str, float | None]:
     return "right", fmt_bytes(rss), "", None if rss is None else rss >> 20
 
 
+def _percent(value: float | None) -> tuple[str, str, str, float | None]:
+    """A percent, sorted by the whole percent shown."""
+    if value is None:
+        return "right", "-", "", None
+    return "right", f"{value:.0f}", "", round(value)
+
+
 def _age(seconds: float | None) -> tuple[str, str, str, float | None]:
     """An age sorts by its whole seconds (what ``fmt_duration`` counts), so the ranks
     share its cells as they share its text."""
@@ -103,6 +116,7 @@ _CELLS = {
     "rate": lambda w: _rate(w.rate_per_min),
     "heartbeat": lambda w: _age(w.heartbeat_age_s),
     "cpu": lambda w: ("right", *_cpu(w), None if w.cpu_percent is None else round(w.cpu_percent)),
+    "gpu": lambda w: _percent(w.gpu_util_percent),
     "rss": lambda w: _rss(w.rss_bytes),
 }
 
@@ -113,6 +127,7 @@ class WorkerTable(KeyedTable):
     COMPONENT_CLASSES = KeyedTable.COMPONENT_CLASSES | {
         *(f"worker-table--{state}" for state in STATES),
         "worker-table--stalled",
+        *share_bar.COMPONENTS,
     }
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -130,7 +145,12 @@ class WorkerTable(KeyedTable):
         self._run = run
         self._stalled = frozenset(stalled)
         workers = sorted(run.workers, key=lambda w: w.rank) if run else []
-        columns = self._columns()
+        # The time bars only once a rank has shares (an older probe, or a run just begun,
+        # has none: no column of dashes).
+        columns = self._columns(
+            time=any(share_bar.shown_shares(w) for w in workers),
+            gpu=any(w.gpu_util_percent is not None for w in workers),  # GPU only
+        )
         keys = tuple(column.key for column in columns)
         wanted = {}
         for w in workers:
@@ -183,13 +203,36 @@ class WorkerTable(KeyedTable):
         stalled = w.rank in self._stalled
         return tuple(
             self._cell("state", w.state, _state_class(w.state, stalled)) if key == "state"
+            else self._bar(w) if key == "time"
             else self._cell(*_CELLS[key](w))
             for key in columns
         )  # fmt: skip
 
-    def _columns(self) -> tuple[ColumnSpec, ...]:
-        """The columns that fit the width, dropping the least needed first."""
+    def _bar(self, w: Worker) -> object:
+        """Its time-share bar (the last minute, else its attempt), made once per look;
+        sorted by its compute share."""
+        shares = share_bar.shown_shares(w)
+        letters = share_bar.bar_text(shares, BAR_WIDTH)
+        if not letters:
+            return self._cell("right", "-")
+        glyphs = glyphs_of(self)
+        compute = round(shares["compute"], 2) if shares else None
+        key = ("bar", letters, glyphs.bar_full, compute)
+        cell = self._made.get(key)
+        if cell is None:
+            ascii_ = glyphs.bar_full != UNICODE.bar_full
+            cell = share_bar.ShareBarCell(letters, ascii_, glyphs.bar_full, self)
+            cell = SortedCell(cell, compute)
+            self._made[key] = cell
+        return cell
+
+    def _columns(self, time: bool, gpu: bool) -> tuple[ColumnSpec, ...]:
+        """The columns that fit the width, dropping the least needed first; the time bars
+        and the GPU's utilisation only where a rank has them."""
+        left_out = {key for key, shown in (("time", time), ("gpu", gpu)) if not shown}
         columns = [
-            ColumnSpec(key, *_COLUMNS[key], "left" if key in _LEFT else "right") for key in _COLUMNS
+            ColumnSpec(key, *_COLUMNS[key], "left" if key in _LEFT else "right")
+            for key in _COLUMNS
+            if key not in left_out
         ]
         return self.fit_columns(columns, drop=_DROP_ORDER)

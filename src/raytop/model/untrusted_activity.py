@@ -1,0 +1,53 @@
+"""A rank's activity record as its probe sent it (``model.records.Activity``): where its
+train loop is, and where its time went. Optional in the rank's heartbeat, so a value of
+the wrong shape drops the field (or only its time shares), never the rank."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raytop.model.records import SHARE_KINDS, Activity
+from raytop.model.untrusted import is_finite_number as _finite
+
+ACTIVITY_KINDS = frozenset({"collective", "backward", "data_loader", "io", "report", "user"})
+MAX_WHERE = 200
+
+
+def activity_record(value: Any) -> Activity | None:
+    """Where the rank's train loop is: optional, so a value of the wrong shape (an
+    unknown kind, a time that is not finite, a fraction outside 0..1) drops the field,
+    never the rank; ``where`` is cut to ``MAX_WHERE`` characters."""
+    if not isinstance(value, dict) or value.get("kind") not in ACTIVITY_KINDS:
+        return None
+    where, samples, waiting = value.get("where"), value.get("samples"), value.get("waiting")
+    times = [value.get("since"), value.get("sampled_at")]
+    if not isinstance(where, str) or not all(_finite(t) for t in times):
+        return None
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 0 <= samples <= 10_000:
+        return None
+    if not _finite(waiting) or not 0.0 <= waiting <= 1.0:
+        return None
+    activity = Activity(kind=value["kind"], where=where[:MAX_WHERE], since=float(times[0]),
+                        sampled_at=float(times[1]), samples=samples,
+                        waiting=float(waiting))  # fmt: skip
+    for key in ("time_s", "recent_time_s"):
+        seconds = _seconds_by_kind(value.get(key))
+        if seconds is not None:
+            activity[key] = seconds  # type: ignore[literal-required]
+    return activity
+
+
+MAX_SHARE_S = 1e8  # seconds in one kind: over three years of one attempt
+
+
+def _seconds_by_kind(value: Any) -> dict[str, float] | None:
+    """``time_s`` / ``recent_time_s``: kind (``SHARE_KINDS``) → seconds; a value of another
+    shape drops the field (the rank and its activity stay)."""
+    if not isinstance(value, dict) or not set(value) <= set(SHARE_KINDS):
+        return None
+    if not all(_finite(v) and 0.0 <= v <= MAX_SHARE_S for v in value.values()):
+        return None
+    return {k: float(v) for k, v in value.items()}
+
+
+__all__ = ["ACTIVITY_KINDS", "MAX_SHARE_S", "activity_record"]

@@ -1,0 +1,79 @@
+"""Where a rank's wall time goes: the train loop's thread sampled about ten times a second
+(on every wake of the probe's flush thread, never on the training thread), each sample
+counting the time since the one before to the kind of work the thread is in.
+
+Kinds (``model.records.SHARE_KINDS``): ``compute`` (the user's own code, the backward
+pass), ``data_loader``, ``collective``, ``io`` (other I/O), and ``train.report`` split into
+its parts where this Ray's frames tell them (``wire.train_frames``): ``report_barrier``
+(waiting for the other ranks to enter the same report), ``report_upload`` (the checkpoint
+upload), ``report_wait`` (waiting for Train's controller to take the previous result),
+``report_other`` (the rest of report, or all of it on a Ray whose frames are not known).
+
+Kept over the attempt (this worker's life) and over the last ``RECENT_S`` seconds, in
+seconds: the pipeline turns them into shares. A sample walks at most ``MAX_DEPTH`` frames
+and reads no source line: a few microseconds, ten times a second.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from types import FrameType
+
+from raytop.model.records import SHARE_KINDS
+from raytop.probe.activity import PRECEDENCE, found_kinds, walk
+
+RECENT_S = 60.0
+MAX_STEP_S = 1.0  # a longer gap between samples (a paused process) counts this much
+_SHARE_OF = {"collective": "collective", "data_loader": "data_loader", "io": "io",
+             "backward": "compute"}  # fmt: skip
+
+
+def share_kind(frame: FrameType | None, report_file: str, parts: dict[str, str]) -> str:
+    """The share a thread whose innermost frame is ``frame`` is spending its time on;
+    ``parts``: Train's report frames (name → part) in files ending ``report_file``."""
+    frames = walk(frame)
+    found = found_kinds(frames)
+    kind = next((k for k in PRECEDENCE if k in found), "user")
+    if kind != "report":
+        return _SHARE_OF.get(kind, "compute")
+    if parts:
+        for f in frames:  # innermost first: the part the report is in now
+            part = parts.get(f.f_code.co_name)
+            if part is not None and f.f_code.co_filename.endswith(report_file):
+                return part
+    return "report_other"
+
+
+class TimeShares:
+    """Seconds per kind over the attempt and over the last ``RECENT_S`` seconds."""
+
+    def __init__(self) -> None:
+        self.total = dict.fromkeys(SHARE_KINDS, 0.0)
+        self.recent = dict.fromkeys(SHARE_KINDS, 0.0)
+        self._window: deque[tuple[float, str, float]] = deque()
+        self._last: float | None = None
+
+    def add(self, kind: str, now: float) -> None:
+        """The time since the last sample, spent in ``kind`` (the first sample only starts
+        the clock)."""
+        last, self._last = self._last, now
+        if last is None:
+            return
+        step = min(max(now - last, 0.0), MAX_STEP_S)
+        self.total[kind] += step
+        self.recent[kind] += step
+        self._window.append((now, kind, step))
+        while self._window and self._window[0][0] <= now - RECENT_S:
+            _, old, gone = self._window.popleft()
+            self.recent[old] = max(self.recent[old] - gone, 0.0)
+
+    def record(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(over the attempt, over the recent window): kind → seconds, the kinds with any."""
+        return _rounded(self.total), _rounded(self.recent)
+
+
+def _rounded(seconds: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 2) for k, v in seconds.items() if v >= 0.005}
+
+
+__all__ = ["MAX_STEP_S", "RECENT_S", "TimeShares", "share_kind"]

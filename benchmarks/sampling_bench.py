@@ -8,7 +8,8 @@ steps do) runs for ``--seconds`` with no sampler, then with the sampler at its r
 rate (1 Hz) and at 100 Hz (a stress, 100× the real rate), alternated over ``--rounds`` in
 the same process: steps per second, and the ratio plain / sampled (≤ 1.01 is the goal).
 The loop's stack is 20 frames deep inside a fake ``torch/distributed`` call site, so each
-sample classifies it fully.
+sample classifies it fully. ``shares 10 Hz`` is the time-share sampler
+(``probe.time_shares``: a frame walk and a count, no source line) at its real rate.
 
     .venv/bin/python benchmarks/sampling_bench.py [--seconds 5] [--rounds 3]
 """
@@ -17,12 +18,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import threading
 import time
 
 import torch
 
 from raytop.probe.activity import ActivitySampler
+from raytop.probe.time_shares import TimeShares, share_kind
+from raytop.wire.train_frames import report_parts
+
+PARTS = report_parts()  # Train's report frames, as the probe reads them
 
 
 def step(a: torch.Tensor, depth: int) -> float:
@@ -33,7 +39,8 @@ def step(a: torch.Tensor, depth: int) -> float:
     return float(sum(i * 0.5 for i in range(200))) + float(b[0, 0])
 
 
-def run(seconds: float, hz: float, sample: bool) -> tuple[float, list[float]]:
+def run(seconds: float, hz: float, sample: bool, shares: bool = False
+        ) -> tuple[float, list[float]]:  # fmt: skip
     """Steps per second of the loop over ``seconds``, with the bench's thread waking at
     ``hz`` and sampling the loop each time (``sample``) or not: the same wake-ups either
     way, so the ratio is the sampling alone. Also each sample's own duration: the time the
@@ -50,13 +57,20 @@ def run(seconds: float, hz: float, sample: bool) -> tuple[float, list[float]]:
     worker = threading.Thread(target=loop)
     worker.start()
     sampler = ActivitySampler(worker.ident)
+    counted = TimeShares()
+
+    def share_sample(now: float) -> None:
+        frame = sys._current_frames().get(worker.ident)
+        counted.add(share_kind(frame, *PARTS), now)
+
+    take = share_sample if shares else sampler.sample
     took: list[float] = []
     start = time.perf_counter()
     end = start + seconds
     while time.perf_counter() < end:
         if sample:
             began = time.perf_counter()
-            sampler.sample(time.time())
+            take(time.time())
             took.append(time.perf_counter() - began)
         time.sleep(1.0 / hz)
     done.set()
@@ -70,13 +84,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    variants = {"1 Hz": 1.0, "100 Hz": 100.0}
+    variants = {"1 Hz": 1.0, "100 Hz": 100.0, "shares 10 Hz": 10.0}
     rates: dict[tuple[str, bool], list[float]] = {}
     took: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.rounds):  # alternated: drift hits every variant alike
         for name, hz in variants.items():
             for sample in (False, True):
-                rate, durations = run(args.seconds, hz, sample)
+                rate, durations = run(args.seconds, hz, sample, name.startswith("shares"))
                 rates.setdefault((name, sample), []).append(rate)
                 took[name] += durations
     result = {}

@@ -38,6 +38,7 @@ from raytop.model import (
 from raytop.model.nccl_ras import RayHangDetector
 from raytop.model.no_probe import CALLBACKS_UNSET, NoProbe
 from raytop.model.resume import PreviewRow, ResumePreview, StoredExperiment
+from raytop.model.snapshot import best_trial
 from raytop.model.thresholds import Thresholds
 from raytop.model.workloads import (
     KIND_EXPERIMENT,
@@ -162,6 +163,7 @@ def sweep() -> Snapshot:
         trials=_trials(),
         driver_pid=4242,
         driver_alive=True,
+        best_trial=best_trial(_trials(), "loss", "min"),  # as the pipeline derives it
     )
     finding = Finding(
         kind="trial_error",

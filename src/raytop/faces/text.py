@@ -15,7 +15,14 @@ from raytop.faces.output import echo_text, say
 from raytop.faces.terminal import NO_TUI_HINT
 from raytop.model import ExperimentStatus, Severity, Snapshot
 from raytop.model.collectives import FlightRecorderReport
-from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_keys
+from raytop.model.format import (
+    fmt_constants,
+    fmt_duration,
+    fmt_params,
+    fmt_trials,
+    fmt_value,
+    varying_keys,
+)
 from raytop.model.ports import Collector
 from raytop.model.refresh import paced_delay
 from raytop.model.resume import ResumePreview
@@ -43,7 +50,14 @@ def status_text(snapshot: Snapshot) -> str:
     for exp in snapshot.experiments:
         lines.append(f"experiment {exp.name} {exp.status} ({exp.path})")
         lines += [f"  warning: {w}" for w in exp.warnings]
-        swept = varying_keys([t.config for t in exp.trials])
+        configs = [t.config for t in exp.trials]
+        swept = varying_keys(configs)
+        lines.append(f"  {fmt_trials(len(exp.trials), exp.trials_total)}")
+        if constants := fmt_constants(configs, swept):
+            lines.append(f"  constants: {constants}")
+        if exp.best_trial is not None:
+            best = exp.best_trial
+            lines.append(f"  best: {best.trial_id} {best.metric}={fmt_value(best.value)}")
         for t in exp.trials:
             metric = fmt_value(t.metrics.get(exp.metric)) if exp.metric else ""
             elapsed, params = fmt_duration(t.elapsed_s), fmt_params(t.config, swept)
@@ -183,12 +197,8 @@ def progress_line(snapshot: Snapshot) -> str:
     for exp in snapshot.experiments:
         counts = " ".join(f"{n} {s}" for s, n in sorted(exp.status_counts().items()))
         best = ""
-        if exp.metric:
-            scored = [t for t in exp.trials if isinstance(t.metrics.get(exp.metric), (int, float))]
-            if scored:
-                pick = min if exp.mode == "min" else max
-                top = pick(scored, key=lambda t: t.metrics[exp.metric])
-                best = f" | best {exp.metric}={fmt_value(top.metrics[exp.metric])} ({top.trial_id})"
+        if (top := exp.best_trial) is not None:  # the pipeline's, once
+            best = f" | best {top.metric}={fmt_value(top.value)} ({top.trial_id})"
         iters = sum(t.iterations for t in exp.trials)
         parts.append(f"{exp.name} {exp.status} | trials: {counts or 'none yet'} | "
                      f"results {iters}{best}")  # fmt: skip

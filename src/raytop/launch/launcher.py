@@ -2,7 +2,9 @@
 
 ``launch(spec, target)`` starts ``python -m raytop.launch.driver`` (``launch/driver.py``,
 the process itself) in its own session with its output in ``<raytop_dir>/driver.log`` and
-writes ``driver.json`` (pid and its start time, host, spec, address, experiment path).
+writes ``driver.json`` (pid and its start time, host, spec, address, experiment path,
+and the trials the sweep will have in all: Tune creates them lazily, so a face shows
+"2 of 4 trials" while only two exist).
 The raytop dir sits inside the experiment folder for local storage (see ``raytop.rundir``).
 """
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from raytop.home import register_experiment
 from raytop.jsonfile import open_log, read_json, write_atomic, write_json_atomic
 from raytop.launch.cluster import LOOPBACK_ENV, Target
+from raytop.launch.planning import trial_count
 from raytop.launch.preflight import preflight
 from raytop.launch.spec import RunSpec
 from raytop.process_identity import DRIVER_MODULE, process_create_time
@@ -92,6 +95,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
             "experiment_path": spec.experiment_path,
             "metric": spec.tune.metric,
             "mode": spec.tune.mode,
+            "trials_total": trial_count(spec),  # grid points × num_samples
             "started_at": time.time(),
         },
     )

@@ -39,11 +39,29 @@ def fmt_value(value: Any) -> str:
     return str(value)
 
 
-def fmt_params(config: dict[str, Any], first: frozenset[str] = frozenset()) -> str:
-    """``{"lr": 0.01, "hidden": 32}`` → ``hidden=32 lr=0.01``; keys in ``first`` (the swept
-    ones) lead, so a narrow column truncates the constants, not what tells trials apart."""
-    keys = sorted(config, key=lambda k: (k not in first, k))
+def fmt_params(config: dict[str, Any], only: frozenset[str] | None = None) -> str:
+    """``{"lr": 0.01, "hidden": 32}`` → ``hidden=32 lr=0.01``; with ``only`` (the swept
+    keys, ``varying_keys``), just those: the constants are said once, above the trials
+    (``fmt_constants``)."""
+    keys = sorted(k for k in config if only is None or k in only)
     return " ".join(f"{k}={fmt_value(config[k])}" for k in keys)
+
+
+def fmt_trials(count: int, total: int | None) -> str:
+    """``2 of 4 trials`` when the sweep's total is known (``Experiment.trials_total``) and
+    not below the count; else ``2 trials``."""
+    if total is not None and total >= count:
+        return f"{count} of {plural(total, 'trial')}"
+    return plural(count, "trial")
+
+
+def fmt_constants(configs: list[dict[str, Any]], varying: frozenset[str]) -> str:
+    """The params every trial shares, once: ``batch_size=32 · epochs=8`` (sorted); ``""``
+    when none (or no trial). ``varying``: ``varying_keys(configs)``, which the caller has."""
+    if not configs:
+        return ""
+    first = configs[0]
+    return " · ".join(f"{k}={fmt_value(first[k])}" for k in sorted(first) if k not in varying)
 
 
 def varying_keys(configs: list[dict[str, Any]]) -> frozenset[str]:

@@ -7,6 +7,7 @@ The JSON form (``to_json`` / ``from_json``) is the documented schema of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,35 @@ class LedgerStatus:
 
 
 @dataclass(frozen=True)
+class BestTrial:
+    """The trial with the best value of the experiment's metric, by its mode."""
+
+    trial_id: str
+    metric: str
+    value: float | int
+
+
+def best_trial(trials: tuple[Trial, ...], metric: str | None, mode: str | None) -> BestTrial | None:
+    """The best trial by ``metric`` and ``mode`` (``max`` or ``min``), among the trials that
+    reported a finite number for it (NaN, infinities, booleans and text are left out);
+    on a tie, the first in the experiment's order. None without a metric, a known mode or
+    a trial that reported it. Derived once by the pipeline (``Experiment.best_trial``)."""
+    if not metric or mode not in ("max", "min"):
+        return None
+    best: BestTrial | None = None
+    for t in trials:
+        value = t.metrics.get(metric)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not math.isfinite(value):
+            continue
+        better = best is None or (value > best.value if mode == "max" else value < best.value)
+        if better:
+            best = BestTrial(t.trial_id, metric, value)
+    return best
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     path: str
@@ -108,6 +138,11 @@ class Experiment:
     # (storage), "unknown" (not read). ``state_reason``: one line on why it is not "ok".
     state_read: str = "unknown"
     state_reason: str | None = None
+    # The trials the sweep will have in all, when known for sure (raytop's own launches:
+    # grid points × num_samples, from driver.json); Tune creates trials lazily, so
+    # ``len(trials)`` may be fewer. None: not known.
+    trials_total: int | None = None
+    best_trial: BestTrial | None = None  # ``best_trial(...)``, derived by the pipeline
 
     @property
     def all_terminated(self) -> bool:
@@ -175,6 +210,7 @@ class Snapshot:
             e["trials"] = tuple(Trial(**t) for t in e.get("trials", ()))
             e["warnings"] = tuple(e.get("warnings", ()))
             e["runs"] = tuple(run_from_json(r) for r in e.get("runs", ()))
+            e["best_trial"] = BestTrial(**e["best_trial"]) if e.get("best_trial") else None
             experiments.append(Experiment(**e))
         ledger = data.get("ledger")
         findings = tuple(finding.from_json(f) for f in data.get("findings", ()))

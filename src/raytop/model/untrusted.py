@@ -351,6 +351,14 @@ def driver_record(data: Any) -> dict[str, Any]:
     return _process_record(data, required=(), optional=optional)
 
 
+def trials_total(record: dict[str, Any]) -> int | None:
+    """``driver.json``'s ``trials_total``: the trials a raytop-launched sweep will have in
+    all (at least 1, at most ``MAX_TRIALS``); None when the record has none (a launch by
+    an older raytop). Checked apart from the record: a bad one costs only this figure."""
+    return integer(record, "trials_total", "driver.json", optional=True, minimum=1,
+                   maximum=MAX_TRIALS)  # fmt: skip
+
+
 def cluster_record(data: Any) -> dict[str, Any]:
     """``$RAYTOP_HOME/cluster.json`` (launch.cluster): the embedded cluster raytop started."""
     return _process_record(data, required=("address",), optional=("log",))

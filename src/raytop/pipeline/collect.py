@@ -10,23 +10,15 @@ from typing import Any
 
 from raytop.diagnose import diagnose
 from raytop.home import read_registry
-from raytop.model import (
-    Cluster,
-    HostStats,
-    LedgerStatus,
-    Node,
-    PlacementGroup,
-    Snapshot,
-    TrainRun,
-)
+from raytop.model import Cluster, HostStats, LedgerStatus, Node, PlacementGroup, Snapshot, TrainRun
 from raytop.model.thresholds import Thresholds
 from raytop.model.train_state import StateRun
 from raytop.model.workloads import OlderExperiments
+from raytop.pipeline import joins
 from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
-from raytop.pipeline.joins import attach_runs, with_pending_reasons, with_run_warnings
 from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.pipeline.no_probe import NoProbeReasons
 from raytop.pipeline.others import OtherRuns
@@ -313,18 +305,19 @@ class SnapshotCollector:
             ledger = dataclasses.replace(
                 ledger, warnings=(*ledger.warnings, *self._placement.warnings)
             )
-        experiments, unmatched = attach_runs(experiments, runs)
+        experiments, unmatched = joins.attach_runs(experiments, runs)
         experiments = [
             self._history.complete(e, self._from_storage[i]) if i in self._from_storage else e
             for i, e in enumerate(experiments)
         ]
         by_run = self._snapshots.warnings_by_run
-        experiments = [with_run_warnings(e, by_run) for e in experiments]
+        experiments = [joins.with_run_warnings(e, by_run) for e in experiments]
         self._train_warnings = []
         foreign = () if self._only_named else self._uninstrumented(runs, actors)
         foreign = with_job_entrypoints(foreign, {j.job_id: j.entrypoint for j in jobs if j.job_id})
         foreign = self._no_probe.judge(foreign, actors, jobs, cluster.nodes, now)
-        experiments = [with_pending_reasons(e, groups) for e in experiments]
+        pending = (joins.with_pending_reasons(e, groups) for e in experiments)
+        experiments = [joins.with_best_trial(e) for e in pending]  # best: once, here
         creators = self._placement.creators if self._placement is not None else {}
         # Every run on the cluster is a row of the one list, even when the view is narrowed.
         listed = self._others.rows(

@@ -1,14 +1,22 @@
 """Joins of what the readers read, made once per collection: each experiment's Train
 runs (by the raytop trainable's run names), each waiting trial's reason (from the
-placement groups), its runs' storage warnings, and a stacks answer cleaned of stale
-stacks."""
+placement groups), its runs' storage warnings, its best trial, and a stacks answer
+cleaned of stale stacks."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from raytop.model import Experiment, PlacementGroup, TrainRun, Trial
+from raytop.model.snapshot import best_trial
 from raytop.rundir import train_run_name
+
+
+def with_best_trial(exp: Experiment) -> Experiment:
+    """Its best trial by its metric and mode (``model.snapshot.best_trial``): made here,
+    once, so every face marks the same one."""
+    best = best_trial(exp.trials, exp.metric, exp.mode)
+    return exp if best == exp.best_trial else dataclasses.replace(exp, best_trial=best)
 
 
 def with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experiment:

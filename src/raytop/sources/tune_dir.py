@@ -158,6 +158,7 @@ class ExperimentReader:
         # Why driver.json, at the last read, is no record of this folder (``_elsewhere``).
         self.record_elsewhere: str | None = None
         self._probe_odd: list[str] = []  # the odd-trial-id warning of the probe's table
+        self._trials_total: int | None = None  # driver.json's, as last read good
         if self.raytop_dir is not None:
             # Inside a local experiment folder it shares that watch; else it gets its own.
             self._storages.locate(str(self.raytop_dir))
@@ -281,6 +282,15 @@ class ExperimentReader:
             return None
         return f"{record} names {other}, not this folder ({self.path}): no record of its driver"
 
+    def _total(self, fields: dict[str, Any]) -> str | None:
+        """Read driver.json's ``trials_total`` (``untrusted.trials_total``); a bad one is a
+        warning naming the field, and the last good figure stays."""
+        try:
+            self._trials_total = untrusted.trials_total(fields)
+        except untrusted.Invalid as e:
+            return f"{e}; showing the last good trial total"
+        return None
+
     def read(self, require_state: bool = False) -> Experiment:
         """The experiment now. ``require_state``: read Tune's experiment state even when the
         probe's table is there, so ``state_read`` says whether a resume could use it."""
@@ -329,6 +339,9 @@ class ExperimentReader:
             warnings.insert(0, driver_problem)
         if self.record_elsewhere is not None:
             warnings.insert(0, self.record_elsewhere)
+        total_problem = self._total(fields)
+        if total_problem is not None:
+            warnings.append(total_problem)
         state_read, state_reason = self.state
         if state_read == STATE_OK and state_trials is not None:
             listed = {t.trial_id for t in state_trials}
@@ -357,6 +370,7 @@ class ExperimentReader:
             job_id=self._job_id(),
             state_read=state_read,
             state_reason=state_reason,
+            trials_total=self._trials_total,
         )
 
 

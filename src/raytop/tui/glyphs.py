@@ -18,6 +18,7 @@ class Glyphs:
     arrow: str  # "this leads to that"
     at_least: str  # "for ≥12s": counted from raytop's first look
     unlimited: str = "∞"  # a retry budget of -1
+    best: str = "★"  # the experiment's best trial (``Experiment.best_trial``)
 
 
 UNICODE = Glyphs(
@@ -31,6 +32,7 @@ ASCII = Glyphs(
     arrow=">",
     at_least=">=",
     unlimited="inf",
+    best="*",
 )
 
 

@@ -34,6 +34,7 @@ from raytop.tui.controls import Controls
 from raytop.tui.format import shown
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.screens.base import SnapshotScreen, mark_bindings
+from raytop.tui.screens.overview_layout import first_trial_rows, side_by_side, table_height
 from raytop.tui.screens.overview_runs import RunsActions
 from raytop.tui.screens.overview_stops import (
     NO_CONTROLS,
@@ -60,9 +61,6 @@ from raytop.tui.widgets.stall_banner import (
 from raytop.tui.widgets.trial_table import TrialTable
 from raytop.tui.widgets.workload_panel import WorkloadPanel
 
-# From this width on the dashboard stands beside the trials, not under them.
-WIDE_COLUMNS = 140
-MIN_TRIAL_ROWS = 4  # rows the trials table keeps when the dashboard sits under it
 NO_LEDGER = "no report ledger for this trial yet (is the ReportProbe installed?)"
 
 
@@ -165,8 +163,7 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
         yield KeyFooter()
 
     def on_resize(self) -> None:
-        self.set_class(self.size.width >= WIDE_COLUMNS, "-wide")
-        if self.on_view:
+        if self.on_view:  # the layout follows the size (``_side_by_side``)
             self._redraw()
 
     def action_next_experiment(self) -> None:
@@ -331,12 +328,16 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
         self.offer_keys()
 
     def _show_dashboard(self) -> None:
-        """The highlighted trial's run, in the lines the rest of the screen leaves."""
+        """The highlighted trial's run, in the lines the rest of the screen leaves; then,
+        under it, the trials table gets the rows it needs of the lines the run did not
+        fill (so no blank band lies between the two)."""
         experiment = self._experiment()
         trial = self._highlighted_trial()
         dashboard = self.query_one(RunDashboard)
+        self.set_class(self._side_by_side(experiment), "-wide")
         if experiment is None or trial is None:
             dashboard.show(None, None, (), None, "", lines=0)
+            self._fit_trials(experiment, 0)
             return
         run = self._run_of(trial.trial_id)
         snapshot = self._state.cluster_snapshot
@@ -346,14 +347,29 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
         subject = f"{experiment.name}/{trial.trial_id}"
         since = self._phase_clock.seen(subject, phase.name, now, glyphs_of(self).at_least)
         found = run_findings(self._state.body, run, HANG_KINDS) if run else []
-        dashboard.show(
-            trial, run, groups, phase, since, lines=self._dashboard_lines(experiment),
+        body = self._body_lines()
+        if not self.has_class("-wide"):  # the trials' header and rows, the dashboard's rule
+            body -= first_trial_rows(len(experiment.trials), body) + 1
+        filled = dashboard.show(
+            trial, run, groups, phase, since, lines=max(0, body),
             stalled=found[0].ranks if found else (), metric=experiment.metric,
         )  # fmt: skip
+        self._fit_trials(experiment, filled + 1 if filled else 0)  # its lines and rule
 
-    def _dashboard_lines(self, experiment: Experiment) -> int:
-        """The screen's height less every other panel's (and, when the dashboard is
-        under the trials, the trials' first rows): the lines the dashboard may use."""
+    def _side_by_side(self, experiment: Experiment | None) -> bool:
+        trials = len(experiment.trials) if experiment else 0
+        return side_by_side(self.size.width, trials, self._body_lines())
+
+    def _fit_trials(self, experiment: Experiment | None, dashboard: int) -> None:
+        """The table's rows (``overview_layout.table_height``), under the dashboard's
+        ``dashboard`` lines, or beside it."""
+        trials = len(experiment.trials) if experiment else 0
+        under = 0 if self.has_class("-wide") else dashboard
+        self.query_one(TrialTable).styles.height = table_height(trials, self._body_lines(), under)
+
+    def _body_lines(self) -> int:
+        """The screen's height less every panel's but the trials' and the dashboard's:
+        the lines of the body the two share."""
         state = self._state
         findings = state.body.findings if state.body else ()
         used = 1 + (state.problem is not None)  # cluster line, its banner
@@ -361,11 +377,9 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
         stall_text = describe_stall_line(stalls(findings)).plain.splitlines()
         used += sum(-(-len(line) // width) for line in stall_text)  # wrapped lines
         used += self._workload_lines  # every other run
-        used += 2 + len(experiment.warnings)  # experiment header
+        used += self.query_one(ExperimentHeader).lines_shown  # with its constants, warnings
         used += lines_taken(findings) + 1  # findings (with their rule) and the footer
         used += bool(self.query_one("#pending-reason", Static).display)
-        if not self.has_class("-wide"):  # trials' header and rows, the dashboard's rule
-            used += 1 + min(len(experiment.trials), MIN_TRIAL_ROWS) + 1
         return max(0, self.size.height - used)
 
     def _show_age(self) -> None:

@@ -4,7 +4,8 @@ Six panels, in the order they are given room when lines are short: the run's pha
 for how long), the rank strip (every rank's report count, or a histogram with the
 laggards named), where the ranks' time goes (goodput and its shares), the trial's metric
 over its iterations (a wide sparkline of ``Trial.metric_history``), its latest
-checkpoints, and where its bundles are. What each panel says is decided in
+checkpoints, where its bundles are, and the trial's every param with its full value (the
+trials table shows only the swept ones). What each panel says is decided in
 ``raytop.model.dashboard`` (the time shares: ``widgets.share_bar``); this widget paints
 it in the lines it is given.
 """
@@ -36,7 +37,7 @@ from raytop.model.dashboard import (
     rank_cells,
     rank_strip,
 )
-from raytop.model.format import fmt_duration, fmt_value
+from raytop.model.format import fmt_duration, fmt_params, fmt_value
 from raytop.tui.format import (
     fit_words,
     fmt_bytes,
@@ -175,6 +176,14 @@ def describe_placement(
     return [Content.assemble(*parts)]
 
 
+def describe_params(trial: Trial, width: int, ellipsis: str) -> list[Content]:
+    """``params batch_size=32 epochs=8 lr=0.01``: every param, in up to 3 lines."""
+    if not trial.config:
+        return []
+    line = Content.assemble(_label("params"), shown(fmt_params(trial.config)))
+    return wrap_words(line, width, 3, ellipsis, indent=_LABEL_WIDTH)
+
+
 def describe_rank_rows(cells: Sequence[RankCell]) -> list[Content]:
     """The tall form: a header, then a line per rank with its report rate (the rank's one
     rate, rounded as the rank table and the rank screen round it: ``fmt_rate``, its unit
@@ -233,6 +242,7 @@ class RunDashboard(Vertical):
         yield Static(id="dash-trend", markup=False)
         yield Static(id="dash-checkpoints", markup=False)
         yield Static(id="dash-placement", markup=False)
+        yield Static(id="dash-params", markup=False)
 
     def show(
         self,
@@ -245,14 +255,15 @@ class RunDashboard(Vertical):
         lines: int,
         stalled: Sequence[int] = (),
         metric: str | None = None,
-    ) -> None:
+    ) -> int:
         """Fill the panels within ``lines``: each first in its compact form, by priority
-        (phase, ranks, the metric's trend, checkpoints, placement); then, while lines are
-        left, the ranks, checkpoints and bundles each get a line of their own. A panel
-        without room is hidden, and no line is cut mid-word."""
+        (phase, ranks, the metric's trend, checkpoints, placement, params); then, while
+        lines are left, the ranks, checkpoints and bundles each get a line of their own. A
+        panel without room is hidden, and no line is cut mid-word. Returns the lines
+        filled (the screen gives the rest to the trials)."""
         self.display = trial is not None and phase is not None and lines > 0
         if trial is None or phase is None or lines <= 0:
-            return
+            return 0
         glyphs = glyphs_of(self)
         width = max(20, self.size.width or self.app.size.width) - 2  # padding
         ranks: list[Content] = []
@@ -270,7 +281,8 @@ class RunDashboard(Vertical):
         if run is not None:
             time_line = run_time_line(run, width - _LABEL_WIDTH, glyphs.bar_full, ascii_)
         time = [Content.assemble(_label("time"), time_line)] if time_line else []
-        panels = [ranks, time, trend, checkpoints, placement]
+        params = describe_params(trial, width, glyphs.ellipsis)
+        panels = [ranks, time, trend, checkpoints, placement, params]
         phase_line = describe_phase(trial, run, phase, since)
         phase_lines = wrap_words(shown(phase_line), width, 2 if lines >= 4 else 1, glyphs.ellipsis)
         budget = lines - len(phase_lines)
@@ -289,6 +301,7 @@ class RunDashboard(Vertical):
              lambda: describe_checkpoint_rows(run, 5)),
             (1 + bundles if bundles else 0,
              lambda: describe_bundle_rows(groups, run, glyphs.arrow)),
+            (0, list),  # the params have one form
         ]  # fmt: skip
         for i, (count, build) in enumerate(tall):  # then the tall ones, while they fit whole
             if count and len(panels[i]) and count - len(panels[i]) <= budget:
@@ -296,11 +309,19 @@ class RunDashboard(Vertical):
                 panels[i] = build()
         self._put("#dash-phase", phase_lines, width, glyphs.ellipsis)
         for selector, panel in zip(
-            ("#dash-ranks", "#dash-time", "#dash-trend", "#dash-checkpoints", "#dash-placement"),
+            (
+                "#dash-ranks",
+                "#dash-time",
+                "#dash-trend",
+                "#dash-checkpoints",
+                "#dash-placement",
+                "#dash-params",
+            ),
             panels,
             strict=True,
         ):
             self._put(selector, panel, width, glyphs.ellipsis)
+        return len(phase_lines) + sum(len(panel) for panel in panels)
 
     def _put(self, selector: str, lines: list[Content], width: int, ellipsis: str) -> None:
         panel = self.query_one(selector, Static)

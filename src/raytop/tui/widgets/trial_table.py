@@ -4,7 +4,10 @@ Two columns draw pictures, from ``glyphs_of(self)`` (ASCII under ``--ascii``): `
 a sparkline of the metric's recent values (``Trial.metric_history``, each trial on its
 own scale), shown when some trial has a history; and ``iter``, which becomes a progress
 bar with ``3/5`` when some trial's iteration count is known (``Trial.max_iterations``).
-A trial its scheduler stopped early shows ``EARLY-STOP`` (``Trial.stopped_early``).
+A trial its scheduler stopped early shows ``EARLY-STOP`` (``Trial.stopped_early``). The
+params column shows only the params that differ between trials (the rest are said once,
+in the header above); the experiment's best trial (``Experiment.best_trial``, derived by
+the pipeline) has a star before its metric and its id in bold.
 Every number sorts by its value (``o``), the pictures too: the iterations done, and the
 metric's change over its history (last minus first).
 """
@@ -23,7 +26,7 @@ from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
 
 # Content widths of the fixed columns (keys double as headers, except "metric", which
 # shows the experiment's metric name); "params" takes whatever width is left.
-_WIDTHS = {"trial": 11, "status": 10, "metric": 10, "trend": 8, "iter": 5, "elapsed": 7, "fail": 4}
+_WIDTHS = {"trial": 11, "status": 10, "metric": 12, "trend": 8, "iter": 5, "elapsed": 7, "fail": 4}
 _PROGRESS_WIDTH = 11  # "iter" with a bar: "███░░ 12/20"
 _BAR_WIDTH = 5  # at most; narrower when the count is long ("██ 120/1000")
 _ORDER = ("trial", "status", "params", "metric", "trend", "iter", "elapsed", "fail")
@@ -104,6 +107,7 @@ class TrialTable(KeyedTable):
         # took most of a second.
         self._cells_of: dict[str, tuple[Trial, tuple[object, ...]]] = {}
         self._cells_context: tuple[object, ...] | None = None
+        self._best: str | None = None  # the best trial's id, at the last show
 
     @property
     def selected_trial_id(self) -> str | None:
@@ -125,16 +129,18 @@ class TrialTable(KeyedTable):
             progress=any(t.max_iterations is not None for t in trials),
         )
         widths = {column.key: column.width for column in columns}
+        best = experiment.best_trial.trial_id if experiment and experiment.best_trial else None
+        marked = {best, self._best}  # the rows whose star may move
         context = (metric, swept, tuple(widths.items()), glyphs_of(self))
         known = self._cells_of if context == self._cells_context else {}
-        self._cells_of, self._cells_context = {}, context
+        self._cells_of, self._cells_context, self._best = {}, context, best
         wanted = {}
         for t in trials:
-            kept = known.get(t.trial_id)
+            kept = known.get(t.trial_id) if t.trial_id not in marked else None
             if kept is not None and (kept[0] is t or kept[0] == t):
                 cells = kept[1]
             else:
-                cells = self._cells(t, metric, swept, widths)
+                cells = self._cells(t, metric, swept, widths, best=t.trial_id == best)
             self._cells_of[t.trial_id] = (t, cells)
             wanted[t.trial_id] = cells
         self.sync_rows(wanted, columns)
@@ -144,17 +150,30 @@ class TrialTable(KeyedTable):
         self.show_experiment(self._experiment)
 
     def _cells(
-        self, trial: Trial, metric: str | None, swept: frozenset[str], widths: dict[str, int]
+        self,
+        trial: Trial,
+        metric: str | None,
+        swept: frozenset[str],
+        widths: dict[str, int],
+        *,
+        best: bool,
     ) -> tuple[object, ...]:
         glyphs = glyphs_of(self)
         value = trial.metrics.get(metric) if metric else None
+        shown_value = fmt_value(value) if metric else ""
         width = widths.get("iter", _WIDTHS["iter"])
         label, status_class = status_label(trial)
         everything: dict[str, object] = {
-            "trial": Text(trial.trial_id, overflow="ellipsis", no_wrap=True),
+            "trial": Text(
+                trial.trial_id, style="bold" if best else "", overflow="ellipsis", no_wrap=True
+            ),
             "status": StyledCell(label, status_class, self),
             "params": Text(fmt_params(trial.config, swept), overflow="ellipsis", no_wrap=True),
-            "metric": number(fmt_value(value) if metric else "", metric_key(value)),
+            "metric": number(
+                f"{glyphs.best} {shown_value}" if best else shown_value,
+                metric_key(value),
+                "bold" if best else "",
+            ),
             "trend": SortedCell(
                 Text(sparkline(trial.metric_history, _WIDTHS["trend"], glyphs.spark), no_wrap=True),
                 trend_change(trial.metric_history),

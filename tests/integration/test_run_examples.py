@@ -27,6 +27,12 @@ def test_scalar_example_runs_to_completion(ray_cluster, example_copy):
     assert experiment["status"] == "FINISHED"
     trials = experiment["trials"]
     assert sorted(t["config"]["x"] for t in trials) == [1, 2, 3, 4]
+    # The sweep's size, written by the launcher (grid points × num_samples), and the best
+    # trial by the spec's metric and mode (score, max: x = 3).
+    assert experiment["trials_total"] == 4
+    (best,) = [t for t in trials if t["config"]["x"] == 3]
+    assert experiment["best_trial"] == {"trial_id": best["trial_id"], "metric": "score",
+                                        "value": 0}  # fmt: skip
     for trial in trials:
         assert trial["status"] == "TERMINATED"
         score = -((trial["config"]["x"] - 3) ** 2)

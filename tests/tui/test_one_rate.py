@@ -49,7 +49,7 @@ def run() -> TrainRun:
 
 
 def test_the_dashboard_the_rank_table_and_the_rank_screen_show_one_rate(run) -> None:
-    rows = [line.plain for line in describe_rank_rows(rank_cells(run))][1:]
+    rows = [line.plain for line in describe_rank_rows(rank_cells(run), "█", False)][1:]
     assert len(rows) == len(run.workers)
     for worker, row in zip(run.workers, rows, strict=True):
         table = _CELLS["rate"](worker)[1]

@@ -15,6 +15,7 @@ from raytop.pipeline.derive import with_rank_states
 from raytop.tui.messages import SnapshotReady
 from raytop.tui.screens.run import RunScreen
 from raytop.tui.widgets.share_bar import bar_text, segments
+from raytop.tui.widgets.trial_table import TrialTable
 from raytop.tui.widgets.worker_table import WorkerTable
 
 from .helpers import cell, show, text_of
@@ -139,3 +140,27 @@ async def test_a_gpu_ranks_utilisation_stands_beside_its_bar(make_app, timed):
         await pilot.pause()
         summary = "\n".join(str(s.visual) for s in app.screen.query("Static"))
         assert "busy 90%" in summary and "3.0G in use on the device" in summary, summary
+
+
+async def test_the_trials_table_has_each_trials_goodput(make_app, timed, collective_hung):
+    (run,) = timed.experiments[0].runs
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await show(pilot, timed)
+        table = app.screen.query_one(TrialTable)
+        assert "good" in table.columns_shown
+        assert cell(table, run.trial_id, "good") == GOODPUT.split()[1]
+        others = [t.trial_id for t in timed.experiments[0].trials if t.trial_id != run.trial_id]
+        assert {cell(table, t, "good") for t in others} == {"-"}
+        await show(pilot, collective_hung)  # no run with shares: no column
+        assert "good" not in table.columns_shown
+
+
+async def test_the_run_panels_rank_rows_carry_each_ranks_bar(make_app, timed):
+    app = make_app(ascii_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show(pilot, timed)
+        rows = text_of(app, "#dash-ranks").splitlines()
+        assert "time" in rows[0], rows
+        assert any(row.startswith("    r0") and "ccbwwwwwww" in row for row in rows), rows
+        assert any(row.startswith("    r1") and bar_text(SLOW_SHARES, 10) in row for row in rows)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from raytop.model.cluster import PlacementGroup
 from raytop.model.format import fmt_duration
@@ -118,6 +118,8 @@ class RankCell:
     stalled: bool  # the one a barrier waits for
 
     rate_per_min: float | None = None  # Worker.rate_per_min: the one rate of the rank
+    # Its time shares (the last minute's, else its attempt's; ``Worker.time_shares``).
+    shares: dict[str, float] | None = field(default=None, hash=False)
 
     @property
     def text(self) -> str:
@@ -150,7 +152,7 @@ MIN_CELL_WIDTH = len("r0 0 0s") + 2  # the narrowest a rank's cell can be, with 
 def _cell(w: Worker, stalled: frozenset[int]) -> RankCell:
     return RankCell(
         w.rank, w.reports_entered, w.behind, w.last_report_age_s, w.state, w.rank in stalled,
-        w.rate_per_min,
+        w.rate_per_min, w.recent_time_shares or w.time_shares,
     )  # fmt: skip
 
 

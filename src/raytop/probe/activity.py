@@ -17,6 +17,7 @@ its barrier and checkpoint upload), ``user`` (anything else: the user's own code
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -94,19 +95,27 @@ def found_kinds(frames: list[FrameType]) -> dict[str, str]:
     """Of each kind, the call that names it: the nearest (innermost) frame of that kind."""
     found: dict[str, str] = {}
     for f in frames:  # innermost first: of each kind, the nearest call names it
-        name, filename = f.f_code.co_name, f.f_code.co_filename
-        if f"ray{os.sep}train{os.sep}" in filename and name == "report":
-            found.setdefault("report", "ray.train.report")
-        elif f"torch{os.sep}distributed{os.sep}" in filename and name in _COLLECTIVES:
-            found.setdefault("collective", f"torch.distributed.{name}")
-        elif f"torch{os.sep}utils{os.sep}data{os.sep}" in filename:
-            found.setdefault("data_loader", "DataLoader.__next__")
-        elif f"torch{os.sep}autograd{os.sep}" in filename and name in ("backward", "grad"):
-            found.setdefault("backward", "loss.backward() (DDP gradient all_reduce)")
-        elif any(part in filename for part in _IO_PARTS):
-            module = os.path.splitext(os.path.basename(filename))[0]
-            found.setdefault("io", f"{module}.{name}")
+        hit = _kind_of(f.f_code.co_name, f.f_code.co_filename)
+        if hit is not None:
+            found.setdefault(*hit)
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _kind_of(name: str, filename: str) -> tuple[str, str] | None:
+    """(kind, call) of a function, or None: the same for every frame of it, so worked out
+    once per function (a sample, ten a second, is then a walk of dictionary lookups)."""
+    if f"ray{os.sep}train{os.sep}" in filename and name == "report":
+        return "report", "ray.train.report"
+    if f"torch{os.sep}distributed{os.sep}" in filename and name in _COLLECTIVES:
+        return "collective", f"torch.distributed.{name}"
+    if f"torch{os.sep}utils{os.sep}data{os.sep}" in filename:
+        return "data_loader", "DataLoader.__next__"
+    if f"torch{os.sep}autograd{os.sep}" in filename and name in ("backward", "grad"):
+        return "backward", "loss.backward() (DDP gradient all_reduce)"
+    if any(part in filename for part in _IO_PARTS):
+        return "io", f"{os.path.splitext(os.path.basename(filename))[0]}.{name}"
+    return None
 
 
 def _with_user(call: str, user: str | None) -> str:

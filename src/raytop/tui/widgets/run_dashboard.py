@@ -49,7 +49,7 @@ from raytop.tui.format import (
 )
 from raytop.tui.glyphs import UNICODE, glyphs_of
 from raytop.tui.widgets.checkpoint_table import TONES, fmt_mode, state_label
-from raytop.tui.widgets.share_bar import run_time_line
+from raytop.tui.widgets.share_bar import bar_content, bar_text, run_time_line
 
 _PHASE_STYLE = {
     WAITING: "bold $text-muted",
@@ -184,21 +184,29 @@ def describe_params(trial: Trial, width: int, ellipsis: str) -> list[Content]:
     return wrap_words(line, width, 3, ellipsis, indent=_LABEL_WIDTH)
 
 
-def describe_rank_rows(cells: Sequence[RankCell]) -> list[Content]:
+def describe_rank_rows(cells: Sequence[RankCell], block: str, ascii_: bool) -> list[Content]:
     """The tall form: a header, then a line per rank with its report rate (the rank's one
     rate, rounded as the rank table and the rank screen round it: ``fmt_rate``, its unit
-    in the header)."""
-    head = f"{'rank':>6} {'reports':>7} {'behind':>6} {'last rep':>8} {'rate/min':>8}  state"
+    in the header), and its time-share bar once a rank has shares."""
+    bars = any(c.shares for c in cells)
+    time = f"{'time':<{_ROW_BAR}}  " if bars else ""
+    head = f"{'rank':>6} {'reports':>7} {'behind':>6} {'last rep':>8} {'rate/min':>8}  {time}state"
     lines = [Content.styled(head, "$text-muted")]
     for c in cells:
         rate = fmt_rate(c.rate_per_min).removesuffix("/m")
         style = "bold reverse $text-error" if c.stalled else _RANK_STYLE.get(c.state, "")
+        letters = bar_text(c.shares, _ROW_BAR)
+        bar = bar_content(letters, block, ascii_) if letters else " " * _ROW_BAR
         lines.append(Content.assemble(
             f"{'r' + str(c.rank):>6} {c.reports:>7} {c.behind or '':>6} "
             f"{fmt_duration(c.age_s):>8} {rate:>8}  ",
+            *((bar, "  ") if bars else ()),
             Content.styled("stalled" if c.stalled else c.state, style),
         ))  # fmt: skip
     return lines
+
+
+_ROW_BAR = 10  # a rank row's time-share bar
 
 
 def describe_checkpoint_rows(run: TrainRun, count: int) -> list[Content]:
@@ -294,7 +302,7 @@ class RunDashboard(Vertical):
         bundles = len(bundle_places(groups, run))
         tall = [
             (1 + len(run.workers) if run and run.workers else 0,
-             lambda: describe_rank_rows(rank_cells(run, stalled))),
+             lambda: describe_rank_rows(rank_cells(run, stalled), glyphs.bar_full, ascii_)),
             (0, list),  # the time shares have one form
             (0, list),  # the trend has one form
             (1 + min(5, len(run.checkpoints)) if run and run.checkpoints else 0,

@@ -8,8 +8,10 @@ A trial its scheduler stopped early shows ``EARLY-STOP`` (``Trial.stopped_early`
 params column shows only the params that differ between trials (the rest are said once,
 in the header above); the experiment's best trial (``Experiment.best_trial``, derived by
 the pipeline) has a star before its metric and its id in bold.
-Every number sorts by its value (``o``), the pictures too: the iterations done, and the
-metric's change over its history (last minus first).
+``good`` is the goodput of the trial's Train run (its ranks' compute share, the
+pipeline's ``TrainRun.goodput``), shown once some run has one. Every number sorts by its
+value (``o``), the pictures too: the iterations done, and the metric's change over its
+history (last minus first).
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
 
 # Content widths of the fixed columns (keys double as headers, except "metric", which
 # shows the experiment's metric name); "params" takes whatever width is left.
-_WIDTHS = {"trial": 11, "status": 10, "metric": 12, "trend": 8, "iter": 5, "elapsed": 7, "fail": 4}
+_WIDTHS = {"trial": 11, "status": 10, "metric": 12, "trend": 8, "iter": 5, "elapsed": 7, "fail": 4,
+           "good": 4}  # fmt: skip
 _PROGRESS_WIDTH = 11  # "iter" with a bar: "███░░ 12/20"
 _BAR_WIDTH = 5  # at most; narrower when the count is long ("██ 120/1000")
-_ORDER = ("trial", "status", "params", "metric", "trend", "iter", "elapsed", "fail")
-_NUMERIC = frozenset({"metric", "iter", "elapsed", "fail"})
+_ORDER = ("trial", "status", "params", "metric", "trend", "iter", "good", "elapsed", "fail")
+_NUMERIC = frozenset({"metric", "iter", "good", "elapsed", "fail"})
 # Dropped first when the table is too narrow; trial, status, params, the metric and the
 # iterations always stay. At 80 columns with both pictures: fail, then elapsed.
-_DROP_ORDER = ("fail", "elapsed", "trend")
+_DROP_ORDER = ("fail", "elapsed", "trend", "good")
 _MIN_PARAMS_WIDTH = 12
 
 
@@ -105,7 +108,7 @@ class TrialTable(KeyedTable):
         # metric, the swept keys, the widths, the glyphs: ``_cells_context``) is the same: of a
         # sweep's 10,000 trials a refresh changes a few, and building every row's cells
         # took most of a second.
-        self._cells_of: dict[str, tuple[Trial, tuple[object, ...]]] = {}
+        self._cells_of: dict[str, tuple[Trial, float | None, tuple[object, ...]]] = {}
         self._cells_context: tuple[object, ...] | None = None
         self._best: str | None = None  # the best trial's id, at the last show
 
@@ -123,10 +126,15 @@ class TrialTable(KeyedTable):
         metric = experiment.metric if experiment else None
         trials = experiment.trials if experiment else ()
         swept = varying_keys([t.config for t in trials])
+        # Each trial's goodput: its Train run's compute share (the pipeline's), the newest
+        # run of the trial's (a resumed trial's new controller).
+        goodput = {r.trial_id: r.goodput for r in (experiment.runs if experiment else ())
+                   if r.trial_id is not None and r.goodput is not None}  # fmt: skip
         columns = self._columns(
             metric,
             trend=any(t.metric_history for t in trials),
             progress=any(t.max_iterations is not None for t in trials),
+            good=bool(goodput),
         )
         widths = {column.key: column.width for column in columns}
         best = experiment.best_trial.trial_id if experiment and experiment.best_trial else None
@@ -137,11 +145,13 @@ class TrialTable(KeyedTable):
         wanted = {}
         for t in trials:
             kept = known.get(t.trial_id) if t.trial_id not in marked else None
-            if kept is not None and (kept[0] is t or kept[0] == t):
-                cells = kept[1]
+            good = goodput.get(t.trial_id)
+            if kept is not None and (kept[0] is t or kept[0] == t) and kept[1] == good:
+                cells = kept[2]
             else:
-                cells = self._cells(t, metric, swept, widths, best=t.trial_id == best)
-            self._cells_of[t.trial_id] = (t, cells)
+                cells = self._cells(t, metric, swept, widths, best=t.trial_id == best,
+                                    good=good)  # fmt: skip
+            self._cells_of[t.trial_id] = (t, good, cells)
             wanted[t.trial_id] = cells
         self.sync_rows(wanted, columns)
 
@@ -157,6 +167,7 @@ class TrialTable(KeyedTable):
         widths: dict[str, int],
         *,
         best: bool,
+        good: float | None = None,
     ) -> tuple[object, ...]:
         glyphs = glyphs_of(self)
         value = trial.metrics.get(metric) if metric else None
@@ -186,6 +197,7 @@ class TrialTable(KeyedTable):
                 ),
                 float(trial.iterations),
             ),
+            "good": number("-" if good is None else f"{good:.0%}", good),
             "elapsed": number(fmt_duration(trial.elapsed_s), trial.elapsed_s),
             "fail": number(
                 fmt_failures(trial.num_failures, trial.max_failures, glyphs.unlimited),
@@ -195,10 +207,11 @@ class TrialTable(KeyedTable):
         return tuple(everything[key] for key in widths)
 
     def _columns(
-        self, metric: str | None, *, trend: bool, progress: bool
+        self, metric: str | None, *, trend: bool, progress: bool, good: bool = False
     ) -> tuple[ColumnSpec, ...]:
         """The metric column is headed by the metric's name; params fills the width.
-        ``trend`` and the progress form of ``iter`` only when some trial has them."""
+        ``trend``, the progress form of ``iter`` and ``good`` (goodput) only when some
+        trial has them."""
         widths = dict(_WIDTHS, iter=_PROGRESS_WIDTH if progress else _WIDTHS["iter"])
         headers = {"metric": metric or "metric", "iter": "progress" if progress else "iter"}
         columns = [
@@ -209,6 +222,6 @@ class TrialTable(KeyedTable):
                 "right" if key in _NUMERIC else "left",
             )
             for key in _ORDER
-            if key != "trend" or trend
+            if (key != "trend" or trend) and (key != "good" or good)
         ]
         return self.fit_columns(columns, drop=_DROP_ORDER, grow={"params": None})

@@ -100,9 +100,13 @@ async def test_the_dashboard_draws_the_highlighted_trials_metric_over_its_iterat
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
         await show(pilot, sweep)
-        trend = text_of(app, "#dash-trend")
+        trend, *chart = text_of(app, "#dash-trend").splitlines()
         # 12 losses, one cell each (up to 32), first → last, and the iterations done
         assert trend == "trend  █▇▆▅▄▃▃▃▂▂▁▁ loss 2.3→0.4213 · 12/20"
+        # The lines nothing else needs: the same losses as a chart, highest to lowest.
+        assert 3 <= len(chart) <= 20 and chart[0].endswith(" 2.3") and chart[-1].endswith(" 0.4213")
+        bottom = chart[-1].split()[0]  # each loss a column or a few, each in the bottom row
+        assert len(bottom) >= 12 and len(bottom) % 12 == 0, chart
         await pilot.press("down", "down")  # the PENDING trial: no history, no trend line
         assert not app.screen.query_one("#dash-trend").display
 
@@ -111,5 +115,6 @@ async def test_the_dashboard_trend_is_ascii_under_ascii(make_app, sweep):
     app = make_app(ascii_only=True)
     async with app.run_test(size=(160, 48)) as pilot:
         await show(pilot, sweep)
-        trend = text_of(app, "#dash-trend")
+        trend, *chart = text_of(app, "#dash-trend").splitlines()
         assert trend == "trend  #*+=:---..__ loss 2.3>0.4213 · 12/20"  # "·" is not a box
+        assert chart and all(set(row) <= set("_.-:=+*# 0123456789.") for row in chart)

@@ -51,3 +51,11 @@ def test_progress_bar() -> None:
     assert progress_bar(3, 5, 5, "█", "░") == "███░░"
     assert progress_bar(0, 5, 5, "#", ".") == "....."
     assert progress_bar(9, 5, 5, "#", ".") == "#####"
+
+
+def test_a_chart_fills_each_column_up_to_its_value_top_row_first():
+    from raytop.tui.format import chart
+
+    assert chart([0.0, 1.0], 2, 2, "12345678") == [" 8", "18"]
+    assert chart([0.0, 0.5, 1.0], 3, 1, "12345678") == ["158"]
+    assert chart([], 5, 3, "12345678") == ["", "", ""]

@@ -23,7 +23,7 @@ from raytop.model.thresholds import Thresholds
 from raytop.model.time_shares import report_share, shares, summed
 from raytop.model.untrusted_activity import activity_record
 from raytop.pipeline.derive import with_rank_states
-from raytop.probe.time_shares import MAX_STEP_S, RECENT_S, TimeShares, share_kind
+from raytop.probe.time_shares import MAX_STEP_S, RECENT_S, TimeShares, rank_share, share_kind
 from raytop.wire import train_frames
 from tests.unit.test_probe_activity import SITE
 
@@ -97,6 +97,13 @@ PARTS = ("execution/context.py", {"_sync_checkpoint_dir_name_across_ranks": "rep
 def test_each_thread_counts_to_the_share_of_the_work_it_is_in(calls, kind):
     with thread_in(*calls) as frame:
         assert share_kind(frame, *PARTS) == kind
+
+
+def test_until_its_first_step_or_report_a_rank_is_starting_up():
+    calls = [("torch/distributed/distributed_c10d.py", "broadcast")]  # DDP's first sync
+    with thread_in(*calls) as frame:
+        assert rank_share(frame, *PARTS, started=False) == "startup"
+        assert rank_share(frame, *PARTS, started=True) == "collective"
 
 
 def test_on_a_ray_whose_report_frames_are_unknown_report_is_one_share():

@@ -62,11 +62,12 @@ class BarrierWait(NamedTuple):
     end: float | None  # None: still waiting
 
 
-# Where a rank's wall time goes (``probe.time_shares``): its own code and the backward pass,
-# data loading, collectives, other I/O, and train.report's parts (the barrier, the
-# checkpoint upload, the wait for Train's controller, the rest).
-SHARE_KINDS = ("compute", "data_loader", "collective", "io", "report_barrier", "report_upload",
-               "report_wait", "report_other")  # fmt: skip
+# Where a rank's wall time goes (``probe.time_shares``): its start-up (until its first
+# optimizer step or report), its own code and the backward pass, data loading,
+# collectives, other I/O, and train.report's parts (the barrier, the checkpoint upload,
+# the wait for Train's controller, the rest).
+SHARE_KINDS = ("startup", "compute", "data_loader", "collective", "io", "report_barrier",
+               "report_upload", "report_wait", "report_other")  # fmt: skip
 
 
 class Activity(TypedDict):

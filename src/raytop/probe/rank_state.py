@@ -29,7 +29,7 @@ from raytop.probe.gpu_use import gpu_use
 from raytop.probe.ledger import get_or_create_ledger
 from raytop.probe.rank_commands import RankCommands
 from raytop.probe.step_counter import StepCounter
-from raytop.probe.time_shares import TimeShares, share_kind
+from raytop.probe.time_shares import TimeShares, rank_share
 from raytop.wire.train_frames import report_parts
 from raytop.wire.train_hooks import WorkerIdentity, training_thread_id, upload_call_details
 
@@ -211,7 +211,8 @@ class RankState:
             return
         if self._report_parts is None:
             self._report_parts = report_parts()
-        kind = share_kind(frame, *self._report_parts)
+        started = bool(self.entered or self._steps.steps)
+        kind = rank_share(frame, *self._report_parts, started)
         del frame  # no frame kept alive past the sample
         self._shares.add(kind, now)
 

@@ -2,12 +2,13 @@
 (on every wake of the probe's flush thread, never on the training thread), each sample
 counting the time since the one before to the kind of work the thread is in.
 
-Kinds (``model.records.SHARE_KINDS``): ``compute`` (the user's own code, the backward
-pass), ``data_loader``, ``collective``, ``io`` (other I/O), and ``train.report`` split into
-its parts where this Ray's frames tell them (``wire.train_frames``): ``report_barrier``
-(waiting for the other ranks to enter the same report), ``report_upload`` (the checkpoint
-upload), ``report_wait`` (waiting for Train's controller to take the previous result),
-``report_other`` (the rest of report, or all of it on a Ray whose frames are not known).
+Kinds (``model.records.SHARE_KINDS``): ``startup`` (until the rank's first optimizer step
+or report), ``compute`` (the user's own code, the backward pass), ``data_loader``,
+``collective``, ``io`` (other I/O), and ``train.report`` split into its parts where this
+Ray's frames tell them (``wire.train_frames``): ``report_barrier`` (waiting for the other
+ranks to enter the same report), ``report_upload`` (the checkpoint upload), ``report_wait``
+(waiting for Train's controller to take the previous result), ``report_other`` (the rest
+of report, or all of it on a Ray whose frames are not known).
 
 Kept over the attempt (this worker's life) and over the last ``RECENT_S`` seconds, in
 seconds: the pipeline turns them into shares. A sample walks at most ``MAX_DEPTH`` frames
@@ -26,6 +27,16 @@ RECENT_S = 60.0
 MAX_STEP_S = 1.0  # a longer gap between samples (a paused process) counts this much
 _SHARE_OF = {"collective": "collective", "data_loader": "data_loader", "io": "io",
              "backward": "compute"}  # fmt: skip
+
+
+def rank_share(
+    frame: FrameType | None, report_file: str, parts: dict[str, str], started: bool
+) -> str:
+    """``startup`` until the rank has ``started`` (its first optimizer step or report:
+    building its model, joining the process group, making its data loader), then the
+    share its frames say (``share_kind``): a short run's start-up would otherwise count as
+    its own code, and hide where its training's time goes."""
+    return share_kind(frame, report_file, parts) if started else "startup"
 
 
 def share_kind(frame: FrameType | None, report_file: str, parts: dict[str, str]) -> str:
@@ -76,4 +87,4 @@ def _rounded(seconds: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 2) for k, v in seconds.items() if v >= 0.005}
 
 
-__all__ = ["MAX_STEP_S", "RECENT_S", "TimeShares", "share_kind"]
+__all__ = ["MAX_STEP_S", "RECENT_S", "TimeShares", "rank_share", "share_kind"]

@@ -97,6 +97,19 @@ def sparkline(values: Sequence[float], width: int, levels: str) -> str:
     return "".join(levels[i] for i in spark_levels(values, width, len(levels)))
 
 
+def chart(values: Sequence[float], width: int, height: int, levels: str) -> list[str]:
+    """A sparkline ``height`` rows tall (top row first): each column filled from the
+    bottom up to its value, on the series' own scale, the top cell of a column drawn with
+    the level of ``levels`` (lowest first) that its fraction of a row reaches."""
+    steps = len(levels)
+    tops = [h + 1 for h in spark_levels(values, width, height * steps)]  # eighths filled
+    rows = []
+    for row in range(height - 1, -1, -1):
+        cells = (min(steps, top - row * steps) for top in tops)
+        rows.append("".join(levels[n - 1] if n > 0 else " " for n in cells))
+    return rows
+
+
 def progress_bar(done: int, total: int, width: int, full: str, empty: str) -> str:
     """``███░░``: ``done`` of ``total`` in ``width`` cells (``Glyphs.bar_full``/``bar_empty``)."""
     filled = bar_cells(done, total, width)

@@ -39,6 +39,7 @@ from raytop.model.dashboard import (
 )
 from raytop.model.format import fmt_duration, fmt_params, fmt_value
 from raytop.tui.format import (
+    chart,
     fit_words,
     fmt_bytes,
     fmt_rate,
@@ -124,6 +125,7 @@ def describe_ranks(strip: RankStrip, width: int, spark: str) -> list[Content]:
 
 
 _TREND_WIDTH = 32  # at most: a point per iteration up to 32, then means of runs of them
+_CHART_ROWS = 20  # the trend chart's rows at most, when the panel has lines to spare
 
 
 def describe_trend(
@@ -140,6 +142,26 @@ def describe_trend(
     room = max(4, min(_TREND_WIDTH, width - _LABEL_WIDTH - len(tail)))
     line = sparkline(history, room, spark)
     return [Content.assemble(_label("trend"), Content.styled(line, "$text-accent"), tail)]
+
+
+def describe_trend_chart(
+    trial: Trial, metric: str | None, width: int, height: int, spark: str, arrow: str
+) -> list[Content]:
+    """The tall form of the trend, for lines nothing else needs: its line, then the
+    metric's history as a chart ``height`` rows tall, its highest and lowest value
+    beside the top and bottom rows."""
+    history = trial.metric_history
+    line = describe_trend(trial, metric, width, spark, arrow)
+    if len(history) < 2 or height < 2:
+        return line
+    room = max(4, width - _LABEL_WIDTH - 12)
+    per = max(1, min(4, room // len(history)))  # a short history: each point a few columns
+    rows = ["".join(c * per for c in row) for row in chart(history, room, height, spark)]
+    edges = {0: fmt_value(max(history)), height - 1: fmt_value(min(history))}
+    return line + [
+        Content.assemble(_label(""), Content.styled(row, "$text-accent"), f" {edges.get(i, '')}")
+        for i, row in enumerate(rows)
+    ]
 
 
 def describe_checkpoints(run: TrainRun, count: int) -> list[Content]:
@@ -315,6 +337,10 @@ class RunDashboard(Vertical):
             if count and len(panels[i]) and count - len(panels[i]) <= budget:
                 budget -= count - len(panels[i])
                 panels[i] = build()
+        if panels[2] and budget >= 3:  # the lines left: the metric's trend as a chart
+            height = min(budget, _CHART_ROWS)
+            panels[2] = describe_trend_chart(trial, metric, width, height, glyphs.spark,
+                                             glyphs.arrow)  # fmt: skip
         self._put("#dash-phase", phase_lines, width, glyphs.ellipsis)
         for selector, panel in zip(
             (

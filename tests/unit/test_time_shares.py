@@ -136,14 +136,14 @@ def test_each_gap_counts_to_the_kind_seen_at_its_end_over_the_attempt_and_the_la
     clock.add("compute", 100.0)  # starts the clock
     clock.add("compute", 100.5)
     clock.add("report_wait", 101.0)
-    assert clock.record() == ({"compute": 0.5, "report_wait": 0.5},) * 2
+    assert clock.record() == ({"compute": 0.5, "report_wait": 0.5},) * 2 + (0.0,)
     clock.add("data_loader", 200.0)  # a paused process: one step counts MAX_STEP_S at most
-    total, recent = clock.record()
+    total, recent, _ = clock.record()
     assert total == {"compute": 0.5, "report_wait": 0.5, "data_loader": MAX_STEP_S}
     assert recent == {"data_loader": MAX_STEP_S}  # the rest is older than RECENT_S
     for i in range(1, int(RECENT_S) * 2 + 1):
         clock.add("collective", 200.0 + i * 0.5)
-    total, recent = clock.record()
+    total, recent, _ = clock.record()
     assert recent == {"collective": RECENT_S}
     assert total["collective"] == RECENT_S
 
@@ -243,3 +243,16 @@ def test_the_text_face_names_each_live_runs_goodput_and_its_largest_waits():
     assert "run exp-t1 attempt 1: goodput 30% · controller wait 70%" in status_text(snapshot)
     over = replace(run, workers=tuple(replace(w, done=True) for w in run.workers))
     assert "goodput" not in status_text(replace(snapshot, runs=(over,)))
+
+
+def test_the_start_up_is_counted_apart_from_the_shares():
+    clock = TimeShares()
+    clock.add("startup", 10.0)
+    clock.add("startup", 10.8)
+    clock.add("compute", 11.0)  # a gap counts to the kind seen at its end
+    assert clock.record() == ({"compute": 0.2}, {"compute": 0.2}, 0.8)
+    good = activity_record({**GOOD, "startup_s": 2.5})
+    assert good is not None and good["startup_s"] == 2.5
+    for bad in (-1.0, float("inf"), "2.5", None):
+        got = activity_record({**GOOD, "startup_s": bad})
+        assert got is not None and "startup_s" not in got

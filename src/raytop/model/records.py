@@ -62,11 +62,11 @@ class BarrierWait(NamedTuple):
     end: float | None  # None: still waiting
 
 
-# Where a rank's wall time goes (``probe.time_shares``): its start-up (until its first
-# optimizer step or report), its own code and the backward pass, data loading,
-# collectives, other I/O, and train.report's parts (the barrier, the checkpoint upload,
-# the wait for Train's controller, the rest).
-SHARE_KINDS = ("startup", "compute", "data_loader", "collective", "io", "report_barrier",
+# Where a rank's wall time goes once it trains (``probe.time_shares``; its start-up, until
+# its first optimizer step or report, is counted apart): its own code and the backward
+# pass, data loading, collectives, other I/O, and train.report's parts (the barrier, the
+# checkpoint upload, the wait for Train's controller, the rest).
+SHARE_KINDS = ("compute", "data_loader", "collective", "io", "report_barrier",
                "report_upload", "report_wait", "report_other")  # fmt: skip
 
 
@@ -76,7 +76,8 @@ class Activity(TypedDict):
     ``since`` when it got there (unix s); ``waiting`` the fraction of the last ``samples``
     one-second samples it spent waiting (collective, backward, report). ``time_s`` and
     ``recent_time_s``: seconds per ``SHARE_KINDS`` kind over the attempt and over the last
-    minute (absent from a probe older than them)."""
+    minute, once it trains; ``startup_s``: its start-up before that (absent from a probe
+    older than them)."""
 
     kind: str
     where: str
@@ -86,6 +87,7 @@ class Activity(TypedDict):
     waiting: float
     time_s: NotRequired[dict[str, float]]
     recent_time_s: NotRequired[dict[str, float]]
+    startup_s: NotRequired[float]  # from its train function's start to its first step or report
 
 
 class RankReport(TypedDict):

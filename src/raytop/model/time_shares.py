@@ -17,8 +17,7 @@ MIN_SAMPLED_S = 2.0
 REPORT_PARTS = ("report_barrier", "report_upload", "report_wait", "report_other")
 # How each kind is named where a person reads it.
 SHARE_LABELS = {
-    "startup": "start-up", "compute": "compute", "data_loader": "data loading",
-    "collective": "collectives",
+    "compute": "compute", "data_loader": "data loading", "collective": "collectives",
     "io": "other I/O", "report_barrier": "report barrier", "report_upload": "checkpoint upload",
     "report_wait": "controller wait", "report_other": "train.report",
 }  # fmt: skip

@@ -51,6 +51,8 @@ class Activity:
     # the last minute; empty from a probe older than them.
     time_s: dict[str, float] = field(default_factory=dict)
     recent_time_s: dict[str, float] = field(default_factory=dict)
+    # Its start-up before those: until its first optimizer step or report (None: older).
+    startup_s: float | None = None
 
 
 @dataclass(frozen=True)

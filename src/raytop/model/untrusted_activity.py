@@ -34,6 +34,9 @@ def activity_record(value: Any) -> Activity | None:
         seconds = _seconds_by_kind(value.get(key))
         if seconds is not None:
             activity[key] = seconds  # type: ignore[literal-required]
+    startup = value.get("startup_s")
+    if _finite(startup) and 0.0 <= startup <= MAX_SHARE_S:
+        activity["startup_s"] = float(startup)
     return activity
 
 

@@ -262,7 +262,9 @@ class RankState:
             message["stack_request"], message["stack"] = commands.stack
         activity = self._sampler.record() if self._sampler is not None else None
         if activity is not None:
-            activity["time_s"], activity["recent_time_s"] = self._shares.record()
+            activity["time_s"], activity["recent_time_s"], activity["startup_s"] = (
+                self._shares.record()
+            )
             message["activity"] = activity
         if commands.native is not None:
             message["native_stack_request"], message["native_stack"] = commands.native

@@ -2,13 +2,15 @@
 (on every wake of the probe's flush thread, never on the training thread), each sample
 counting the time since the one before to the kind of work the thread is in.
 
-Kinds (``model.records.SHARE_KINDS``): ``startup`` (until the rank's first optimizer step
-or report), ``compute`` (the user's own code, the backward pass), ``data_loader``,
-``collective``, ``io`` (other I/O), and ``train.report`` split into its parts where this
-Ray's frames tell them (``wire.train_frames``): ``report_barrier`` (waiting for the other
-ranks to enter the same report), ``report_upload`` (the checkpoint upload), ``report_wait``
-(waiting for Train's controller to take the previous result), ``report_other`` (the rest
-of report, or all of it on a Ray whose frames are not known).
+Until the rank's first optimizer step or report (``startup``: building its model, joining
+the process group, making its data loader) the time is its start-up, kept apart: a short
+run's start-up would otherwise outweigh where its training's time goes. Then the kinds
+(``model.records.SHARE_KINDS``): ``compute`` (the user's own code, the backward pass),
+``data_loader``, ``collective``, ``io`` (other I/O), and ``train.report`` split into its
+parts where this Ray's frames tell them (``wire.train_frames``): ``report_barrier``
+(waiting for the other ranks to enter the same report), ``report_upload`` (the checkpoint
+upload), ``report_wait`` (waiting for Train's controller to take the previous result),
+``report_other`` (the rest of report, or all of it on a Ray whose frames are not known).
 
 Kept over the attempt (this worker's life) and over the last ``RECENT_S`` seconds, in
 seconds: the pipeline turns them into shares. A sample walks at most ``MAX_DEPTH`` frames
@@ -60,6 +62,7 @@ class TimeShares:
 
     def __init__(self) -> None:
         self.total = dict.fromkeys(SHARE_KINDS, 0.0)
+        self.startup_s = 0.0
         self.recent = dict.fromkeys(SHARE_KINDS, 0.0)
         self._window: deque[tuple[float, str, float]] = deque()
         self._last: float | None = None
@@ -71,6 +74,9 @@ class TimeShares:
         if last is None:
             return
         step = min(max(now - last, 0.0), MAX_STEP_S)
+        if kind == "startup":
+            self.startup_s += step
+            return
         self.total[kind] += step
         self.recent[kind] += step
         self._window.append((now, kind, step))
@@ -78,9 +84,10 @@ class TimeShares:
             _, old, gone = self._window.popleft()
             self.recent[old] = max(self.recent[old] - gone, 0.0)
 
-    def record(self) -> tuple[dict[str, float], dict[str, float]]:
-        """(over the attempt, over the recent window): kind → seconds, the kinds with any."""
-        return _rounded(self.total), _rounded(self.recent)
+    def record(self) -> tuple[dict[str, float], dict[str, float], float]:
+        """(over the attempt, over the recent window): kind → seconds, the kinds with any;
+        and the start-up's seconds."""
+        return _rounded(self.total), _rounded(self.recent), round(self.startup_s, 2)
 
 
 def _rounded(seconds: dict[str, float]) -> dict[str, float]:

@@ -21,14 +21,12 @@ from raytop.tui.widgets.table_cells import Themed
 # The theme colour of each kind (the Content styles; the tables' component classes
 # ``share-bar--<kind>`` are coloured the same in raytop.tcss).
 KIND_STYLE = {
-    "startup": "$text-disabled", "compute": "$success", "data_loader": "$warning",
-    "collective": "$secondary",
+    "compute": "$success", "data_loader": "$warning", "collective": "$secondary",
     "io": "$accent", "report_barrier": "$error", "report_upload": "$primary",
     "report_wait": "$error-lighten-2", "report_other": "$text-muted",
 }  # fmt: skip
 LETTER = {
-    "startup": "s", "compute": "c", "data_loader": "d", "collective": "k", "io": "i",
-    "report_barrier": "b",
+    "compute": "c", "data_loader": "d", "collective": "k", "io": "i", "report_barrier": "b",
     "report_upload": "u", "report_wait": "w", "report_other": "r",
 }  # fmt: skip
 COMPONENTS = frozenset(f"share-bar--{kind}" for kind in SHARE_KINDS)

@@ -29,6 +29,7 @@ LETTER = {
     "compute": "c", "data_loader": "d", "collective": "k", "io": "i", "report_barrier": "b",
     "report_upload": "u", "report_wait": "w", "report_other": "r",
 }  # fmt: skip
+KIND_OF_LETTER = {letter: kind for kind, letter in LETTER.items()}
 COMPONENTS = frozenset(f"share-bar--{kind}" for kind in SHARE_KINDS)
 
 
@@ -57,12 +58,11 @@ def bar_text(shares: dict[str, float] | None, width: int) -> str:
 
 def bar_content(letters: str, block: str, ascii_: bool) -> Content:
     """``letters`` (``bar_text``) drawn in the theme's colours."""
-    by_letter = {v: k for k, v in LETTER.items()}
     parts = []
     start = 0
     for i in range(1, len(letters) + 1):
         if i == len(letters) or letters[i] != letters[start]:
-            kind = by_letter[letters[start]]
+            kind = KIND_OF_LETTER[letters[start]]
             glyph = letters[start] if ascii_ else block
             parts.append(Content.styled(glyph * (i - start), KIND_STYLE[kind]))
             start = i
@@ -84,10 +84,9 @@ class ShareBarCell:
         return self.letters
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        by_letter = {v: k for k, v in LETTER.items()}
         text = Text(end="", no_wrap=True)
         for letter in self.letters:
-            style = self.table.component_style(f"share-bar--{by_letter[letter]}")
+            style = self.table.component_style(f"share-bar--{KIND_OF_LETTER[letter]}")
             text.append(letter if self.ascii_ else self.block, style)
         yield text
 

@@ -7,6 +7,8 @@ import sys
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raytop.diagnose.time_sinks import slow_rank_findings
 from raytop.probe.step_counter import MIN_SPAN_S, StepCounter
@@ -64,3 +66,27 @@ def test_a_rank_slower_at_the_same_work_is_named_with_its_rate_beside_its_peers(
 ])  # fmt: skip
 def test_no_slow_rank_without_positive_evidence(workers):
     assert slow_rank_findings(run_of(*workers)) == []
+
+
+def _slow_by_definition(run) -> list[int]:
+    """Each rank against the median of every other rank, sorted afresh: the definition."""
+    import statistics
+
+    from raytop.diagnose.time_sinks import SAME_MIX, SLOWER, _compute
+
+    slow = []
+    for w in run.workers:
+        peers = [p for p in run.workers if p is not w]
+        pace = statistics.median(p.step_rate for p in peers)
+        usual = statistics.median(_compute(p) for p in peers)
+        if pace > 0 and w.step_rate <= SLOWER * pace and abs(_compute(w) - usual) <= SAME_MIX:
+            slow.append(w.rank)
+    return slow
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 3.0, 3.1, 6.0, 9.9, 10.0]),
+                          st.integers(0, 40)), min_size=2, max_size=9))  # fmt: skip
+def test_the_peers_medians_read_off_one_order_are_the_definitions(ranks) -> None:
+    run = run_of(*(stepping(i, rate, compute=float(c)) for i, (rate, c) in enumerate(ranks)))
+    assert [f.ranks[0] for f in slow_rank_findings(run)] == _slow_by_definition(run)

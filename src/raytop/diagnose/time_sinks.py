@@ -8,8 +8,7 @@ progresses, and code written the way Ray's examples write it may well spend its 
 
 from __future__ import annotations
 
-import statistics
-
+from raytop.diagnose.hang import median_without
 from raytop.diagnose.refs import of_attempt
 from raytop.model import Finding, Severity, TrainRun, Worker
 from raytop.model.time_shares import REPORT_PARTS, report_share
@@ -85,15 +84,19 @@ def slow_rank_findings(run: TrainRun) -> list[Finding]:
     rated = [w for w in run.workers if w.step_rate is not None and not w.done]
     if len(rated) < 2 or len(rated) < len(run.workers):
         return []
+    computes = [_compute(w) for w in rated]
+    if any(c is None for c in computes):
+        return []
+    # Each rank's peers are every other rank: their medians are read off one sorted list
+    # (``median_without``), not re-sorted per rank (2,000 ranks: seconds, not ms).
+    rates = [w.step_rate or 0.0 for w in rated]
+    rate_order, rate_place = _ranked(rates)
+    mix_order, mix_place = _ranked(computes)
     findings = []
-    for w in rated:
-        peers = [p for p in rated if p is not w]
-        pace = statistics.median(p.step_rate or 0.0 for p in peers)
-        mine, theirs = _compute(w), [_compute(p) for p in peers]
-        if pace <= 0 or (w.step_rate or 0.0) > SLOWER * pace or mine is None or None in theirs:
-            continue
-        usual = statistics.median(c for c in theirs if c is not None)
-        if abs(mine - usual) > SAME_MIX:
+    for i, w in enumerate(rated):
+        pace = median_without(rate_order, rate_place[i])
+        mine, usual = computes[i], median_without(mix_order, mix_place[i])
+        if pace <= 0 or rates[i] > SLOWER * pace or abs(mine - usual) > SAME_MIX:
             continue
         findings.append(Finding(
             "slow_rank", Severity.WARNING, f"run {run.run_name} attempt {run.attempt_index}",
@@ -105,6 +108,15 @@ def slow_rank_findings(run: TrainRun) -> list[Finding]:
             **of_attempt(run), ranks=(w.rank,),
         ))  # fmt: skip
     return findings
+
+
+def _ranked(values: list[float]) -> tuple[list[float], list[int]]:
+    """``values`` sorted, and where each of them stands in that order."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    place = [0] * len(values)
+    for at, i in enumerate(order):
+        place[i] = at
+    return [values[i] for i in order], place
 
 
 def _compute(w: Worker) -> float | None:

@@ -9,11 +9,13 @@ The JSON form is part of ``raytop status --json`` (docs/schema.md, add-only);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
 from raytop.model.nccl_ras import CommLag, RayHangDetector, RayHangVerdict
 from raytop.model.no_probe import NoProbe
+from raytop.model.time_shares import shares
 
 # Where raytop learned of a Train run (``TrainRun.source``).
 RUN_FROM_LEDGER = "ledger"  # its probes' reports (instrumented)
@@ -53,6 +55,17 @@ class Activity:
     recent_time_s: dict[str, float] = field(default_factory=dict)
     # Its start-up before those: until its first optimizer step or report (None: older).
     startup_s: float | None = None
+
+    # The two as shares (``model.time_shares.shares``), made once per Activity: the ledger
+    # reader keeps a rank's Activity while its beat is unchanged, so an unchanged rank's
+    # shares are not made again each refresh (2,000 ranks: ~25 ms a refresh).
+    @cached_property
+    def shares(self) -> dict[str, float] | None:
+        return shares(self.time_s)
+
+    @cached_property
+    def recent_shares(self) -> dict[str, float] | None:
+        return shares(self.recent_time_s)
 
 
 @dataclass(frozen=True)

@@ -116,8 +116,8 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds) -> Worker:
         rate_per_min=60.0 / interval if interval else None,
         silent=silent,
         barrier=barrier,
-        time_shares=shares(w.activity.time_s) if w.activity else None,
-        recent_time_shares=shares(w.activity.recent_time_s) if w.activity else None,
+        time_shares=w.activity.shares if w.activity else None,
+        recent_time_shares=w.activity.recent_shares if w.activity else None,
     )
 
 

@@ -15,8 +15,8 @@ real readers and pipeline (a watching ``SnapshotCollector``, as the TUI reads):
   real ``probe.ledger.Ledger`` publishes (its pages, built by ``Ledger.update`` from
   ``RankReport``s, and its index, written by its own publish loop), the RunProbe's run
   records and the registration of every trial that ever started (``trial/<actor id>``);
-- storage: the experiment folder as ``raytop run`` leaves it: ``.raytop/trials.json``
-  written by ``jsonfile.write_json_atomic`` as the TrialProbe writes it, ``job.json``,
+- storage: the experiment folder as ``raytop run`` leaves it: ``.raytop/trials/``
+  written by ``probe.trial_table.TrialTable`` as the TrialProbe writes it, ``job.json``,
   ``driver.json`` (a driver on another host), and each running Train run's
   ``checkpoint_manager_snapshot.json`` with its checkpoint folders.
 
@@ -25,9 +25,10 @@ process of its own (its peak RSS is its own), at 2,000 workers and at 10:
 
 1. ``collect()`` (read, derive, diagnose) per refresh kind: nothing changed; 1 % of the
    ranks reported (the ledger republishes their pages); every rank's heartbeat arrived
-   (what a refresh sees at steady state: each probe sends at least once a second); the
-   TrialProbe rewrote ``trials.json`` (it does, at most every 0.2 s, while any trial
-   reports). Wall and CPU time (``time.process_time``: every thread of the process),
+   (what a refresh sees at steady state: each probe sends at least once a second); a
+   trial's result written by the TrialProbe (its row's segment and the index; at most
+   every 0.2 s, while any trial reports). Wall and CPU time (``time.process_time``: every
+   thread of the process),
    median and p95; calls to the cluster and bytes read from it and from storage.
 2. The pure screen model of the overview and Run screens (``model.dashboard``, the trial
    table's parameters, the run's findings), per redraw.
@@ -412,6 +413,7 @@ class StandInCluster:
 
     def __init__(self, shape: Shape, root: Path, dead_actors: int | None = None) -> None:
         from raytop.jsonfile import write_json_atomic
+        from raytop.probe.trial_table import TrialTable
         from raytop.wire.kv_keys import KV_NAMESPACE, TRIAL_PREFIX
 
         self.shape = shape
@@ -428,7 +430,17 @@ class StandInCluster:
         self._write_json = write_json_atomic
         self._namespace = KV_NAMESPACE
         self.rows = [_trial_row(i, shape, self.rng) for i in range(shape.trials)]
-        self.rewrite_trials()
+        # The table as an older raytop's TrialProbe wrote it (whole, on every result), for
+        # comparison only: outside the raytop dir, so no reader sees it.
+        start = time.perf_counter()
+        write_json_atomic(root / "whole-trials.json", {"updated_at": 0.0, "trials": self.rows})
+        self.trials_whole_write_s = time.perf_counter() - start
+        self.trials_whole_bytes = (root / "whole-trials.json").stat().st_size
+        self._table = TrialTable(self.raytop_dir)
+        start = time.perf_counter()
+        self._table.put(self.rows)  # the first write: every trial
+        self.trials_first_write_s = time.perf_counter() - start
+        self.rewrite_trials(changed=1)
         write_json_atomic(self.raytop_dir / "job.json", {"job_id": JOB_ID})
         write_json_atomic(self.raytop_dir / "driver.json", {
             "pid": 4242, "started_at": self.now - 86_400, "host": "head-node-0",
@@ -710,18 +722,18 @@ class StandInCluster:
         self._publish()
 
     def rewrite_trials(self, changed: int = 0) -> None:
-        """The TrialProbe's write: the whole table, after ``changed`` running trials got a
-        new result."""
-        for row in self.rows[: min(changed, self.shape.runs)]:
+        """The TrialProbe's write after ``changed`` running trials got a new result: their
+        rows (``probe.trial_table``: their segments and the index)."""
+        rows = self.rows[: min(changed, self.shape.runs)]
+        for row in rows:
             row["iterations"] += 1
             row["metric_history"] = [*row["metric_history"], 0.3][-64:]
             row["metrics"] = {**row["metrics"], "loss": 0.3,
                               "training_iteration": row["iterations"]}  # fmt: skip
-        path = self.raytop_dir / "trials.json"
         start = time.perf_counter()
-        self._write_json(path, {"updated_at": time.time(), "trials": self.rows})
+        self._table.put(rows)
         self.trials_write_s = time.perf_counter() - start  # what the Tune driver spends
-        self.trials_bytes = path.stat().st_size
+        self.trials_bytes = sum(f.stat().st_size for f in (self.raytop_dir / "trials").iterdir())
 
     def _storage(self) -> None:
         """Each running Train run's folder: Train's checkpoint snapshot and its folders."""
@@ -849,7 +861,7 @@ def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> 
         "nothing changed": cluster.index_heartbeat,
         "1% of ranks reported": lambda: cluster.report(0.01),
         "every rank's heartbeat": cluster.heartbeat,
-        "trials.json rewritten": lambda: (
+        "a trial's row rewritten": lambda: (
             cluster.index_heartbeat(),
             cluster.rewrite_trials(changed=1),
             time.sleep(WATCH_SETTLE_S),
@@ -1189,8 +1201,11 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
             result = {
                 "shape": {**asdict(shape), "workers": shape.workers}, "key": key,
                 "alive_actors": cluster.alive_actors, "dead_actors": cluster.dead_actors,
-                "trials_json_bytes": cluster.trials_bytes,
-                "trials_json_write_s": cluster.trials_write_s,
+                "trials_bytes": cluster.trials_bytes,
+                "trials_write_s": cluster.trials_write_s,
+                "trials_first_write_s": cluster.trials_first_write_s,
+                "trials_whole_bytes": cluster.trials_whole_bytes,
+                "trials_whole_write_s": cluster.trials_whole_write_s,
                 "snapshot": describe_snapshot(snapshot),
                 "collect": measured["kinds"],
                 "screen_model": measure_screen_model(snapshot),
@@ -1232,8 +1247,10 @@ def report(results: list[dict[str, Any]]) -> None:
         print(f"\n== {shape['name']}: {shape['workers']} workers, {snap['trials']} trials, "
               f"{snap['placement_groups']} groups ({snap['pending_groups']} pending), "
               f"{snap['nodes']} nodes; actors {r['alive_actors']} alive + {r['dead_actors']} "
-              f"dead; trials.json {_size(r['trials_json_bytes'])}, written by the TrialProbe's "
-              f"write in {_ms(r['trials_json_write_s'])}")  # fmt: skip
+              f"dead; the trial table {_size(r['trials_bytes'])} in segments: first write "
+              f"{_ms(r['trials_first_write_s'])}, one trial's result {_ms(r['trials_write_s'])} "
+              f"(whole, as an older raytop wrote it: {_size(r['trials_whole_bytes'])} in "
+              f"{_ms(r['trials_whole_write_s'])})")  # fmt: skip
         print(f"   snapshot: {snap['runs']} runs of {snap['workers']} ranks, "
               f"{snap['findings']} findings {snap['finding_kinds']}")  # fmt: skip
         print(f"   {'refresh':<24}{'CPU p50':>10}{'CPU p95':>10}{'wall p50':>10}"

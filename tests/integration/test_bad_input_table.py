@@ -360,6 +360,8 @@ FILES = {
     "snapshot": SNAPSHOT,
     "driver": ".raytop/driver.json",
     "trials": ".raytop/trials.json",
+    "index": ".raytop/trials/index.json",
+    "segment": ".raytop/trials/0.json",
     "exit": ".raytop/exit.json",
 }
 
@@ -1330,6 +1332,34 @@ CASES: list[Case] = [
         0,
         r"warning: .*trials\.json",
         exp_with(trials='{"trials": [{"foo": 1}]}'),
+        kind=WARNING,
+    ),
+    Case(
+        "status: trials/index.json a string",
+        STATUS,
+        0,
+        r"warning: .*trials/index\.json",
+        exp_with(trials=None, index='"abc"'),
+        kind=WARNING,
+    ),
+    Case(
+        "status: trials/0.json row missing keys",
+        STATUS,
+        0,
+        r"warning: .*trials/0\.json",
+        exp_with(
+            trials=None,
+            index='{"generation": "ab", "segments": [1]}',
+            segment='{"generation": "ab", "version": 1, "trials": [{"foo": 1}]}',
+        ),
+        kind=WARNING,
+    ),
+    Case(
+        "status: trials/0.json missing",
+        STATUS,
+        0,
+        r"warning: .*trials/0\.json: missing",
+        exp_with(trials=None, index='{"generation": "ab", "segments": [1]}'),
         kind=WARNING,
     ),
     Case(

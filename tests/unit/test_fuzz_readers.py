@@ -154,6 +154,24 @@ def test_the_experiment_reader_survives_any_folder(state, trials, driver, job, s
 
 
 @FUZZ
+@given(
+    index=mutated({"updated_at": 1.0, "generation": "ab", "trials": 1, "segments": [1]}),
+    segment=mutated({"generation": "ab", "version": 1, "trials": [ROW]}),
+    driver=mutated(DRIVER),
+)
+def test_the_experiment_reader_survives_any_trial_table_in_segments(index, segment, driver):
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "exp"
+        (folder / ".raytop" / "trials").mkdir(parents=True)
+        (folder / ".raytop" / "trials" / "index.json").write_bytes(index)
+        (folder / ".raytop" / "trials" / "0.json").write_bytes(segment)
+        (folder / ".raytop" / "driver.json").write_bytes(driver)
+        exp = ExperimentReader(str(folder)).read()
+        assert all(isinstance(w, str) and "\n" not in w for w in exp.warnings)
+        assert all(isinstance(t.trial_id, str) for t in exp.trials)
+
+
+@FUZZ
 @given(snapshot=mutated(SNAPSHOT))
 def test_the_checkpoint_snapshot_reader_survives_any_snapshot(snapshot):
     with tempfile.TemporaryDirectory() as tmp:

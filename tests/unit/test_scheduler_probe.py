@@ -5,7 +5,6 @@ resume. Driven with Ray's real scheduler classes and stand-in trials (no cluster
 
 from __future__ import annotations
 
-import json
 import pickle
 from types import SimpleNamespace
 
@@ -19,6 +18,7 @@ from raytop.probe.scheduler_decisions import Decisions, decisions
 from raytop.probe.scheduler_probe import RecordingASHA, RecordingMedianStopping
 from raytop.probe.trial_probe import TrialProbe
 from raytop.wire.tune_schedulers import median_comparison
+from tests.trial_table_files import written_rows
 
 
 def fake_trial(trial_id: str, status: str = "RUNNING") -> SimpleNamespace:
@@ -132,8 +132,7 @@ def test_the_trial_probe_writes_the_decision_and_the_reader_checks_it(tmp_path) 
     probe.on_trial_result(0, [trial], trial, result(1, -9.0))
     trial.status = "TERMINATED"
     probe.on_experiment_end([trial])
-    table = json.loads((tmp_path / "trials.json").read_text())
-    (row,) = untrusted.probe_trials(table)
+    (row,) = [untrusted.probe_trial(r, "trials[0]") for r in written_rows(tmp_path)]
     model = Trial(**row)
     assert model.scheduler_decision == "stopped at iteration 1: score -9 below the cutoff 0"
     assert model.stopped_early
@@ -144,7 +143,7 @@ def test_the_trial_probe_writes_the_decision_and_the_reader_checks_it(tmp_path) 
     resumed = TrialProbe(str(tmp_path), min_interval_s=0.0, metric="score")
     resumed.set_state(pickle.loads(pickle.dumps(state)))
     resumed.on_experiment_end([trial])
-    (row,) = json.loads((tmp_path / "trials.json").read_text())["trials"]
+    (row,) = written_rows(tmp_path)
     assert row["scheduler_decision"] == model.scheduler_decision
 
 

@@ -25,7 +25,7 @@ from raytop.launch.planning import trial_count
 from raytop.launch.preflight import preflight
 from raytop.launch.spec import RunSpec
 from raytop.process_identity import DRIVER_MODULE, process_create_time
-from raytop.rundir import STOP_MARKER, raytop_dir_for
+from raytop.rundir import STOP_MARKER, TRIALS_INDEX, TRIALS_WHOLE, raytop_dir_for
 
 # Set for launched drivers unless the user set them; Ray propagates RAY_TRAIN_* variables
 # set in the driver's environment to the Train controller and workers. Train's controller
@@ -63,7 +63,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
         previous = read_json(raytop_dir / "driver.json")
         if isinstance(previous, dict) and isinstance(previous.get("spec"), str):
             spec_file = previous["spec"]
-    for stale in ("exit.json", "trials.json", "job.json", STOP_MARKER):
+    for stale in ("exit.json", TRIALS_WHOLE, TRIALS_INDEX, "job.json", STOP_MARKER):
         (raytop_dir / stale).unlink(missing_ok=True)
     if errored is None:  # the bytes validated, not the file as it may be by now
         write_atomic(raytop_dir / "spec.toml", spec.source)

@@ -30,7 +30,7 @@ from raytop.launch.preflight import preflight
 from raytop.launch.spec import RunSpec, SpecError, with_experiment
 from raytop.model import Cluster
 from raytop.process_identity import driver_alive
-from raytop.rundir import raytop_dir_for
+from raytop.rundir import TRIALS_INDEX, TRIALS_WHOLE, raytop_dir_for
 from raytop.wire.gcs import ClusterUnreachable, GcsReader, nodes_from_gcs
 from raytop.wire.version import RayUnsupported
 
@@ -170,14 +170,15 @@ def wait_for_driver(
     timeout_s: float = DRIVER_UP_TIMEOUT_S, poll_s: float = 0.25,
 ) -> bool:  # fmt: skip
     """Wait while a launched driver comes up: it connects to Ray (``job.json``), then its
-    first trial is in its table (``trials.json``). Each phase goes to ``progress`` (a
-    ``launch.cluster.Progress`` shows the wait in place); the end is one line. True once
+    first trial is in its table (``trials/index.json``; an older raytop's driver wrote
+    ``trials.json``). Each phase goes to ``progress`` (a ``launch.cluster.Progress`` shows
+    the wait in place); the end is one line. True once
     a trial is there; False when the driver ended first (``exit.json``, or its process
     gone) or ``timeout_s`` passed: the caller follows the run either way."""
     waiting, started = waiting_of(progress), time.monotonic()
     while True:
         took = f"{time.monotonic() - started:.0f} s"
-        if (raytop_dir / "trials.json").exists():
+        if any((raytop_dir / table).exists() for table in (TRIALS_INDEX, TRIALS_WHOLE)):
             finished_of(progress)(f"driver up in {took}: its first trial is in")
             return True
         if (raytop_dir / "exit.json").exists() or driver_alive(raytop_dir)[1] is False:

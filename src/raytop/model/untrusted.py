@@ -11,10 +11,11 @@ before parsing them, so a huge or hostile file cannot exhaust memory.
 
 This module is the layer's core (``Invalid``, the size and count caps, ``parse``,
 ``problem``, the checks every validator is built from) and the validators of raytop's own
-small files: trials.json, experiments.json, driver.json, cluster.json. The validators of
-the cluster's KV values are in ``untrusted_kv``, those of the files Ray Tune and Ray Train
-write in ``untrusted_ray_files``; all three share these checks and caps, so every message
-reads the same.
+small files: the trial table (``trials/``'s segments, or an older raytop's trials.json),
+experiments.json, driver.json, cluster.json. The validators of the cluster's KV values
+are in ``untrusted_kv``, those of the files Ray Tune and Ray Train write in
+``untrusted_ray_files``; all three share these checks and caps, so every message reads the
+same.
 
 Pure and stdlib only (``model`` layer): no Ray, no I/O.
 """

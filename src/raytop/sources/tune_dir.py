@@ -2,7 +2,7 @@
 program's, rewritten in place while raytop reads them, so all of them are untrusted input.
 
 For a run raytop launched, the live trial table comes from the TrialProbe's
-``.raytop/trials.json`` and the driver's liveness from ``driver.json`` / ``exit.json``.
+(``sources.probe_table``) and the driver's liveness from ``driver.json`` / ``exit.json``.
 For any other Tune experiment folder it falls back to Tune's own
 ``experiment_state-*.json`` (newest by name, as Tune picks it), locally or on remote
 storage. Both are re-read on a parse error, and the last good copy is kept with a warning
@@ -20,7 +20,6 @@ from typing import Any
 
 from raytop.model import Experiment, ExperimentStatus, Trial, untrusted, untrusted_ray_files
 from raytop.model.paths import (
-    PLAIN_NAME_RULE,
     is_plain_name,
     is_uri,
     local_path,
@@ -31,6 +30,7 @@ from raytop.model.stdlib import tomllib
 from raytop.process_identity import check_driver
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
 from raytop.sources.history import STATE_FILES, same_place
+from raytop.sources.probe_table import ProbeTable, odd_ids, odd_trial_ids
 from raytop.sources.storage import Storages
 
 STATE_OK, STATE_MISSING, STATE_TORN = "ok", "missing", "torn"
@@ -39,17 +39,6 @@ STATE_UNREACHABLE, STATE_UNKNOWN = "unreachable", "unknown"
 SPEC_COPY = "spec.toml"  # in the raytop dir: the spec as launched (launch.launcher copies it)
 MAX_SPEC_COPY_BYTES = 1024 * 1024
 TRAINABLE_KINDS = ("torch", "function")
-
-
-def _odd_trial_ids(source: str, trials: list[Trial]) -> list[str]:
-    """One warning (naming ``source``) when trial ids in it are not plain names: no path
-    is ever made of them (``model.paths.is_plain_name``), so their runs go unread."""
-    odd = [t.trial_id for t in trials if not is_plain_name(t.trial_id)]
-    if not odd:
-        return []
-    more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
-    return [f"{source}: trial id {quoted(odd[0])}{more} is not a plain name "
-            f"({PLAIN_NAME_RULE}): its Train run's checkpoints are not looked for"]  # fmt: skip
 
 
 def _same_folder(recorded: str, path: str) -> bool:
@@ -137,12 +126,6 @@ class ExperimentReader:
         # The trials of the last state read, its problems and its odd-trial-id warning: a
         # watched, unchanged file is not parsed again.
         self._parsed: tuple[Any, list[Trial], list[str], list[str]] | None = None
-        # The probe's table: its rows as last checked (``untrusted.probe_trials``' memo),
-        # and each checked row's Trial: a rewritten table costs only its changed rows.
-        self._probe_checked: dict[str, tuple[Any, dict[str, Any]]] = {}
-        self._probe_trials: dict[int, tuple[dict[str, Any], Trial]] = {}
-        self._probe_rows: list[dict[str, Any]] | None = None  # the rows last made Trials
-        self._probe_list: tuple[Trial, ...] = ()
         # How Tune's state read the last time: (one of the STATE_* values, reason or None).
         self.state: tuple[str, str | None] = (STATE_UNKNOWN, None)
         # The driver's liveness at the last read: when it turns to ended, the probe's
@@ -157,11 +140,9 @@ class ExperimentReader:
         self.files_time: float | None = None  # its newest top-level file's time
         # Why driver.json, at the last read, is no record of this folder (``_elsewhere``).
         self.record_elsewhere: str | None = None
-        self._probe_odd: list[str] = []  # the odd-trial-id warning of the probe's table
         self._trials_total: int | None = None  # driver.json's, as last read good
-        if self.raytop_dir is not None:
-            # Inside a local experiment folder it shares that watch; else it gets its own.
-            self._storages.locate(str(self.raytop_dir))
+        # The TrialProbe's table, for a run raytop launched.
+        self._probe = ProbeTable(self._storages, self.raytop_dir) if self.raytop_dir else None
 
     def _read_raytop(self, name: str) -> tuple[Any | None, str | None]:
         assert self.raytop_dir is not None
@@ -169,36 +150,9 @@ class ExperimentReader:
         return storage.read_json(rel)
 
     def _trials_from_probe(self) -> tuple[list[Trial] | None, list[str]]:
-        if self.raytop_dir is None:
+        if self._probe is None:
             return None, []
-        storage, rel = self._storages.locate(str(self.raytop_dir / "trials.json"))
-        # Checked row by row (model.untrusted); a bad table keeps its last good copy.
-        rows, warning = storage.read_json(rel, "trials.json", self._check_probe_table)
-        warnings = [warning] if warning else []
-        if rows is None:
-            return None, warnings
-        trials = self._as_trials(rows)
-        return trials, warnings + self._probe_odd
-
-    def _check_probe_table(self, data: Any) -> list[dict[str, Any]]:
-        return untrusted.probe_trials(data, self._probe_checked)
-
-    def _as_trials(self, rows: list[dict[str, Any]]) -> list[Trial]:
-        """The checked rows as Trials; a row checked before (the same object: unchanged
-        since) keeps its Trial."""
-        if rows is self._probe_rows:  # the file did not change: the very same Trials
-            return list(self._probe_list)
-        self._probe_odd = []
-        before, self._probe_trials = self._probe_trials, {}
-        trials = []
-        for row in rows:
-            kept = before.get(id(row))
-            trial = kept[1] if kept is not None and kept[0] is row else Trial(**row)
-            self._probe_trials[id(row)] = (row, trial)  # holding the row keeps its id unique
-            trials.append(trial)
-        self._probe_rows, self._probe_list = rows, tuple(trials)
-        self._probe_odd = _odd_trial_ids("trials.json", trials)
-        return trials
+        return self._probe.read()
 
     def _with_probe_histories(self, trials: list[Trial] | None) -> list[Trial] | None:
         """Tune's trials with what only the probe's table has (each trial's metric
@@ -250,7 +204,7 @@ class ExperimentReader:
             trials, problems, odd = self._parsed[1], self._parsed[2], self._parsed[3]
         else:
             trials, problems = _parse_state(name, data)
-            odd = _odd_trial_ids(name, trials)
+            odd = odd_trial_ids(name, odd_ids(trials))
             self._parsed = (data, trials, problems, odd)
             self.tune_started_at = untrusted_ray_files.tune_start_time(data)
         self.state_mtime = times[name]
@@ -313,9 +267,8 @@ class ExperimentReader:
             # Its driver having ended says nothing about this folder; only a driver proven
             # running with this very raytop dir (its command line names it) still counts.
             alive, fields = (True if alive else None), {}
-        if alive is False and self._alive_before is not False and self.raytop_dir is not None:
-            storage, rel = self._storages.locate(str(self.raytop_dir / "trials.json"))
-            storage.forget(rel)
+        if alive is False and self._alive_before is not False and self._probe is not None:
+            self._probe.forget()
         self._alive_before = alive
         stopped = alive is False and (self.raytop_dir / STOP_MARKER).exists()
         if stopped:  # a user stop: Tune's saved state says which trials are unfinished

@@ -285,6 +285,7 @@ class SnapshotCollector:
 
     def _collect(self) -> Snapshot:
         self._host_warnings = []
+        self._storages.new_read()
         if self._placement is not None:
             self._placement.new_read()
         cluster = self._cluster()

@@ -121,3 +121,26 @@ async def test_sort_by_a_numeric_column_and_reverse(make_app, sweep, next_tick) 
         assert table.user_sort == ("iter", False)
         by_iterations = ["7d2a1_00002", "7d2a1_00004", "7d2a1_00001", "7d2a1_00000"]
         assert row_keys(table) == [*by_iterations, "7d2a1_00003"]  # 0, 3, 9, 12, 20
+
+
+async def test_a_large_table_is_sized_without_measuring_its_cells(monkeypatch) -> None:
+    """Textual measures each new row's cells to size auto-width columns; a KeyedTable's
+    are fixed (``ColumnSpec``), so it skips that (``_update_dimensions``) and its size is
+    still its rows and its columns' widths. Were the hook renamed in Textual, this fails
+    instead of the first frame of a 10,000-trial sweep silently taking seconds again."""
+    from textual.widgets import DataTable, _data_table
+
+    assert callable(getattr(DataTable, "_update_dimensions", None))
+    measured = []
+    real = _data_table.measure
+    monkeypatch.setattr(_data_table, "measure", lambda *a: measured.append(a) or real(*a))
+    workers = tuple(Worker(rank=r, pid=100 + r) for r in range(300))
+    run = TrainRun(run_id="r", run_name="n", attempt_id="a", world_size=300, workers=workers)
+    app = Ranks()
+    async with app.run_test(size=(120, 12)) as pilot:
+        table = app.query_one(WorkerTable)
+        table.show_run(run)
+        await pilot.pause()
+        widths = sum(c.get_render_width(table) for c in table.columns.values())
+        assert table.virtual_size == (widths, 300 + 1)  # its rows and the header
+        assert len(measured) < 300  # not a cell of every row (Textual measures ~14 a row)

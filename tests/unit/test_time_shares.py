@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raytop.diagnose import diagnose
 from raytop.diagnose.check import exit_code
@@ -21,7 +23,7 @@ from raytop.model import Activity, Cluster, LedgerStatus, Snapshot, TrainRun, Wo
 from raytop.model.records import SHARE_KINDS
 from raytop.model.thresholds import Thresholds
 from raytop.model.time_shares import report_share, shares, summed
-from raytop.model.untrusted_activity import activity_record
+from raytop.model.untrusted_activity import MAX_SHARE_S, activity_record
 from raytop.pipeline.derive import with_rank_states
 from raytop.probe.time_shares import MAX_STEP_S, RECENT_S, TimeShares, rank_share, share_kind
 from raytop.wire import train_frames
@@ -256,3 +258,27 @@ def test_the_start_up_is_counted_apart_from_the_shares():
     for bad in (-1.0, float("inf"), "2.5", None):
         got = activity_record({**GOOD, "startup_s": bad})
         assert got is not None and "startup_s" not in got
+
+
+def _by_definition(value) -> dict | None:
+    """The check as it reads: known kinds, each a finite number (not a bool) in range."""
+    from raytop.model.untrusted import is_finite_number
+
+    if not isinstance(value, dict) or not set(value) <= set(SHARE_KINDS):
+        return None
+    if not all(is_finite_number(v) and 0.0 <= v <= MAX_SHARE_S for v in value.values()):
+        return None
+    return {k: float(v) for k, v in value.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(
+    st.sampled_from([*SHARE_KINDS, "other"]),
+    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**400),
+              st.booleans(), st.text(max_size=2), st.none()),
+    max_size=4,
+))  # fmt: skip
+def test_the_seconds_check_is_its_definition(value) -> None:
+    from raytop.model.untrusted_activity import _seconds_by_kind
+
+    assert _seconds_by_kind(value) == _by_definition(value)

@@ -67,6 +67,12 @@ def test_trials_tune_adds_are_appended_and_a_status_changed_without_a_callback_i
     monkeypatch.setattr("raytop.probe.trial_probe.SCAN_INTERVAL_S", 0.0)
     probe.on_step_end(3, trials)
     assert written_rows(tmp_path)[1]["status"] == "PAUSED"
+    trials[3].status = "TERMINATED"  # a pending trial ended with no callback: rare
+    probe.on_step_end(4, trials)
+    assert written_rows(tmp_path)[3]["status"] == "PENDING"  # only running ones each second
+    monkeypatch.setattr("raytop.probe.trial_probe.FULL_SCAN_INTERVAL_S", 0.0)
+    probe.on_step_end(5, trials)
+    assert written_rows(tmp_path)[3]["status"] == "TERMINATED"  # every trial, every 10 s
     trials[2].status = "TERMINATED"
     probe.on_experiment_end(trials)  # the last write looks at every status
     assert written_rows(tmp_path)[2]["status"] == "TERMINATED"

@@ -36,7 +36,11 @@ from raytop.probe.scheduler_decisions import decisions
 from raytop.probe.trial_table import TrialTable
 from raytop.rundir import STOP_REQUESTS
 
-SCAN_INTERVAL_S = 1.0  # how often the statuses are compared with the ones written
+# How often the statuses Tune may change with no callback (a running or paused trial's:
+# a scheduler's pause) are compared with the ones written, and how often every trial's.
+SCAN_INTERVAL_S = 1.0
+FULL_SCAN_INTERVAL_S = 10.0
+UNSETTLED = frozenset({"RUNNING", "PAUSED"})
 # Attributes of one driver process, left out of the pickle (tuner.pkl); ``_trials``,
 # ``_results`` and ``_dirty`` are an older raytop's.
 _PER_PROCESS = frozenset({"_now", "_trials", "_results", "_dirty"})
@@ -107,7 +111,9 @@ class _Live:
         self.status: dict[str, str] = {}  # trial id → its status as last written
         self.trials: list[Any] = []  # Tune's list of trials, as last given
         self.seen = 0  # how many of them were looked at for new trials
+        self.unsettled: dict[str, Any] = {}  # trial id → trial, written RUNNING or PAUSED
         self.scanned_at = 0.0
+        self.fully_scanned_at = 0.0
 
 
 class TrialProbe(Callback):
@@ -116,8 +122,9 @@ class TrialProbe(Callback):
     ``max_failures``: Tune's retries of a trial (``[failure] trial_max_failures``).
 
     A write puts only the trials that changed (``probe.trial_table``): the one a callback
-    was about, trials Tune added, and, once a second, any whose status Tune changed with
-    no callback (a scheduler's pause): a pass over the statuses, ~1 ms at 10,000 trials."""
+    was about, trials Tune added, and any whose status Tune changed with no callback (a
+    scheduler's pause): the running and paused ones are looked at once a second, every
+    trial once every ten (a pass over 10,000 statuses is ~1 ms)."""
 
     # Defaults for a probe unpickled from the tuner.pkl of an older raytop (no __init__).
     _metric: str | None = None
@@ -167,10 +174,13 @@ class TrialProbe(Callback):
                 live.dirty[trial.trial_id] = trial
         live.seen = len(trials)
 
-    def _scan(self, live: _Live) -> None:
+    def _scan(self, live: _Live, full: bool) -> None:
         """Trials whose status differs from the one written: Tune changed it with no
-        callback to this probe (or after the callback's write)."""
-        for trial in live.trials:
+        callback to this probe (or after the callback's write). Each second the running
+        and paused ones (a handful: a sweep's concurrency), every ten seconds all of
+        them (10,000 trials: ~1 ms)."""
+        trials = live.trials if full else list(live.unsettled.values())
+        for trial in trials:
             if live.status.get(trial.trial_id) != trial.status:
                 live.dirty[trial.trial_id] = trial
 
@@ -179,9 +189,11 @@ class TrialProbe(Callback):
         now = time.monotonic()
         if not force and now - self._last_write < self._min_interval_s:
             return
-        if force or now - live.scanned_at >= SCAN_INTERVAL_S:
+        full = force or now - live.fully_scanned_at >= FULL_SCAN_INTERVAL_S
+        if full or now - live.scanned_at >= SCAN_INTERVAL_S:
             live.scanned_at = now
-            self._scan(live)
+            live.fully_scanned_at = now if full else live.fully_scanned_at
+            self._scan(live, full)
         if not live.dirty:
             return
         try:
@@ -197,8 +209,12 @@ class TrialProbe(Callback):
         except Exception:
             self.write_failures += 1
             return
-        for row in rows:
-            live.status[row["trial_id"]] = row["status"]
+        for row, trial in zip(rows, live.dirty.values(), strict=True):
+            live.status[trial.trial_id] = row["status"]
+            if row["status"] in UNSETTLED:
+                live.unsettled[trial.trial_id] = trial
+            else:
+                live.unsettled.pop(trial.trial_id, None)
         live.dirty.clear()
         self._last_write = now
 

@@ -186,3 +186,17 @@ def test_a_segment_never_read_good_leaves_the_table_to_tunes_state(tmp_path) -> 
     (tmp_path / trials_segment(0)).write_text('{"generation": "ab", "version": 1, "trials": [{}]}')
     rows, warnings = reader(tmp_path).read()
     assert rows is None and warnings[0].startswith("trials/0.json: trials[0]: missing key")
+
+
+def test_a_segment_over_its_size_cap_is_refused_unread(tmp_path) -> None:
+    from raytop.model.untrusted_trial_table import MAX_SEGMENT_BYTES
+
+    probe = probe_with(tmp_path, [trial(i) for i in range(3)])
+    table = reader(tmp_path)
+    good, _ = table.read()
+    probe.on_trial_result(0, [trial(i) for i in range(3)], trial(1), {"loss": 0.5})
+    with open(tmp_path / trials_segment(0), "ab") as f:
+        f.write(b" " * MAX_SEGMENT_BYTES)  # still JSON, but over the cap
+    kept, warnings = table.read()
+    assert [t.trial_id for t in kept] == [t.trial_id for t in good]
+    assert "trials/0.json" in warnings[0] and "cap" in warnings[0], warnings

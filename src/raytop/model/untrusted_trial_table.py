@@ -14,6 +14,10 @@ from raytop.model.untrusted import MAX_TRIALS, at, fail, integer, obj, probe_tri
 
 SEGMENT_ROWS = 64
 MAX_SEGMENTS = -(-MAX_TRIALS // SEGMENT_ROWS)
+# Size caps: a row is ~650 bytes (a config of a few values); 256 KiB a row leaves room for
+# a large config, and the index is a version per segment.
+MAX_SEGMENT_BYTES = SEGMENT_ROWS * 256 * 1024
+MAX_INDEX_BYTES = 1024 * 1024
 _GENERATION_CHARS = frozenset("0123456789abcdef")
 
 

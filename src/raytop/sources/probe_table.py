@@ -87,8 +87,9 @@ class ProbeTable:
             return self._read_whole()
         storage, rel = self._locate(TRIALS_INDEX)
         index, warning = storage.read_json(
-            rel, TRIALS_INDEX, untrusted_trial_table.probe_trial_index
-        )
+            rel, TRIALS_INDEX, untrusted_trial_table.probe_trial_index,
+            untrusted_trial_table.MAX_INDEX_BYTES,
+        )  # fmt: skip
         if index is None:
             return (None, [warning]) if warning else self._read_whole()
         warnings = [warning] if warning else []
@@ -125,7 +126,9 @@ class ProbeTable:
         storage, rel = self._locate(trials_segment(k))
         label = trials_segment(k)
         for _ in range(2):
-            segment, warning = storage.read_json(rel, label, _segment)
+            segment, warning = storage.read_json(
+                rel, label, _segment, untrusted_trial_table.MAX_SEGMENT_BYTES
+            )
             if warning:
                 return segment, warning
             if segment is None:

@@ -165,7 +165,9 @@ class TrialProbe(Callback):
         self._live().dirty[trial.trial_id] = trial
 
     def _look(self, trials: list[Any]) -> None:
-        """The trials Tune added since the last look are rows to write."""
+        """The trials Tune added since the last look are rows to write. Tune hands every
+        callback its own list (the same object, appended to); another list is looked at
+        whole."""
         live = self._live()
         if trials is not live.trials or len(trials) < live.seen:
             live.trials, live.seen = trials, 0

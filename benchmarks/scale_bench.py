@@ -16,7 +16,7 @@ real readers and pipeline (a watching ``SnapshotCollector``, as the TUI reads):
   ``RankReport``s, and its index, written by its own publish loop), the RunProbe's run
   records and the registration of every trial that ever started (``trial/<actor id>``);
 - storage: the experiment folder as ``raytop run`` leaves it: ``.raytop/trials/``
-  written by ``probe.trial_table.TrialTable`` as the TrialProbe writes it, ``job.json``,
+  written by ``probe.trial_table.TrialSegments`` as the TrialProbe writes it, ``job.json``,
   ``driver.json`` (a driver on another host), and each running Train run's
   ``checkpoint_manager_snapshot.json`` with its checkpoint folders.
 
@@ -413,7 +413,7 @@ class StandInCluster:
 
     def __init__(self, shape: Shape, root: Path, dead_actors: int | None = None) -> None:
         from raytop.jsonfile import write_json_atomic
-        from raytop.probe.trial_table import TrialTable
+        from raytop.probe.trial_table import TrialSegments
         from raytop.wire.kv_keys import KV_NAMESPACE, TRIAL_PREFIX
 
         self.shape = shape
@@ -436,7 +436,7 @@ class StandInCluster:
         write_json_atomic(root / "whole-trials.json", {"updated_at": 0.0, "trials": self.rows})
         self.trials_whole_write_s = time.perf_counter() - start
         self.trials_whole_bytes = (root / "whole-trials.json").stat().st_size
-        self._table = TrialTable(self.raytop_dir)
+        self._table = TrialSegments(self.raytop_dir)
         start = time.perf_counter()
         self._table.put(self.rows)  # the first write: every trial
         self.trials_first_write_s = time.perf_counter() - start

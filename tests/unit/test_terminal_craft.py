@@ -20,7 +20,7 @@ from raytop.faces.text import follow
 from raytop.launch.cluster import finished_of, waiting_of
 from raytop.launch.workflow import wait_for_driver
 from raytop.pipeline.collect import SnapshotCollector
-from raytop.probe.trial_table import TrialTable
+from raytop.probe.trial_table import TrialSegments
 
 
 class Clock:
@@ -198,7 +198,7 @@ def test_wait_for_driver_shows_each_phase_until_the_first_trial(tmp_path) -> Non
         time.sleep(0.3)
         _write(tmp_path / "job.json", {"job_id": "01000000"})
         time.sleep(0.3)
-        TrialTable(tmp_path).put([{"trial_id": "t1", "status": "PENDING"}])
+        TrialSegments(tmp_path).put([{"trial_id": "t1", "status": "PENDING"}])
 
     writer = threading.Thread(target=driver)
     writer.start()

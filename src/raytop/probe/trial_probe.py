@@ -33,7 +33,7 @@ from ray.tune import Callback, Stopper
 from raytop.model.progress import MAX_METRIC_HISTORY, expected_iterations
 from raytop.model.snapshot import MAX_SCHEDULER_DECISION
 from raytop.probe.scheduler_decisions import decisions
-from raytop.probe.trial_table import TrialTable
+from raytop.probe.trial_table import TrialSegments
 from raytop.rundir import STOP_REQUESTS
 
 # How often the statuses Tune may change with no callback (a running or paused trial's:
@@ -105,7 +105,7 @@ class _Live:
     table on disk, the trials to write again, and each trial's status as last written."""
 
     def __init__(self, raytop_dir: Path) -> None:
-        self.table = TrialTable(raytop_dir)
+        self.table = TrialSegments(raytop_dir)
         self.dirty: dict[str, Any] = {}  # trial id → Tune's trial, to be written again
         self.results: dict[str, dict[str, Any]] = {}  # trial id → its last result
         self.status: dict[str, str] = {}  # trial id → its status as last written

@@ -30,7 +30,7 @@ from raytop.model.untrusted_trial_table import SEGMENT_ROWS
 from raytop.rundir import TRIALS_INDEX, trials_segment
 
 
-class TrialTable:
+class TrialSegments:
     """The segments and index of one driver process (``generation``)."""
 
     def __init__(self, raytop_dir: Path) -> None:
@@ -39,9 +39,6 @@ class TrialTable:
         self._position: dict[str, int] = {}  # trial id → its row's place in the table
         self._rows: list[list[str]] = []  # per segment, each row as JSON
         self._versions: list[int] = []  # per segment, its last write's version
-
-    def __len__(self) -> int:
-        return len(self._position)
 
     def put(self, rows: list[dict[str, Any]]) -> None:
         """Write the segments holding ``rows`` (each with its ``trial_id``; a trial not seen

@@ -130,6 +130,9 @@ def main() -> None:
     if args.address:
         ray.init(address=args.address, logging_level="ERROR", log_to_driver=False)
     else:
+        # Ray 2.60's local ray.init() would write ~/.ray/auth_token, and every `ray start` on
+        # this machine turn token authentication on from then on (docs/RAY_FACTS.md#token-auth).
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR",
                  log_to_driver=False)  # fmt: skip
     address = ray.get_runtime_context().gcs_address

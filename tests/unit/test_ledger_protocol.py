@@ -1,8 +1,9 @@
 """The Ledger (``probe.ledger``, the real class, its publish loop into a KV stand-in) and the
 reader (``sources.ledger_source``) together: a refresh reads what changed, not the run.
 
-A heartbeat changes no page, only the attempt's beat; one rank's report republishes its
-chunk of ``CHUNK_RANKS`` ranks, not the run; and the reader puts chunks and beats back
+A heartbeat changes no page, only the beats; one rank's report republishes its chunk of
+``CHUNK_RANKS`` ranks and that chunk's beats, not the run; and the reader puts chunks and
+beats (or an older Ledger's one whole beat) back
 together into one run of whole ``Worker``s. The load these keys put on a cluster of 2,000
 ranks is measured in ``benchmarks/scale_bench.py``.
 """
@@ -20,6 +21,7 @@ from raytop.wire.kv_keys import BEAT_PREFIX, CHUNK_RANKS, INDEX_KEY, PAGE_PREFIX
 from tests.fakes import FakeKv
 
 WORLD = CHUNK_RANKS * 2 + 3  # three chunks, the last one short
+BEATS = [BEAT_PREFIX + "r1.a1", BEAT_PREFIX + "r1.a1~1", BEAT_PREFIX + "r1.a1~2"]
 
 
 def report(rank: int, entered: int = 1, cpu: float = 50.0) -> dict:
@@ -59,7 +61,12 @@ class Published:
             for message in reports:
                 await self.ledger.update(json.loads(json.dumps(message)))
             task = asyncio.ensure_future(self.ledger._publish_loop())
-            await asyncio.sleep(ledger_module.PUBLISH_INTERVAL_S * 1.5)
+            # One tick: until it wrote the index (a fixed sleep missed the tick on a
+            # loaded machine, and the next send then wrote both ticks' keys).
+            for _ in range(500):
+                await asyncio.sleep(0.01)
+                if INDEX_KEY in self.puts:
+                    break
             task.cancel()
 
         self.puts = []
@@ -70,7 +77,7 @@ class Published:
 def test_chunks_and_beats_read_back_as_one_run_of_whole_workers(monkeypatch):
     published = Published(monkeypatch)
     written = published.send(*(report(r) for r in range(WORLD)))
-    assert written == [BEAT_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1",
+    assert written == [*BEATS, PAGE_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1",
                        PAGE_PREFIX + "r1.a1~2"]  # fmt: skip
     (run,), status = LedgerReader(published.kv).read(now=100.0)
     assert status.available and status.warnings == ()
@@ -93,24 +100,41 @@ def test_a_heartbeat_changes_no_page_and_one_report_only_its_chunk(monkeypatch):
     reader.read(now=100.0)
 
     # every rank's heartbeat: new CPU figures, the same counts
-    assert published.send(*(report(r, cpu=90.0) for r in range(WORLD))) == [BEAT_PREFIX + "r1.a1"]
+    assert published.send(*(report(r, cpu=90.0) for r in range(WORLD))) == BEATS
     (run,), _ = reader.read(now=101.0)
-    assert published.kv.multi_gets[-1] == [BEAT_PREFIX + "r1.a1"]
+    assert sorted(published.kv.multi_gets[-1]) == BEATS
     assert {w.cpu_percent for w in run.workers} == {90.0}
     assert read_afresh(published, 101.0) == run  # the kept Workers, moved on, are the same
 
-    # one rank of the second chunk reports: that chunk and the beats, nothing else
+    # one rank of the second chunk reports: that chunk and its beats, nothing else
     rank = CHUNK_RANKS + 5
     assert published.send(report(rank, entered=2, cpu=90.0)) == [
-        BEAT_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1"
+        BEAT_PREFIX + "r1.a1~1", PAGE_PREFIX + "r1.a1~1"
     ]  # fmt: skip
     (run,), _ = reader.read(now=102.0)
-    assert sorted(published.kv.multi_gets[-1]) == [BEAT_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1"]
+    assert sorted(published.kv.multi_gets[-1]) == [BEAT_PREFIX + "r1.a1~1", PAGE_PREFIX + "r1.a1~1"]
     entered = {w.rank: w.reports_entered for w in run.workers}
     assert entered[rank] == 2 and set(entered.values()) == {1, 2} and len(entered) == WORLD
     assert read_afresh(published, 102.0) == run
     (run,), _ = reader.read(now=109.0)  # nothing changed: only the ages moved on
     assert read_afresh(published, 109.0) == run and run.workers[0].last_report_age_s == 99.0
+
+
+def test_an_older_ledgers_whole_beat_still_reads(monkeypatch):
+    """A Ledger before 2026-12-05 published an attempt's beats as one value, under the
+    name of chunk 0: every rank's beat is read from it."""
+    published = Published(monkeypatch)
+    published.send(*(report(r) for r in range(WORLD)))
+    index = json.loads(published.kv.data[INDEX_KEY])
+    whole = {}
+    for name in [k for k in index["beats"]]:
+        whole.update(json.loads(published.kv.data.pop(BEAT_PREFIX + name))["ranks"])
+    published.kv.data[BEAT_PREFIX + "r1.a1"] = json.dumps({"ranks": whole}).encode()
+    index["beats"] = {"r1.a1": 7}
+    published.kv.data[INDEX_KEY] = json.dumps(index).encode()
+    (run,), status = LedgerReader(published.kv).read(now=100.0)
+    assert status.warnings == () and len(run.workers) == WORLD
+    assert all(w.cpu_percent == 50.0 and w.heartbeat_age_s is not None for w in run.workers)
 
 
 def read_afresh(published: Published, now: float):
@@ -139,8 +163,9 @@ def test_an_evicted_attempt_takes_its_chunks_and_beat_with_it(monkeypatch):
     published.send(*(report(r) for r in range(CHUNK_RANKS + 1)))
     published.send({**report(0), "attempt_id": "a2"})
     assert sorted(k for k in published.kv.data if k != INDEX_KEY) == [
-        BEAT_PREFIX + "r1.a2", PAGE_PREFIX + "r1.a2"
-    ]  # fmt: skip
+        BEAT_PREFIX + "r1.a2",
+        PAGE_PREFIX + "r1.a2",
+    ]  # fmt: skip (the evicted attempt's two chunks and their beats are gone)
     (run,), _ = LedgerReader(published.kv).read(now=100.0)
     assert run.attempt_id == "a2" and [w.rank for w in run.workers] == [0]
 

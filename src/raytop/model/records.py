@@ -246,8 +246,9 @@ class LedgerIndex(TypedDict):
     # Each run record's version (``ledger/run/<run_id>``, from the RunProbe); ledgers older
     # than the RunProbe publish none (the validator then gives {}).
     runs: NotRequired[dict[str, int]]
-    # Each attempt's beats' version (``ledger/beat/<key>``); ledgers older than beats
-    # publish none (the validator then gives {}).
+    # Each beat chunk's version (``ledger/beat/<key>[~<chunk>]``; a ledger before
+    # 2026-12-05: each attempt's whole beats, ``ledger/beat/<key>``); ledgers older than
+    # beats publish none (the validator then gives {}).
     beats: NotRequired[dict[str, int]]
 
 

@@ -213,8 +213,9 @@ MAX_STEP_RATE = 1e6  # optimizer steps a second: no optimizer steps faster
 
 
 def ledger_beats(data: Any) -> dict[str, RankBeat]:
-    """``ledger/beat/<run_id>.<attempt_id>``: ``{"ranks": {rank: beat}}``, each rank's
-    heartbeat figures (``RankBeat``)."""
+    """``ledger/beat/<run_id>.<attempt_id>[~<chunk>]``: ``{"ranks": {rank: beat}}``, the
+    heartbeat figures (``RankBeat``) of each rank of the chunk (or of the attempt, from a
+    Ledger before beats came in chunks)."""
     ranks = obj(obj(data).get("ranks") or {}, "ranks")
     _rank_keys(ranks)
     beats = {}

@@ -15,11 +15,14 @@ whatever the cluster size, and raytop never has to join the cluster as a driver.
 
 What a refresh reads follows what changed, not the run's size. A rank's record splits in
 two (``model.records.BEAT_FIELDS``): its heartbeat figures (CPU, RSS, activity, when the
-ledger heard from it), which move every second, go into one small ``ledger/beat/<key>``
-per attempt; the rest (counts, report history, barrier waits, checkpoints) into the
-attempt's pages of ``CHUNK_RANKS`` ranks each, whose version moves only when that rest
-does. So a heartbeat round reads the beats alone, and one rank's report of a 2,000-rank
-run reads its chunk of 32 ranks, not the whole run.
+ledger heard from it), which move every second, go into the attempt's beats; the rest
+(counts, report history, barrier waits, checkpoints) into its pages. Both come in chunks
+of ``CHUNK_RANKS`` ranks, each with a version that moves only when one of its ranks'
+figures does. So a heartbeat round reads the beats alone, and one rank's report of a
+2,000-rank run reads its chunk of 32 ranks and their beats, not the whole run. (A Ledger
+before 2026-12-05 published an attempt's beats whole, as its chunk 0's name: one rank's
+report made every reader fetch and check all 2,000 beats again, 2.8 MB, and the Ledger
+serialize them on every publish.)
 """
 
 from __future__ import annotations
@@ -35,12 +38,12 @@ from raytop.wire.cluster_kv import kv_del_in_cluster, kv_put_in_cluster
 from raytop.wire.kv_keys import (
     BEAT_PREFIX,
     CHUNK_RANKS,
-    CHUNK_SEP,
     INDEX_KEY,
     PAGE_PREFIX,
     RUN_PREFIX,
     chunk_key,
     page_key,
+    split_chunk_key,
 )
 
 LEDGER_NAME = "raytop_ledger"
@@ -59,8 +62,8 @@ class Ledger:
     def __init__(self) -> None:
         self.started_at = time.time()
         # page key → the attempt: its identity, ``chunks`` (chunk number → {"version",
-        # "ranks": {rank: record without its beat}}) and ``beats`` ({rank: beat}, with
-        # ``beats_version``).
+        # "ranks": {rank: record without its beat}}) and ``beat_chunks`` (chunk number →
+        # {"version", "ranks": {rank: beat}}).
         self.pages: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.version = 0
         self.ranks_held = 0
@@ -100,8 +103,7 @@ class Ledger:
                 "placement_group_id": message.get("placement_group_id"),
                 "first_seen_at": time.time(),
                 "chunks": {},
-                "beats": {},
-                "beats_version": 0,
+                "beat_chunks": {},
             }
             self.pages[key] = page
         self.pages.move_to_end(key)
@@ -110,8 +112,9 @@ class Ledger:
         beat = {k: message[k] for k in BEAT_FIELDS if k in message and k != "sent_at"}
         beat["received_at"] = time.time()
         self.version += 1
-        page["beats"][str(rank)] = beat
-        page["beats_version"] = self.version
+        beats = page["beat_chunks"].setdefault(rank // CHUNK_RANKS, {"version": 0, "ranks": {}})
+        beats["ranks"][str(rank)] = beat
+        beats["version"] = self.version
         chunk = page["chunks"].setdefault(rank // CHUNK_RANKS, {"version": 0, "ranks": {}})
         before = chunk["ranks"].get(str(rank))
         if before != record:
@@ -123,9 +126,9 @@ class Ledger:
         ):
             evicted_key, evicted = self.pages.popitem(last=False)
             self.ranks_held -= sum(len(c["ranks"]) for c in evicted["chunks"].values())
-            for gone in [BEAT_PREFIX + evicted_key] + [
-                PAGE_PREFIX + chunk_key(evicted_key, n) for n in evicted["chunks"]
-            ]:
+            for gone in [
+                BEAT_PREFIX + chunk_key(evicted_key, n) for n in evicted["beat_chunks"]
+            ] + [PAGE_PREFIX + chunk_key(evicted_key, n) for n in evicted["chunks"]]:
                 self.published.pop(gone, None)
                 kv_del_in_cluster(gone)
 
@@ -135,17 +138,19 @@ class Ledger:
         for key, page in self.pages.items():
             for n, chunk in page["chunks"].items():
                 versions[PAGE_PREFIX + chunk_key(key, n)] = chunk["version"]
-            versions[BEAT_PREFIX + key] = page["beats_version"]
+            for n, beats in page["beat_chunks"].items():
+                versions[BEAT_PREFIX + chunk_key(key, n)] = beats["version"]
         return versions
 
     def _value(self, kv_key: str) -> bytes:
         """What ``kv_key`` (one of ``_versions``) holds: a chunk as a page of its ranks, or
-        an attempt's beats."""
+        the beats of a chunk's ranks."""
         if kv_key.startswith(BEAT_PREFIX):
-            return json.dumps({"ranks": self.pages[kv_key[len(BEAT_PREFIX) :]]["beats"]}).encode()
-        key, n = _split_chunk(kv_key[len(PAGE_PREFIX) :])
+            key, n = split_chunk_key(kv_key[len(BEAT_PREFIX) :])
+            return json.dumps({"ranks": self.pages[key]["beat_chunks"][n]["ranks"]}).encode()
+        key, n = split_chunk_key(kv_key[len(PAGE_PREFIX) :])
         page = self.pages[key]
-        header = {k: v for k, v in page.items() if k not in ("chunks", "beats", "beats_version")}
+        header = {k: v for k, v in page.items() if k not in ("chunks", "beat_chunks")}
         return json.dumps({**header, "ranks": page["chunks"][n]["ranks"]}).encode()
 
     async def _publish_loop(self) -> None:
@@ -186,12 +191,6 @@ class Ledger:
             except Exception:  # a KV hiccup must not end the loop; the next tick retries
                 self.published.clear()
                 self.published_runs.clear()
-
-
-def _split_chunk(name: str) -> tuple[str, int]:
-    """``chunk_key``'s inverse: (page key, chunk number)."""
-    key, sep, n = name.rpartition(CHUNK_SEP)
-    return (key, int(n)) if sep else (name, 0)
 
 
 def get_or_create_ledger() -> Any:

@@ -2,7 +2,8 @@
 
 One ``get`` of the index and one ``multi_get`` of the pages and beats whose version
 changed per refresh (the protocol in ``raytop.wire.kv_keys``): an attempt's ranks come in
-chunks, their heartbeat figures in one beat, merged here into its ``Worker``s. Notices
+chunks, their heartbeat figures in beats chunked the same way (one whole beat from a Ledger
+before 2026-12-05), merged here into its ``Worker``s. Notices
 when the ledger was recreated (its start time changed) and when it stopped publishing.
 
 Every value is untrusted input (``model.untrusted``): an index or page over its size cap
@@ -50,6 +51,7 @@ from raytop.wire.kv_keys import (
     PAGE_PREFIX,
     RUN_PREFIX,
     page_key,
+    split_chunk_key,
 )
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
@@ -76,7 +78,8 @@ class LedgerReader:
         self._pages: dict[str, LedgerPage] = {}  # chunk name → page of those ranks
         self._versions: dict[str, int] = {}
         self._attempts: dict[str, list[LedgerPage]] = {}  # page key → its chunks
-        self._beats: dict[str, dict[str, RankBeat]] = {}  # page key → rank → beat
+        # beat name (a page key and its chunk, as ``chunk_key`` names them) → rank → beat
+        self._beats: dict[str, dict[str, RankBeat]] = {}
         self._beat_versions: dict[str, int] = {}
         # page key → rank → (its record, its beat, the Worker built from them)
         self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker]]] = {}
@@ -196,6 +199,7 @@ class LedgerReader:
         for key, chunks in self._attempts.items():
             by_run.setdefault(chunks[0]["run_id"], []).append((key, chunks))
         runs = []
+        beats = self._beats_by_attempt()
         began: dict[str, float] = {}  # run id → when it was first seen
         for attempts in by_run.values():
             attempts.sort(key=lambda a: a[1][0]["first_seen_at"])
@@ -203,7 +207,7 @@ class LedgerReader:
             page = chunks[0]
             began[page["run_id"]] = attempts[0][1][0]["first_seen_at"]
             ranks = self._ranks_of(key)
-            workers = self._workers(key, ranks, self._beats.get(key, {}), now)
+            workers = self._workers(key, ranks, beats.get(key, {}), now)
             record = self._run_records.get(page["run_id"])
             history, budget = attempts_from_record(record, now) if record else ((), {})
             runs.append(
@@ -273,6 +277,17 @@ class LedgerReader:
                 workers.append(worker)
         workers.sort(key=lambda w: w.rank)
         return workers
+
+    def _beats_by_attempt(self) -> dict[str, dict[str, RankBeat]]:
+        """Every rank's beat by attempt (page key), from all its chunks (or the one whole
+        beat of a Ledger before beats came in chunks)."""
+        chunks: dict[str, list[dict[str, RankBeat]]] = {}
+        for name, beats in self._beats.items():
+            chunks.setdefault(split_chunk_key(name)[0], []).append(beats)
+        return {
+            key: parts[0] if len(parts) == 1 else {r: b for part in parts for r, b in part.items()}
+            for key, parts in chunks.items()
+        }
 
     def _ranks_of(self, key: str) -> dict[str, RankRecord]:
         """Every rank of the attempt ``key`` (a page key), from all its chunks."""

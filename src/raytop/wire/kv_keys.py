@@ -4,11 +4,13 @@ raytop never joins the cluster as a driver; it and the code inside the cluster t
 through the GCS KV store instead. Each key has one writer and one reader:
 
 - ``ledger/index``, ``ledger/page/<run_id>.<attempt_id>[~<chunk>]`` and
-  ``ledger/beat/<run_id>.<attempt_id>``: the Ledger actor publishes its index (start time,
-  last publish time, each page's and each beat's version) and the keys that changed;
-  raytop's ledger reader fetches the index and only the changed keys. An attempt's ranks
-  are in pages of ``CHUNK_RANKS`` (rank // CHUNK_RANKS is the chunk; chunk 0 has no
-  suffix), their heartbeat figures in its one beat (``model.records.BEAT_FIELDS``).
+  ``ledger/beat/<run_id>.<attempt_id>[~<chunk>]``: the Ledger actor publishes its index
+  (start time, last publish time, each page's and each beat's version) and the keys that
+  changed; raytop's ledger reader fetches the index and only the changed keys. An
+  attempt's ranks are in pages of ``CHUNK_RANKS`` (rank // CHUNK_RANKS is the chunk;
+  chunk 0 has no suffix), their heartbeat figures (``model.records.BEAT_FIELDS``) in
+  beats chunked the same way (a Ledger before 2026-12-05 published them whole, under the
+  name of chunk 0).
 - ``ledger/run/<run_id>``: the Ledger publishes each Train run's failure config and
   attempts (``model.records.RunAttempts``, from the RunProbe in the controller); the
   index lists their versions under ``runs``.
@@ -49,3 +51,10 @@ def chunk_key(key: str, chunk: int) -> str:
     ``chunk * CHUNK_RANKS`` up to the next chunk's first. Chunk 0 is the page's own name,
     as ledgers before chunks named a whole page."""
     return key if chunk == 0 else f"{key}{CHUNK_SEP}{chunk}"
+
+
+def split_chunk_key(name: str) -> tuple[str, int]:
+    """``chunk_key``'s inverse: (page key, chunk number); a name with no chunk suffix is
+    chunk 0 (and a whole page or beat of a ledger before chunks)."""
+    key, sep, n = name.rpartition(CHUNK_SEP)
+    return (key, int(n)) if sep and n.isdigit() else (name, 0)

@@ -36,7 +36,10 @@ process of its own (its peak RSS is its own), at 2,000 workers and at 10:
    then one refresh applied (the handler, and until the next frame is composed); then,
    with the real poller collecting from the stand-ins every 0.25 s while 1 % of the ranks
    report between polls, ``down`` presses in the trials table, timed from the key to the
-   first frame composed after the cursor moved.
+   first frame composed after the cursor moved; then refreshes applied to the Run screen
+   of the largest run. Each snapshot applied is collected just before it is posted and
+   let go once applied: the process holds what a raytop holds, and its peak RSS is
+   raytop's (until 2026-12-05 the harness held ten snapshots at once, ~15 MB each).
 
     PYTHONPATH=src .venv/bin/python benchmarks/scale_bench.py [--refreshes 20] [--presses 40]
 """
@@ -1034,10 +1037,15 @@ async def measure_tui(
     from raytop.tui.widgets.worker_table import WorkerTable
 
     first = collector.collect()
-    later = []
-    for _ in range(applies):  # collected before the app runs: the apply alone is timed
+
+    def later() -> Any:
+        """The next snapshot, 1 % of the ranks having reported: collected before it is
+        posted (the apply alone is timed) and let go once applied, so that the process
+        holds what a raytop holds (the snapshot on screen and the one coming), not ten
+        held for the harness (~15 MB each at these shapes)."""
         cluster.report(0.01)
-        later.append(collector.collect())
+        return collector.collect()
+
     app = RaytopApp(collector, refresh_s=refresh_s, autostart=False, freeze_gc=True)  # as raytop
     app.clock = time.time
     clock = FrameClock()
@@ -1056,10 +1064,11 @@ async def measure_tui(
 
         result["first_apply"] = dict(zip(("handler_wall_s", "handler_cpu_s", "to_frame_s"),
                                          await apply(first), strict=True))  # fmt: skip
+        del first  # the app holds it while it is on screen
         result["rows"] = table.row_count
         await pilot.pause()
         with gc_pauses() as pauses:
-            applied = [await apply(s) for s in later]
+            applied = [await apply(later()) for _ in range(applies)]
         result["apply"] = {
             "n": len(applied),
             "handler_wall_p50_s": statistics.median(a[0] for a in applied),
@@ -1108,7 +1117,7 @@ async def measure_tui(
         await pilot.pause()
         clock.attach_screen(screen)
         with gc_pauses() as pauses:
-            applied = [await apply(s) for s in later]
+            applied = [await apply(later()) for _ in range(applies)]
         result["run_screen"] = {
             "ranks": screen.query_one(WorkerTable).row_count,
             "handler_wall_p50_s": statistics.median(a[0] for a in applied),

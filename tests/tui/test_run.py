@@ -261,6 +261,31 @@ async def test_overview_catches_up_after_the_run_screen(make_app, stalled, stall
         assert not app.screen.query_one(StallLine).display
 
 
+async def test_a_covered_overview_is_not_redrawn_until_it_shows(
+    make_app, stalled, stall_run
+) -> None:
+    """Under a Run screen (opaque) the overview is not drawn on each snapshot, only on
+    its return; under the help (a modal it shows through) it is."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        overview = app.screen
+        drawn = []
+        redraw = overview._redraw
+        overview._redraw = lambda: (drawn.append(app.screen), redraw())
+        await open_run(app, pilot, stalled)
+        drawn.clear()
+        await show(pilot, with_run(stalled, set_workers(stall_run, rank1={"reports_entered": 5})))
+        await show(pilot, with_run(stalled, stall_run, dt=2.0))
+        assert drawn == []
+        await pilot.press("escape")
+        await pilot.pause()
+        assert drawn == [overview]
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await show(pilot, with_run(stalled, stall_run, dt=3.0))
+        assert len(drawn) == 2 and isinstance(drawn[1], HelpScreen)
+
+
 async def test_run_that_leaves_the_snapshot_keeps_its_last_counts(make_app, stalled) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -296,6 +321,26 @@ async def test_other_findings_of_the_run_are_listed_under_the_banner(make_app, s
         assert findings.startswith("ERROR   rank 3 (pid 51237) sent no heartbeat")
         assert "another run" not in findings
         assert "older attempt" not in findings
+
+
+async def test_a_run_with_many_findings_lists_what_fits_and_how_many_more(
+    make_app, stalled
+) -> None:
+    """50 dead ranks: five lines of them, then how many more (the rank table below says
+    each rank's state), not 50 lines of which six show."""
+    dead = tuple(
+        Finding(kind="rank_dead", severity=Severity.ERROR, subject=f"rank {r}",
+                message=f"rank {r} sent no heartbeat for 40s", run_id=RUN_ID,
+                attempt_id="attempt-9c41e", ranks=(r,))
+        for r in range(50)
+    )  # fmt: skip
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_run(app, pilot, replace(stalled, findings=(*stalled.findings, *dead)))
+        lines = text_of(app, "RunFindings").splitlines()
+        assert len(lines) == 6
+        assert [line.split()[2] for line in lines[:5]] == ["0", "1", "2", "3", "4"]
+        assert lines[5] == "… and 45 more"
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from raytop.model.refresh import DEFAULT_REFRESH_S, paced_delay
 from raytop.model.visible import visible, visible_lines
 from raytop.tui.commands import REPLACED_SYSTEM_TITLES, key_commands
 from raytop.tui.controls import Controls
+from raytop.tui.full_collections import FullCollections
 from raytop.tui.glyphs import ASCII, UNICODE, Glyphs
 from raytop.tui.messages import SnapshotReady, SourceFailed
 from raytop.tui.screens.base import SnapshotScreen
@@ -124,6 +125,8 @@ class RaytopApp(App[None]):
         # app holds after its first snapshot (``on_snapshot_ready``); tests, with many
         # apps in one process, do not.
         self._frozen = not freeze_gc
+        # And then runs Python's full collections itself, after a frame (``full_collections``).
+        self._full = FullCollections()
 
     @property
     def latest(self) -> Snapshot | None:
@@ -164,6 +167,7 @@ class RaytopApp(App[None]):
 
     def on_unmount(self) -> None:
         self._stop.set()
+        self._full.give_back()
 
     def _poll_loop(self) -> None:
         """Runs in the poller thread: collect, post, sleep; never touches widgets."""
@@ -202,6 +206,9 @@ class RaytopApp(App[None]):
             # Objects made later are collected as before.
             self._frozen = True
             self.call_after_refresh(gc.freeze)
+            self.call_after_refresh(self._full.take_over)
+        elif self._full.taken:
+            self.call_after_refresh(self._full.after_frame)
 
     def on_source_failed(self, message: SourceFailed) -> None:
         self._show(self.state.with_failure(message.error, message.consecutive))

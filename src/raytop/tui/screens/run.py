@@ -34,6 +34,7 @@ from raytop.tui.screens.stacks_request import StacksRequestScreen, stacks_bindin
 from raytop.tui.state import ViewState
 from raytop.tui.widgets.checkpoint_table import CHECKPOINT_KINDS, CheckpointPanel
 from raytop.tui.widgets.key_footer import KeyFooter
+from raytop.tui.widgets.line import Line
 from raytop.tui.widgets.share_bar import run_time_line
 from raytop.tui.widgets.stall_banner import RunFindings, StallBanner
 from raytop.tui.widgets.worker_table import WorkerTable
@@ -155,12 +156,12 @@ class RunScreen(StacksRequestScreen):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="run-title-line"):
-            yield Static(id="run-title")
-            yield Static(id="run-age")
-        yield Static(id="run-notes")
-        yield Static(id="run-attempts")
-        yield Static(id="run-detector")
-        yield Static(id="run-time")
+            yield Line(id="run-title")
+            yield Line(id="run-age")
+        yield Line(id="run-notes")
+        yield Line(id="run-attempts")
+        yield Line(id="run-detector")
+        yield Line(id="run-time")
         yield StallBanner()
         yield RunFindings(id="run-findings")
         yield WorkerTable()

@@ -175,6 +175,8 @@ class CheckpointTable(KeyedTable):
 class CheckpointFindings(RunFindings):
     """The checkpoint findings of the run (collisions, failed, slow, missing uploads)."""
 
+    MAX_LINES = 4  # its CSS max-height
+
 
 def describe_title(run: TrainRun | None) -> str:
     """``checkpoints (3) · /storage/run``; ``last 20 of 57`` when older ones are hidden."""

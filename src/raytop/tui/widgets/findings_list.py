@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from textual.content import Content
-from textual.widgets import Static
 
 from raytop.model import Finding, Severity
 from raytop.model.hangs import HANG_KINDS
 from raytop.tui.format import fit_words, shown, shown_lines
 from raytop.tui.glyphs import glyphs_of
+from raytop.tui.widgets.line import Line
 
 _MAX_SHOWN = 4
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -71,7 +71,7 @@ def _urgency(finding: Finding) -> tuple[int, int]:
     return (_RANK.get(finding.severity, len(_RANK)), kind)
 
 
-class FindingsList(Static):
+class FindingsList(Line):
     def show(self, findings: Sequence[Finding]) -> None:
         self.display = bool(findings)
         self.border_title = Content(f"findings ({len(findings)})")

@@ -2,7 +2,10 @@
 
 Rebuilding a table on every tick would jump the cursor back to the top and redraw every
 cell; instead each tick adds the new rows, removes the gone ones and rewrites only the
-cells that changed, then puts the cursor back on the row it was on.
+cells that changed, then puts the cursor back on the row it was on. Rows out of view wait:
+a row whose cells changed is written once it comes into view or is read, and a row given
+as a ``LazyRow`` has its cells made only then (a new one is added blank). The drawing and
+row upkeep of thousands of rows are ``LeanTable``'s.
 
 Every ``KeyedTable`` can be filtered and sorted by the user, with no code in its screen:
 ``/`` opens a ``TableFilter`` under it (rows whose any cell contains the text stay),
@@ -18,23 +21,32 @@ seconds, the bytes, the count), else by its text (``t2`` before ``t10``); blank 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from raytop.model.visible import visible
 from raytop.tui.format import shown
 from raytop.tui.glyphs import ASCII, glyphs_of
-from raytop.tui.widgets.table_cells import plain, shown_cell, sorted_keys
+from raytop.tui.widgets.lean_table import LeanTable
+from raytop.tui.widgets.table_cells import (
+    GivenRow,
+    LazyRow,
+    cells_of,
+    plain,
+    shown_cell,
+    sorted_keys,
+)
 from raytop.tui.widgets.table_filter import TableFilter
 
 _SORT_GROUP = Binding.Group("sort")
+# The cell of a row added out of view, until it is written (``sync_rows``).
+_UNSEEN = Text("")
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,7 @@ class ColumnSpec:
     justify: Literal["left", "right"] = "left"
 
 
-class KeyedTable(DataTable[object]):
+class KeyedTable(LeanTable):
     """A row-cursor table whose rows are keyed by a string id; see ``sync_rows``.
 
     Its keys (``/`` filter, ``o``/``O`` sort) act while it has the focus, so the footer
@@ -81,10 +93,10 @@ class KeyedTable(DataTable[object]):
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row")
+        super().__init__(id=id)
         self._layout: tuple[ColumnSpec, ...] | None = None
         self._header_sort: tuple[str, bool] | None = None  # what the headers' arrow says
-        self._given: dict[str, tuple[object, ...]] = {}  # the rows of the last sync
+        self._given: dict[str, GivenRow] = {}  # the rows of the last sync
         self._given_columns: tuple[ColumnSpec, ...] = ()
         self._filter = ""
         self._sort_column: str | None = None  # None: the order given
@@ -93,17 +105,25 @@ class KeyedTable(DataTable[object]):
         # Rows out of view whose new cells wait to be written: key → cells. Written when
         # they come into view (scroll, cursor) or are read (``get_row``); a 2,000-rank run
         # whose every age ticks costs the rows on screen, not all of them.
-        self._deferred: dict[str, tuple[object, ...]] = {}
+        self._deferred: dict[str, GivenRow] = {}
 
     # -- rows out of view -----------------------------------------------------------------
 
-    def _in_view(self, index: int) -> bool:
-        """Is row ``index`` on screen, or within a screen of it?"""
+    def _view(self) -> range:
+        """The rows on screen, and a screen's worth either side (asked once per pass:
+        Textual works the region out anew on each ask)."""
         height = max(1, self.scrollable_content_region.height)
         top = int(self.scroll_y)
-        return top - height <= index <= top + 2 * height
+        return range(top - height, top + 2 * height + 1)
 
-    def _write(self, key: str, cells: tuple[object, ...]) -> None:
+    def _keys_in(self, view: range) -> set[str]:
+        """The keys of the rows at the places in ``view`` (one lookup a place, not one a
+        row: a 2,000-rank refresh asked Textual for the place of each of its rows)."""
+        places = self._row_locations
+        return {places.get_key(i).value for i in view if 0 <= i < len(self.rows)}
+
+    def _write(self, key: str, row: GivenRow) -> None:
+        cells = cells_of(row)
         for column, new, old in zip(self.columns_shown, cells, super().get_row(key), strict=True):
             if new is not old and new != old:
                 shown_new = shown_cell(new)
@@ -115,7 +135,9 @@ class KeyedTable(DataTable[object]):
         if not self._deferred:
             return
         with self.app.batch_update():
-            for key in [k for k in self._deferred if self._in_view(self.get_row_index(k))]:
+            # By the places in view, not each deferred row's place: 10,000 trials added
+            # blank out of view are all deferred, and this runs on every scroll.
+            for key in self._keys_in(self._view()) & self._deferred.keys():
                 self._write(key, self._deferred.pop(key))
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -136,6 +158,13 @@ class KeyedTable(DataTable[object]):
         if key in self._deferred:
             self._write(key, self._deferred.pop(key))
         return super().get_row(row_key)
+
+    def get_cell(self, row_key: RowKey | str, column_key: ColumnKey | str) -> object:
+        """The cell as last given (its deferred row written first)."""
+        key = row_key.value if isinstance(row_key, RowKey) else row_key
+        if key in self._deferred:
+            self._write(key, self._deferred.pop(key))
+        return super().get_cell(row_key, column_key)
 
     # -- filter and sort ----------------------------------------------------------------
 
@@ -195,20 +224,22 @@ class KeyedTable(DataTable[object]):
             self.sync_rows(dict(self._given), self._given_columns)
 
     def _shown_rows(
-        self, wanted: dict[str, tuple[object, ...]], columns: Sequence[ColumnSpec]
-    ) -> dict[str, tuple[object, ...]]:
-        """``wanted`` through the filter, in the sort's order."""
+        self, wanted: dict[str, GivenRow], columns: Sequence[ColumnSpec]
+    ) -> dict[str, GivenRow]:
+        """``wanted`` through the filter, in the sort's order (both make every row's
+        cells: only while the user filters or sorts)."""
         if self._filter:
             needle = self._filter.casefold()
             wanted = {
-                key: cells
-                for key, cells in wanted.items()
-                if any(needle in plain(cell).casefold() for cell in cells)
+                key: row
+                for key, row in wanted.items()
+                if any(needle in plain(cell).casefold() for cell in cells_of(row))
             }
         keys = [column.key for column in columns]
         if self._sort_column in keys:
             index = keys.index(self._sort_column)
-            order = sorted_keys(wanted, index, reverse=self._sort_reverse)
+            every = {key: cells_of(row) for key, row in wanted.items()}
+            order = sorted_keys(every, index, reverse=self._sort_reverse)
             wanted = {key: wanted[key] for key in order}
         return wanted
 
@@ -240,11 +271,10 @@ class KeyedTable(DataTable[object]):
             return Style.null()
         return self.get_component_rich_style(name, partial=True)
 
-    def sync_rows(
-        self, wanted: dict[str, tuple[object, ...]], columns: Sequence[ColumnSpec]
-    ) -> None:
-        """Make the rows match ``wanted`` (key -> cells, in column order, in row order):
-        add, update changed cells, remove; the cursor stays on its row's key.
+    def sync_rows(self, wanted: dict[str, GivenRow], columns: Sequence[ColumnSpec]) -> None:
+        """Make the rows match ``wanted`` (key -> cells, in column order, or a ``LazyRow``
+        of them; in row order): add, update changed cells, remove; the cursor stays on
+        its row's key.
 
         The user's filter and sort (``/``, ``o``) apply to ``wanted`` here: rows the
         filter hides are not added. A row given the very cells tuple it was given last
@@ -273,17 +303,26 @@ class KeyedTable(DataTable[object]):
                 for key in stale:
                     self.remove_row(key)
                     self._deferred.pop(key, None)
-            for key, cells in wanted.items():
+            view = self._view()
+            in_view = self._keys_in(view)
+            new: list[tuple[str, tuple[object, ...]]] = []  # after the kept ones (above)
+            for key, row in wanted.items():
                 if key not in present:
-                    self.add_row(*map(shown_cell, cells), key=key)
+                    if isinstance(row, LazyRow) and self.row_count + len(new) not in view:
+                        # Out of view: blank until it comes into view or is read.
+                        new.append((key, (_UNSEEN,) * len(columns)))
+                        self._deferred[key] = row
+                    else:
+                        new.append((key, tuple(map(shown_cell, cells_of(row)))))
                     continue
-                if given_before.get(key) is cells:
+                if given_before.get(key) is row:
                     continue  # what the row shows already, or is deferred
-                if self._in_view(self.get_row_index(key)):
+                if key in in_view:
                     self._deferred.pop(key, None)
-                    self._write(key, cells)
+                    self._write(key, row)
                 else:
-                    self._deferred[key] = cells
+                    self._deferred[key] = row
+            self._append_rows(new)
             if selected in wanted:
                 row = self.get_row_index(selected)
                 if row != self.cursor_row:
@@ -320,13 +359,6 @@ class KeyedTable(DataTable[object]):
                 if added < share or (limit is not None and widths[key] >= limit):
                     growing.remove(key)
         return tuple(replace(column, width=widths[column.key]) for column in shown)
-
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Textual's, less its measuring of every cell of each new row: our columns have
-        fixed widths (``ColumnSpec``) and our rows one line each, so what it measures
-        changes nothing drawn, and for a 10,000-row table it was most of the first frame
-        (~2 s). The virtual size is still Textual's own (rows and column widths)."""
-        super()._update_dimensions(())
 
     def _width_of(self, columns: Sequence[ColumnSpec]) -> int:
         return sum(column.width + 2 * self.cell_padding for column in columns)

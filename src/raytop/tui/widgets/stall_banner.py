@@ -20,6 +20,7 @@ from raytop.model.format import fmt_duration
 from raytop.model.hangs import HANG_KINDS, HANG_LABELS
 from raytop.tui.format import shown_lines
 from raytop.tui.widgets.findings_list import repeats
+from raytop.tui.widgets.line import Line
 
 RUN_KINDS = (*HANG_KINDS, "report_mispaired", "rank_dead", "rank_silent", "retry_loop",
              "progress_backwards", "budget_exhausted", "straggler")  # fmt: skip
@@ -50,7 +51,7 @@ def describe_stall_line(findings: Sequence[Finding]) -> Content:
     return shown_lines(lines)
 
 
-class StallLine(Static):
+class StallLine(Line):
     """Overview: every stall of the snapshot; hidden when there is none."""
 
     def show(self, findings: Sequence[Finding]) -> None:
@@ -109,17 +110,27 @@ class StallBanner(Horizontal):
         self.query_one("#stall-message", Static).update(describe_stall(finding))
 
 
-class RunFindings(Static):
-    """Run screen: the other ledger findings of this run (mis-paired, dead, silent ranks)."""
+class RunFindings(Line):
+    """Run screen: the other ledger findings of this run (mis-paired, dead, silent ranks),
+    as many as its lines hold (``MAX_LINES``, its CSS ``max-height``), then how many more:
+    a run that lost 1,600 of its 2,000 ranks has a finding for each, and the rank table
+    under the list shows each rank's state (drawing all 1,600 lines each refresh, for six
+    to be seen, was 0.2 s of it)."""
+
+    MAX_LINES = 6
 
     def show(self, findings: Sequence[Finding]) -> None:
         self.display = bool(findings)
+        shown_now = findings if len(findings) <= self.MAX_LINES else findings[: self.MAX_LINES - 1]
         lines = [
             Content.assemble(
                 Content.styled(f"{f.severity.value.upper():<7}", _STYLE.get(f.severity, "bold")),
                 " ",
                 *repeats(f),
             )
-            for f in findings
+            for f in shown_now
         ]
+        if len(shown_now) < len(findings):
+            more = len(findings) - len(shown_now)
+            lines.append(Content.styled(f"… and {more} more", "$text-muted"))
         self.update(shown_lines(lines))

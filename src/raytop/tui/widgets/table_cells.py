@@ -6,14 +6,14 @@ A number's text (``1m35s``, ``2.1G``, ``12/m``) is made from a value, and the co
 makes it hands that value in beside it (``number``), so a column sorts by what it means,
 never by reading its text back. Every cell is made visible before the table draws it
 (``shown_cell``): its text may be a trial id, a folder or a checkpoint name from someone
-else's storage.
+else's storage. A row is its cells, or a ``LazyRow`` that makes them when first asked.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -75,6 +75,33 @@ class SortedCell:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.cell)
+
+
+class LazyRow:
+    """A row whose cells are made only when the table needs them: when it is added, comes
+    into view, is read, or is filtered or sorted by its cells. A caller whose rows change
+    every refresh (a 2,000-rank run's ages tick) hands these, and a refresh makes the cells
+    of the rows on screen only, not of all of them."""
+
+    __slots__ = ("_cells", "_make")
+
+    def __init__(self, make: Callable[[], tuple[object, ...]]) -> None:
+        self._make = make
+        self._cells: tuple[object, ...] | None = None
+
+    @property
+    def cells(self) -> tuple[object, ...]:
+        if self._cells is None:
+            self._cells = self._make()
+        return self._cells
+
+
+GivenRow = tuple[object, ...] | LazyRow
+
+
+def cells_of(row: GivenRow) -> tuple[object, ...]:
+    """A row's cells (a ``LazyRow``'s made now, once)."""
+    return row.cells if isinstance(row, LazyRow) else row
 
 
 def right(text: str) -> Text:

@@ -16,6 +16,8 @@ history (last minus first).
 
 from __future__ import annotations
 
+import functools
+
 from rich.style import Style
 from rich.text import Text
 
@@ -24,7 +26,7 @@ from raytop.model.format import fmt_duration, fmt_params, fmt_value, varying_key
 from raytop.tui.format import progress_bar, sparkline
 from raytop.tui.glyphs import glyphs_of
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
+from raytop.tui.widgets.table_cells import LazyRow, SortedCell, StyledCell, number
 
 # Content widths of the fixed columns (keys double as headers, except "metric", which
 # shows the experiment's metric name); "params" takes whatever width is left.
@@ -103,12 +105,13 @@ class TrialTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._experiment: Experiment | None = None
-        # trial id → (the trial, its cells): an unchanged trial keeps its cells (the very
-        # tuple, which ``sync_rows`` then skips) while what else they depend on (the
-        # metric, the swept keys, the widths, the glyphs: ``_cells_context``) is the same: of a
-        # sweep's 10,000 trials a refresh changes a few, and building every row's cells
-        # took most of a second.
-        self._cells_of: dict[str, tuple[Trial, float | None, tuple[object, ...]]] = {}
+        # trial id → (the trial, its goodput, its row): an unchanged trial keeps its row
+        # (the very ``LazyRow``, which ``sync_rows`` then skips) while what else its cells
+        # depend on (the metric, the swept keys, the widths, the glyphs:
+        # ``_cells_context``) is the same: of a sweep's 10,000 trials a refresh changes a
+        # few. A row's cells are made only once it is on screen (or read, filtered or
+        # sorted by): building all 10,000 rows' cells was most of the first frame.
+        self._cells_of: dict[str, tuple[Trial, float | None, LazyRow]] = {}
         self._cells_context: tuple[object, ...] | None = None
         self._best: str | None = None  # the best trial's id, at the last show
 
@@ -147,12 +150,12 @@ class TrialTable(KeyedTable):
             kept = known.get(t.trial_id) if t.trial_id not in marked else None
             good = goodput.get(t.trial_id)
             if kept is not None and (kept[0] is t or kept[0] == t) and kept[1] == good:
-                cells = kept[2]
+                row = kept[2]
             else:
-                cells = self._cells(t, metric, swept, widths, best=t.trial_id == best,
-                                    good=good)  # fmt: skip
-            self._cells_of[t.trial_id] = (t, good, cells)
-            wanted[t.trial_id] = cells
+                row = LazyRow(functools.partial(self._cells, t, metric, swept, widths,
+                                                best=t.trial_id == best, good=good))  # fmt: skip
+            self._cells_of[t.trial_id] = (t, good, row)
+            wanted[t.trial_id] = row
         self.sync_rows(wanted, columns)
 
     def on_resize(self) -> None:

@@ -9,6 +9,7 @@ findings and the dashboard.
 from __future__ import annotations
 
 from collections.abc import Collection
+from functools import partial
 
 from rich.text import Text
 
@@ -18,7 +19,7 @@ from raytop.tui.format import fmt_bytes, fmt_rate
 from raytop.tui.glyphs import UNICODE, glyphs_of
 from raytop.tui.widgets import share_bar
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from raytop.tui.widgets.table_cells import SortedCell, StyledCell, number
+from raytop.tui.widgets.table_cells import LazyRow, SortedCell, StyledCell, number
 
 BAR_WIDTH = 10  # the time-share bar's cells (``share_bar``)
 # Column key -> (header, content width). The order is the display order.
@@ -134,11 +135,13 @@ class WorkerTable(KeyedTable):
         super().__init__(id=id)
         self._run: TrainRun | None = None
         self._stalled: frozenset[int] = frozenset()
-        # A 2,000-rank run redraws every rank each refresh (its ages tick): cells are made
-        # once per distinct (kind, text, style, sort key) and shared, and a rank whose cells
-        # are all the ones it had keeps its row tuple, so ``sync_rows`` passes it by.
+        # A 2,000-rank run changes every rank each refresh (its ages tick): each rank is a
+        # ``LazyRow``, whose cells are made only once it is on screen (or filtered or
+        # sorted by); cells are made once per distinct (kind, text, style, sort key) and
+        # shared. A rank whose Worker, look and columns are the ones it had keeps its row,
+        # so ``sync_rows`` passes it by.
         self._made: dict[tuple[str, str, str, float | None], object] = {}
-        self._rows: dict[str, tuple[object, ...]] = {}
+        self._rows: dict[str, tuple[Worker, tuple[object, ...], LazyRow]] = {}
         # id(a rank's shares) → (those shares, the glyph, its bar cell): a rank whose
         # Activity is unchanged hands the very same shares dict (``Activity.shares``), so
         # its bar is not laid out again (2,000 bars a refresh took ~25 ms).
@@ -157,20 +160,21 @@ class WorkerTable(KeyedTable):
             gpu=any(w.gpu_util_percent is not None for w in workers),  # GPU only
         )
         keys = tuple(column.key for column in columns)
-        wanted = {}
+        instrumented = run is None or run.instrumented
+        rows = {}
         self._bars_before, self._bars = self._bars, {}
+        bar = glyphs_of(self).bar_full  # in the look: a switch to ASCII redraws the bars
+        stalled, kept, cells = self._stalled, self._rows.get, self._cells
         for w in workers:
-            key, cells = str(w.rank), self._cells(w, keys)
-            before = self._rows.get(key)
-            if (
-                before is not None
-                and len(before) == len(cells)
-                and all(a is b for a, b in zip(before, cells, strict=True))
-            ):
-                cells = before
-            wanted[key] = cells
-        self._rows = wanted
-        self.sync_rows(wanted, columns)
+            key = str(w.rank)
+            look = (keys, instrumented, w.rank in stalled, bar)
+            before = kept(key)
+            if before is not None and before[0] is w and before[1] == look:
+                rows[key] = before
+            else:
+                rows[key] = (w, look, LazyRow(partial(cells, w, *look[:3])))
+        self._rows = rows
+        self.sync_rows({key: row[2] for key, row in rows.items()}, columns)
 
     def on_resize(self) -> None:
         # Which columns fit depends on our width: rebuild them if that changed.
@@ -197,8 +201,10 @@ class WorkerTable(KeyedTable):
             self._made[key] = cell
         return cell
 
-    def _cells(self, w: Worker, columns: tuple[str, ...]) -> tuple[object, ...]:
-        if self._run is not None and not self._run.instrumented:
+    def _cells(
+        self, w: Worker, columns: tuple[str, ...], instrumented: bool, stalled: bool
+    ) -> tuple[object, ...]:
+        if not instrumented:
             # Known from the actor table only: what needs the probe says so, not "0".
             return tuple(
                 self._cell("state", "no probe", "worker-table--done") if key == "state"
@@ -206,7 +212,6 @@ class WorkerTable(KeyedTable):
                 else self._cell(*_CELLS[key](w))
                 for key in columns
             )  # fmt: skip
-        stalled = w.rank in self._stalled
         return tuple(
             self._cell("state", w.state, _state_class(w.state, stalled)) if key == "state"
             else self._bar(w) if key == "time"

@@ -204,6 +204,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     results = []
     # Every trial created up front: the table is whole from the first result on.
     os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(max(int(n) for n in args.trials.split(",")))
+    # Ray 2.60's local ray.init() would write ~/.ray/auth_token, and every `ray start` on
+    # this machine turn token authentication on from then on (docs/RAY_FACTS.md#token-auth).
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     with tempfile.TemporaryDirectory(prefix="raytop-driver-") as root:
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
                  _temp_dir=str(Path(root) / "ray"))  # fmt: skip

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -270,6 +271,14 @@ def test_r1_cluster_stopped_and_started_again_the_view_reconnects_and_counts_res
     (tmp_path / "home").mkdir()
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("RAY_TMPDIR", own_tmpdir("restart"))  # never the shared cluster's
+    # A machine where a local ray.init() of Ray 2.60 once ran holds ~/.ray/auth_token, and
+    # with it `ray start` turns token authentication on unless told otherwise: raytop's
+    # cluster, its readers, its driver and the run must all still work (cluster.auth_env).
+    user = tmp_path / "user"
+    (user / ".ray").mkdir(parents=True)
+    (user / ".ray" / "auth_token").write_text(uuid.uuid4().hex)
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
     ports: list[int] = []
     pick = cluster._free_port
     monkeypatch.setattr(cluster, "_free_port", lambda: ports.append(pick()) or ports[-1])
@@ -284,8 +293,12 @@ def test_r1_cluster_stopped_and_started_again_the_view_reconnects_and_counts_res
         watcher.until(lambda p: p["connected"], 30, "the view to connect")
         assert run_raytop("check", "--address", target.address).returncode == 0
 
+        current = Path(own_tmpdir("restart")) / "ray" / "ray_current_cluster"
+        assert current.read_text().strip() == target.address  # what Ray's `ray start` wrote
         stopped_at = time.time()
         assert cluster.stop_embedded()
+        # Forgotten, as `ray stop` does: a plain ray.init() would try to join the dead address.
+        assert not current.exists()
         gone = watcher.until(lambda p: not p["connected"], 30, "the view to show it gone")
         assert "cluster_unreachable" in gone["findings"] and target.address in gone["error"]
         figure("r1_cluster_detect_s", f"{gone['t'] - stopped_at:.1f}")

@@ -31,6 +31,7 @@ from raytop.launch.spec import ClusterSection
 from raytop.model import untrusted
 from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
 from raytop.wire import gcs as ray_adapter
+from raytop.wire.address_file import address_file, forget
 from raytop.wire.gcs import ClusterUnreachable
 from raytop.wire.version import check_ray_version
 
@@ -153,7 +154,7 @@ def resolve(cli_address: str | None) -> Target | None:
     named = cli_address or os.environ.get("RAY_ADDRESS") or None
     if named:
         address = normalise_address(named)
-        ray_adapter.probe_tcp(address)
+        ray_adapter.probe_named(address)
         record = embedded_record()
         if record and record["address"] == address:
             return _embedded_target(record)
@@ -247,6 +248,22 @@ def finished_of(progress: Callable[[str], None]) -> Callable[[str], None]:
 
 
 EMBEDDED_TASK = "starting the embedded Ray cluster"
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+
+
+def auth_env() -> dict[str, str]:
+    """The token-authentication mode the embedded cluster is started with: the user's
+    ``RAY_AUTH_MODE`` when set (every process raytop starts inherits it, so the cluster and
+    its clients agree), else ``disabled``, as Ray 2.60 is on a machine with no token.
+
+    Why it is said at all: Ray 2.60's ``ray start --head`` turns token authentication on
+    by itself when a token exists on the machine (``~/.ray/auth_token``, which any local
+    ``ray.init()`` of Ray 2.60 writes), while a client given an explicit address sends the
+    token only under ``RAY_AUTH_MODE=token``. Left to itself, an embedded cluster started
+    after any local ``ray.init()`` refused raytop's own readers, its detached driver and a
+    user's ``RAY_ADDRESS=… python script.py`` alike ("InvalidAuthToken"). The cluster
+    listens on loopback only. Ray lines without token authentication ignore the variable."""
+    return {} if AUTH_MODE_ENV in os.environ else {AUTH_MODE_ENV: "disabled"}
 
 
 def start_embedded(
@@ -282,12 +299,14 @@ def start_embedded(
     with open_log(log_path, "wb") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, **LOOPBACK_ENV, **NO_DRAIN_ENV},
+            start_new_session=True,
+            env={**os.environ, **LOOPBACK_ENV, **NO_DRAIN_ENV, **auth_env()},
         )  # fmt: skip
     write_json_atomic(
         _cluster_record_path(),
         {"address": address, "pid": proc.pid, "pid_create_time": process_create_time(proc.pid),
-         "started_at": time.time(), "log": str(log_path), "loopback_only": True},
+         "started_at": time.time(), "log": str(log_path), "loopback_only": True,
+         "address_file": str(address_file())},
     )  # fmt: skip
     progress(f"starting an embedded Ray cluster at {address} (log: {log_path})")
     reader = ray_adapter.GcsReader(address)
@@ -354,6 +373,8 @@ def stop_embedded(progress: Callable[[str], None] = lambda _msg: None) -> bool:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             _reap(pid)
+    # As `ray stop` does: a plain ray.init() would otherwise try to join the dead address.
+    forget(Path(str(record.get("address_file") or address_file())), str(record.get("address")))
     path.unlink(missing_ok=True)
     return True
 

@@ -203,6 +203,24 @@ LOCAL_ADDRESS = (
          _attribute("ray._private.services", "find_bootstrap_address")),
 )  # fmt: skip
 
+# -- whether the GCS refuses raytop for Ray's token authentication (``wire.gcs_auth``) --
+# Choices: without them nothing is asked, and a failure is said as it was.
+_AUTH = "ray._private.authentication."
+TOKEN_METADATA = (
+    _add("authentication_utils.is_token_auth_enabled", "no token sent", choice=True,
+         check=_attribute(_AUTH + "authentication_utils", "is_token_auth_enabled")),
+    _add("grpc_authentication_client_interceptor._get_authentication_metadata_tuple",
+         "no token sent", choice=True,
+         check=_attribute(_AUTH + "grpc_authentication_client_interceptor",
+                          "_get_authentication_metadata_tuple")),
+)  # fmt: skip
+CLUSTER_ID_CALL = (
+    _add("NodeInfoGcsServiceStub.GetClusterId", "a token refusal is not told", choice=True,
+         check=_attribute("ray.core.generated.gcs_service_pb2_grpc", "NodeInfoGcsServiceStub")),
+    _add("GetClusterIdRequest", "a token refusal is not told", choice=True,
+         check=_attribute("ray.core.generated.gcs_service_pb2", "GetClusterIdRequest")),
+)  # fmt: skip
+
 # -- Ray's dashboard head (``wire.dashboard``) -----------------------------------------
 _CONSTANTS = "ray._private.ray_constants"
 DASHBOARD_ADDRESS = tuple(

@@ -20,6 +20,7 @@ from typing import Any
 
 from raytop.model import Node
 from raytop.wire import capabilities as caps
+from raytop.wire.gcs_auth import auth_refusal
 from raytop.wire.gcs_tables import alive_actor_rows, placement_group_rows
 from raytop.wire.jobs import job_row
 from raytop.wire.kv_keys import KV_NAMESPACE
@@ -92,6 +93,13 @@ def require(names: tuple[str, ...]) -> None:
         raise RayLacks(lack)
 
 
+def unanswered(address: str, exc: Exception, what: str) -> ClusterUnreachable:
+    """``exc`` from Ray's GCS client as one line; a GCS that refuses raytop for Ray's token
+    authentication is said to (``wire.gcs_auth``), with what to set."""
+    refusal = auth_refusal(address)
+    return ClusterUnreachable(refusal or f"Ray cluster at {address}{what}: {exc}")
+
+
 def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
@@ -107,6 +115,16 @@ def probe_tcp(address: str, timeout_s: float = 3.0) -> None:
             pass
     except OSError as exc:
         raise ClusterUnreachable(f"cannot reach a Ray cluster at {address}: {exc}") from exc
+
+
+def probe_named(address: str) -> None:
+    """``probe_tcp``, then whether the GCS refuses raytop for Ray's token authentication:
+    for a cluster the user named, where that refusal is an error in one line, not a view
+    of a cluster that never connects (``wire.gcs_auth``; ~2 ms once Ray is imported)."""
+    probe_tcp(address)
+    refusal = auth_refusal(address)
+    if refusal is not None:
+        raise ClusterUnreachable(refusal)
 
 
 def local_cluster_address() -> str | None:
@@ -178,9 +196,7 @@ class GcsReader(_OutsideClient):
                 self.reset()
             if isinstance(exc, ClusterUnreachable):
                 raise
-            raise ClusterUnreachable(
-                f"Ray cluster at {self.address} stopped answering: {exc}"
-            ) from exc
+            raise unanswered(self.address, exc, " stopped answering") from exc
 
     def reset(self) -> None:
         if self._client is not None:
@@ -272,9 +288,7 @@ class GcsKv(_OutsideClient):
             raise
         except Exception as exc:
             self._client = None
-            raise ClusterUnreachable(
-                f"Ray cluster at {self.address}: KV read failed: {exc}"
-            ) from exc
+            raise unanswered(self.address, exc, ": KV read failed") from exc
 
     def get(self, key: str) -> bytes | None:
         require(caps.KV_GET)

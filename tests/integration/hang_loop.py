@@ -1,26 +1,32 @@
 """The train loop of tests/integration/test_hangs.py: every step computes (a sleep with
-jitter), all-reduces a tensor with gloo, and reports; at step ``hang_step`` the chosen
-fault starts and its start time is written to ``marker_dir/hang_started`` (the tests
-measure detection from it). ``mode``:
+jitter), all-reduces a tensor with gloo, and reports. ``phases`` are the faults of one run,
+in order: phase ``i`` starts at step ``hang_step + i * phase_gap``, writes its start time
+to ``marker_dir/hang_started_<phase>`` (the tests measure detection from it) and lasts
+until the test writes ``marker_dir/release_<phase>`` (or ``HANG_S``). The gap is long
+enough for the last fault's long report interval to leave the run's recent intervals
+(a rank's last 32), so each fault is judged on the run's usual rhythm. A phase:
 
-- ``healthy``: jittered steps (± ``jitter``), a checkpoint every 10 steps, forever fine;
+- ``healthy``: no fault (jittered steps, a checkpoint every ``checkpoint_every`` steps);
 - ``sleep_before_all_reduce``: rank ``bad_rank`` sleeps inside the step before its
   all_reduce, the others wait in the collective;
 - ``data_loader``: rank ``bad_rank``'s Dataset blocks in ``__getitem__``;
-- ``io``: rank ``bad_rank`` blocks reading a socket that never sends, before its
-  all_reduce (the others wait in the collective);
+- ``io``: rank ``bad_rank`` blocks reading a socket that sends nothing until the release,
+  before its all_reduce (the others wait in the collective);
 - ``bad_metric``: every rank reports a metric the controller cannot load (it fails);
 - ``stuck_metric``: every rank reports a metric whose loading never ends on the
-  controller (the controller is stuck);
-- ``slow_upload``: rank 0's checkpoint goes through an upload function that crawls;
+  controller (the controller is stuck; never released);
+- ``slow_upload``: rank 0's first checkpoint of the phase goes through an upload
+  function that crawls;
 - ``straggler``: rank ``bad_rank`` computes ``slow_factor`` times longer each step.
 """
 
+import functools
 import os
 import random
 import shutil
 import socket
 import tempfile
+import threading
 import time
 
 import ray.train
@@ -29,18 +35,41 @@ import torch.distributed as dist
 from ray.train import Checkpoint
 from torch.utils.data import DataLoader, Dataset
 
-HANG_S = 600.0  # longer than any test waits: the fault lasts until the run is stopped
+HANG_S = 600.0  # longer than any test waits: unreleased, a fault lasts until the stop
 
 
-def mark(config: dict) -> None:
-    path = os.path.join(config["marker_dir"], "hang_started")
+def phase_step(config: dict, phase: str) -> int | None:
+    """The step at which ``phase`` starts (None: not a phase of this run)."""
+    phases = config["phases"]
+    if phase not in phases:
+        return None
+    return config["hang_step"] + phases.index(phase) * config["phase_gap"]
+
+
+def starts(config: dict, phase: str, step: int) -> bool:
+    return phase_step(config, phase) == step
+
+
+def mark(config: dict, phase: str) -> None:
+    path = os.path.join(config["marker_dir"], f"hang_started_{phase}")
     if not os.path.exists(path):
         with open(path, "w") as f:
             f.write(repr(time.time()))
 
 
+def released(config: dict, phase: str) -> bool:
+    return os.path.exists(os.path.join(config["marker_dir"], f"release_{phase}"))
+
+
+def hold(config: dict, phase: str) -> None:
+    """The fault itself: a sleep until the test releases ``phase`` (or ``HANG_S``)."""
+    end = time.monotonic() + HANG_S
+    while not released(config, phase) and time.monotonic() < end:
+        time.sleep(0.2)
+
+
 class Steps(Dataset):
-    """One item a step; on the bad rank, item ``hang_step`` never comes (data_loader)."""
+    """One item a step; on the bad rank, item ``hang_step`` is late (data_loader)."""
 
     def __init__(self, config: dict, rank: int) -> None:
         self.config, self.rank = config, rank
@@ -50,19 +79,33 @@ class Steps(Dataset):
 
     def __getitem__(self, i: int):
         config = self.config
-        bad = config["mode"] == "data_loader" and self.rank == config["bad_rank"]
-        if bad and i == config["hang_step"]:
-            mark(config)
-            time.sleep(HANG_S)
+        if self.rank == config["bad_rank"] and starts(config, "data_loader", i):
+            mark(config, "data_loader")
+            hold(config, "data_loader")
         return torch.tensor([float(i)])
 
 
-def crawling_upload(checkpoint, dir_name):
-    """A custom upload that takes forever (an overloaded or throttled store)."""
-    time.sleep(HANG_S)
+def crawling_upload(config, checkpoint, dir_name):
+    """A custom upload that takes until the release (an overloaded or throttled store)."""
+    hold(config, "slow_upload")
     target = os.path.join(ray.train.get_context().get_storage().experiment_fs_path, dir_name)
     shutil.copytree(checkpoint.path, target, dirs_exist_ok=True)
     return Checkpoint(target)
+
+
+def blocked_read(config: dict) -> None:
+    """Read a socket whose peer sends one byte only at the release: the train loop waits
+    in socket.py's reader (an I/O hang) until then."""
+    server = socket.create_server(("127.0.0.1", 0))
+    peer = socket.create_connection(server.getsockname())
+
+    def send_at_release() -> None:
+        conn, _ = server.accept()
+        hold(config, "io")
+        conn.sendall(b"x")
+
+    threading.Thread(target=send_at_release, daemon=True).start()
+    peer.makefile("rb").read(1)
 
 
 class Unpicklable:
@@ -85,28 +128,29 @@ class Endless:
 
 def train_loop(config: dict) -> None:
     rank = ray.train.get_context().get_world_rank()
-    mode, bad, hang_step = config["mode"], config["bad_rank"], config["hang_step"]
+    bad = config["bad_rank"]
     rng = random.Random(rank)
     loader = DataLoader(Steps(config, rank), batch_size=1, shuffle=False, num_workers=0)
+    slow = "straggler" in config["phases"] and rank == bad
+    upload_at = phase_step(config, "slow_upload")
     for step, batch in enumerate(loader):
         step_s = config["step_s"] * (1 + config["jitter"] * (2 * rng.random() - 1))
-        if mode == "straggler" and rank == bad:
+        if slow:
             step_s = config["step_s"] * config["slow_factor"]
         time.sleep(step_s)
-        if mode == "sleep_before_all_reduce" and rank == bad and step == hang_step:
-            mark(config)
-            time.sleep(HANG_S)
-        if mode == "io" and rank == bad and step == hang_step:
-            mark(config)
-            server = socket.create_server(("127.0.0.1", 0))
-            peer = socket.create_connection(server.getsockname())
-            peer.makefile("rb").read(1)  # in socket.py's reader: the server never sends
+        if rank == bad and starts(config, "sleep_before_all_reduce", step):
+            mark(config, "sleep_before_all_reduce")
+            hold(config, "sleep_before_all_reduce")
+        if rank == bad and starts(config, "io", step):
+            mark(config, "io")
+            blocked_read(config)
         total = batch.clone()
         dist.all_reduce(total)
         metrics = {"step": step, "total": float(total.item())}
-        if mode in ("bad_metric", "stuck_metric") and step == hang_step:
-            mark(config)
-            metrics["bad"] = Unpicklable() if mode == "bad_metric" else Endless()
+        for fault, value in (("bad_metric", Unpicklable), ("stuck_metric", Endless)):
+            if starts(config, fault, step):
+                mark(config, fault)
+                metrics["bad"] = value()
         checkpoint, upload = None, {}
         every = config["checkpoint_every"]
         if rank == 0 and every and step % every == every - 1:
@@ -114,7 +158,7 @@ def train_loop(config: dict) -> None:
             with open(os.path.join(folder, "state.pt"), "wb") as f:
                 f.write(b"s" * config["checkpoint_bytes"])
             checkpoint = Checkpoint.from_directory(folder)
-            if mode == "slow_upload" and step >= hang_step:
-                mark(config)
-                upload = {"checkpoint_upload_fn": crawling_upload}
+            if upload_at is not None and upload_at <= step < upload_at + every:
+                mark(config, "slow_upload")
+                upload = {"checkpoint_upload_fn": functools.partial(crawling_upload, config)}
         ray.train.report(metrics, checkpoint=checkpoint, **upload)

@@ -1,14 +1,19 @@
-"""Hang triage on a real cluster (gloo on CPU), each fault a 3-rank TorchTrainer run of
-``hang_loop.py``: it is classified by ``raytop check`` (its exit code) naming the ranks,
-within 3 × the run's report interval + 10 s of the hang starting, and the TUI, shown the
-snapshot ``status --json`` takes at that moment, names it too; a straggler is a
-straggler, not a hang. A healthy run with jittered steps runs beside them all, polled by
-``check`` the whole time, and must never raise an alarm (the module's last test waits
-until it has run at least ``HEALTHY_S``)."""
+"""Hang triage on a real cluster (gloo on CPU), on 3-rank TorchTrainer runs of
+``hang_loop.py``. The faults that leave a run able to go on are the phases of one run, in
+order, each released by the test once judged (a run costs ~40 CPU-s of start-ups on the 2
+cores the suite shares): each is classified by ``raytop check`` (its exit code) naming the
+ranks, within 3 × the run's report interval + 10 s of its start, the TUI, shown the
+snapshot ``status --json`` takes at that moment, names it too, and once released the run
+is healthy again; the controller's stuck load ends that run. A metric the controller
+cannot load (it fails the run) and a straggler (a straggler, not a hang) are runs of their
+own. A healthy run with jittered steps runs beside them all, polled by ``check`` the whole
+time, and must never raise an alarm (the module's last test waits until it has run at
+least ``HEALTHY_S``)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import threading
@@ -35,6 +40,10 @@ pytestmark = pytest.mark.ray
 LOOP = Path(__file__).with_name("hang_loop.py")
 HEALTHY_S = 300.0
 STEP_S = 0.5
+# Steps from one phase's start to the next: past the 32 report intervals of each rank
+# that the run's stall limit is learned from (``diagnose.hang.stall_limit``), so the last
+# fault's long interval no longer counts.
+PHASE_GAP = 40
 
 SPEC = """
 [experiment]
@@ -46,9 +55,10 @@ kind = "torch"
 entrypoint = "hang_loop:train_loop"
 
 [param_space]
-mode = "{mode}"
+phases = {phases}
 bad_rank = 1
 hang_step = 8
+phase_gap = {phase_gap}
 steps = {steps}
 step_s = {step_s}
 jitter = {jitter}
@@ -67,12 +77,13 @@ resources_per_worker = {{ CPU = {cpu} }}
 """
 
 
-def write_spec(folder: Path, name: str, mode: str, *, steps=400, step_s=STEP_S, jitter=0.2,
+def write_spec(folder: Path, name: str, *phases: str, steps=400, step_s=STEP_S, jitter=0.2,
                checkpoint_every=0, cpu=0.5) -> tuple[Path, Path]:  # fmt: skip
     folder.mkdir(parents=True, exist_ok=True)
     spec = folder / f"{name}.toml"
-    spec.write_text(SPEC.format(name=name, mode=mode, steps=steps, step_s=step_s,
-                                jitter=jitter, checkpoint_every=checkpoint_every, cpu=cpu,
+    spec.write_text(SPEC.format(name=name, phases=json.dumps(list(phases)), steps=steps,
+                                step_s=step_s, jitter=jitter, phase_gap=PHASE_GAP,
+                                checkpoint_every=checkpoint_every, cpu=cpu,
                                 marker_dir=folder))  # fmt: skip
     shutil.copy(LOOP, folder / LOOP.name)
     return spec, folder / "results" / name
@@ -152,16 +163,16 @@ def healthy(hang_cluster, tmp_path_factory):
         stop(spec, experiment, driver)
 
 
-def hang_started(folder: Path) -> float | None:
-    marker = folder / "hang_started"
+def hang_started(folder: Path, phase: str) -> float | None:
+    marker = folder / f"hang_started_{phase}"
     try:
         return float(marker.read_text())
     except (OSError, ValueError):
         return None
 
 
-def classified(address, spec, experiment, code: int, deadline_s: float = 120):
-    """Poll ``check`` until it exits ``code``: (seconds from the hang's start, output)."""
+def classified(address, spec, experiment, phase: str, code: int, deadline_s: float = 120):
+    """Poll ``check`` until it exits ``code``: (seconds from ``phase``'s start, output)."""
     folder = spec.parent
     end = time.monotonic() + deadline_s
     seen = []
@@ -169,7 +180,7 @@ def classified(address, spec, experiment, code: int, deadline_s: float = 120):
         got, text = check_in_process("--address", address, "--experiment", str(experiment))
         seen.append((got, text.splitlines()[:1]))
         if got == code:
-            began = hang_started(folder)
+            began = hang_started(folder, phase)
             assert began is not None, "classified before the hang started: " + text
             took = time.time() - began
             confirmed, text = checked(address, experiment)  # as a user runs it
@@ -199,27 +210,62 @@ async def stall_line(snapshot: dict) -> str:
 BOUND_S = 3 * STEP_S * 1.2 + 10 + 2
 
 
-@pytest.mark.parametrize("mode, code, kind, ranks", [
+# The phases of the phased run, in order: the controller's stuck load ends it, so last.
+PHASES = (
     ("sleep_before_all_reduce", check.COLLECTIVE_HANG, "collective_hang", "rank 1"),
     ("data_loader", check.DATA_LOADER_HANG, "data_loader_hang", "rank 1"),
     ("io", check.IO_HANG, "io_hang", "rank 1"),
-    ("stuck_metric", check.CONTROLLER_STUCK, "controller_stuck", "every rank has made"),
     ("slow_upload", check.CHECKPOINT_UPLOAD_STUCK, "checkpoint_upload_stuck", "on rank 0"),
-])  # fmt: skip
-def test_each_hang_is_classified_naming_its_ranks_in_time(
-    healthy, hang_cluster, tmp_path, mode, code, kind, ranks
-):
-    spec, experiment = write_spec(tmp_path, mode.replace("_", "-"), mode, checkpoint_every=3)
+    ("stuck_metric", check.CONTROLLER_STUCK, "controller_stuck", "every rank has made"),
+)
+
+
+@pytest.fixture(scope="module")
+def phased(healthy, hang_cluster, tmp_path_factory):
+    """One run whose faults come one after the other (``PHASES``), each released by its
+    test."""
+    names = [phase for phase, *_ in PHASES]
+    spec, experiment = write_spec(tmp_path_factory.mktemp("phased"), "phased", *names,
+                                  checkpoint_every=3)  # fmt: skip
     driver = launch_run(spec, hang_cluster.address)
     try:
-        took, text = classified(hang_cluster.address, spec, experiment, code)
-        print(f"\n{mode}: classified {took:.1f}s after the hang began")
-        assert took <= BOUND_S, (took, text)
-        assert text.startswith(kind) and ranks in text, text
-        line = asyncio.run(stall_line(status_json(hang_cluster.address, experiment)))
-        assert HANG_LABELS[kind] in line and ranks in line, line
+        yield spec, experiment
     finally:
         stop(spec, experiment, driver)
+
+
+def release(folder: Path, phase: str) -> None:
+    (folder / f"release_{phase}").write_text("")
+
+
+def healthy_again(address: str, experiment: Path, deadline_s: float = 60) -> str:
+    """Poll ``check`` until the run is healthy again (its output), after a release."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        code, text = check_in_process("--address", address, "--experiment", str(experiment))
+        if code == check.HEALTHY:
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"still exit {code} {deadline_s:g}s after the release: {text}")
+
+
+@pytest.mark.parametrize("phase, code, kind, ranks", PHASES, ids=[p[0] for p in PHASES])
+def test_each_hang_is_classified_naming_its_ranks_in_time(
+    phased, hang_cluster, phase, code, kind, ranks
+):
+    spec, experiment = phased
+    folder = spec.parent
+    for earlier, *_ in PHASES[: [p[0] for p in PHASES].index(phase)]:
+        release(folder, earlier)  # already, unless its own test failed before releasing
+    took, text = classified(hang_cluster.address, spec, experiment, phase, code)
+    print(f"\n{phase}: classified {took:.1f}s after the hang began")
+    assert took <= BOUND_S, (took, text)
+    assert text.startswith(kind) and ranks in text, text
+    line = asyncio.run(stall_line(status_json(hang_cluster.address, experiment)))
+    assert HANG_LABELS[kind] in line and ranks in line, line
+    if phase != PHASES[-1][0]:
+        release(folder, phase)
+        healthy_again(hang_cluster.address, experiment)
 
 
 def test_a_metric_the_controller_cannot_load_is_named_when_the_run_fails(
@@ -228,7 +274,8 @@ def test_a_metric_the_controller_cannot_load_is_named_when_the_run_fails(
     spec, experiment = write_spec(tmp_path, "bad-metric", "bad_metric")
     driver = launch_run(spec, hang_cluster.address)
     try:
-        took, text = classified(hang_cluster.address, spec, experiment, check.CONTROLLER_STUCK)
+        took, text = classified(hang_cluster.address, spec, experiment, "bad_metric",
+                                check.CONTROLLER_STUCK)  # fmt: skip
         assert took <= BOUND_S, (took, text)
         assert "could not load what the ranks sent it" in text, text
     finally:

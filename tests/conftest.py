@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -112,7 +111,10 @@ def ray_cluster(raytop_home: Path):
 
     target = start_embedded(ClusterSection(num_cpus=4, num_gpus=2))
     yield target
-    stop_embedded()
+    # By the home it was recorded in, whatever a test left in the environment; a record
+    # gone from it is an error here, not a cluster left running after the suite.
+    with environ(RAYTOP_HOME=str(raytop_home)):
+        assert stop_embedded(), f"no record of the shared cluster in {raytop_home}: left running"
 
 
 RAY_CLI = str(Path(sys.executable).parent / "ray")  # the venv's, whatever PATH says
@@ -343,15 +345,16 @@ def run_raytop(*args: str, timeout: float = 300, env: dict | None = None):
 def example_copy(tmp_path: Path):
     """Copy an example spec and its module into tmp_path, so results land there."""
 
-    def copy(spec_name: str, module_name: str, edit: dict[str, str] | None = None) -> Path:
-        text = (EXAMPLES / spec_name).read_text()
-        for old, new in (edit or {}).items():
-            assert old in text, old
-            text = text.replace(old, new)
-        spec = tmp_path / spec_name
-        spec.write_text(text)
-        shutil.copy(EXAMPLES / module_name, tmp_path / module_name)
-        return spec
+    def copy(spec_name: str, module_name: str, edit: dict[str, str] | None = None,
+             module_edit: dict[str, str] | None = None) -> Path:  # fmt: skip
+        """``edit``/``module_edit``: text replaced in the spec / the module (each must occur)."""
+        for name, edits in ((spec_name, edit), (module_name, module_edit)):
+            text = (EXAMPLES / name).read_text()
+            for old, new in (edits or {}).items():
+                assert old in text, old
+                text = text.replace(old, new)
+            (tmp_path / name).write_text(text)
+        return tmp_path / spec_name
 
     return copy
 

@@ -16,6 +16,7 @@ from raytop.model import Snapshot
 from raytop.tui.screens.confirm import ConfirmModal
 from raytop.tui.screens.resume import ResumeScreen
 from raytop.tui.screens.run import RunScreen
+from tests.conftest import environ
 
 from .conftest import FakeResumeControls, StackCollector
 from .helpers import record_notifications, show, wait_until
@@ -108,12 +109,9 @@ async def _tui_log(case: Case, read_only: bool):
     """While the TUI runs fd 2 goes to $RAYTOP_HOME/tui.log, which the CLI creates;
     read-only it goes to /dev/null and no file or folder is made."""
     home = case.tmp_path / "home"
-    os.environ["RAYTOP_HOME"] = str(home)
-    try:
-        with _native_stderr_to_log(read_only):
-            os.write(2, b"Failed to connect to GCS\n")
-    finally:
-        del os.environ["RAYTOP_HOME"]
+    # This process's own home back after (an xdist worker's: its shared cluster's record)
+    with environ(RAYTOP_HOME=str(home)), _native_stderr_to_log(read_only):
+        os.write(2, b"Failed to connect to GCS\n")
     written = sorted(str(p.relative_to(case.tmp_path)) for p in case.tmp_path.rglob("*"))
     return written, []
 

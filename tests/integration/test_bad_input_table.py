@@ -44,6 +44,11 @@ START, END = "<!-- bad-input-table:start -->", "<!-- bad-input-table:end -->"
 PARALLEL = 3
 CASE_TIMEOUT_S = 60
 
+# One xdist group: the battery's cases all run in the module fixture ``outcomes``, once per
+# test process that runs one of its tests; ungrouped, xdist handed its tests to both workers
+# and each ran the whole battery (2 x ~80 s of the suite's 2 cores).
+pytestmark = pytest.mark.xdist_group("bad-input")
+
 # What a case's one line is: a usage/input error on stderr, a `check` verdict on stdout
 # (one line per finding), the warning line of `status`, or the ordinary output of a command
 # that must keep working (e.g. `plan` with RAYTOP_HOME a file).

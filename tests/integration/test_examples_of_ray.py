@@ -74,7 +74,9 @@ def test_rays_own_tune_examples_raise_no_alarm(probed_cluster, tmp_path):
     experiments = snapshot["experiments"]  # two examples share a name: a list
     assert len(experiments) == len(EXAMPLES), [e["path"] for e in experiments]
     for exp in experiments:  # each found, with a real status
-        assert exp["status"] == "FINISHED", (exp["name"], exp["status"])
+        why = {k: exp.get(k) for k in ("path", "state_read", "state_reason", "warnings")}
+        why["trials"] = [(t["trial_id"], t["status"]) for t in exp["trials"]]
+        assert exp["status"] == "FINISHED", (exp["name"], exp["status"], why)
         assert exp["trials"] and all(t["status"] == "TERMINATED" for t in exp["trials"])
     alarms = [f for f in snapshot["findings"] if f["severity"] in ("error", "warning")]
     assert alarms == [], json.dumps(alarms, indent=1)[:4000]

@@ -17,7 +17,14 @@ import time
 import psutil
 import pytest
 
-from tests.conftest import check_in_process, kill_driver, launch_run, run_raytop, wait_for
+from tests.conftest import (
+    check_in_process,
+    kill_driver,
+    launch_run,
+    run_raytop,
+    status_json,
+    wait_for,
+)
 from tests.tmux import Pane
 
 pytestmark = pytest.mark.ray
@@ -159,9 +166,7 @@ def test_a_run_without_the_probe_still_shows_its_workers_marked(ray_cluster, tmp
                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
 
     def no_probe_run():
-        snapshot = json.loads(
-            run_raytop("status", "--json", "--address", ray_cluster.address).stdout
-        )
+        snapshot = status_json(ray_cluster.address)
         runs = [r for r in snapshot["runs"] if not r["instrumented"] and len(r["workers"]) == 2]
         return (snapshot, runs[0]) if runs else None
 

@@ -21,6 +21,18 @@ EDIT = {
     "epoch_seconds = 4": "epoch_seconds = 0",
     "[checkpoint]\nnum_to_keep = 2": "",  # keep every checkpoint: the listing must not shrink
 }
+# Every rank holds before it reports epoch 2 while the file ``hold_file`` names exists (a
+# param of the spec): the kill below then finds both trials mid-run, each with epoch 1
+# committed, however unevenly the machine's load starts them (racing an unpaced or paced
+# sweep, one trial once reached epoch 8 before the other's first checkpoint). The test
+# removes the file before the resume.
+HOLD_BEFORE_EPOCH_2 = {
+    "        time.sleep(max(0.0, pace_s - (time.monotonic() - epoch_started)))\n": (
+        "        time.sleep(max(0.0, pace_s - (time.monotonic() - epoch_started)))\n"
+        "        while epoch >= 2 and os.path.exists(config['hold_file']):\n"
+        "            time.sleep(0.05)\n"
+    ),
+}
 
 
 def committed_epochs(experiment: Path) -> dict[str, int]:
@@ -41,13 +53,18 @@ def files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
 
 
-def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster, example_copy):
-    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py", edit=EDIT)
+def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(
+    ray_cluster, example_copy, tmp_path
+):
+    hold = tmp_path / "hold"
+    hold.touch()
+    edit = EDIT | {"seed = 7": f'seed = 7\nhold_file = "{hold}"'}
+    spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py", edit=edit,
+                        module_edit=HOLD_BEFORE_EPOCH_2)  # fmt: skip
     experiment = spec.parent / "results" / "torch_sweep"
     watcher = launch_run(spec, ray_cluster.address)
-    # Kill while every trial is provably mid-run: its Train run has committed a checkpoint of
-    # epoch 1 or later and below 9, the last (read straight from the snapshots, milliseconds
-    # before the kill; a status poll under load can take seconds, long enough to finish).
+    # Kill while every trial is provably mid-run: its Train run has committed epoch 1 and
+    # holds before epoch 2 (read straight from the snapshots).
     deadline = time.monotonic() + 240
     while not committed_epochs(experiment):
         assert time.monotonic() < deadline, "the sweep never got going"
@@ -55,11 +72,11 @@ def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster
     running = run_raytop("check", "--teardown", "--experiment", str(experiment))
     assert running.returncode == 14 and "the Tune driver is running" in running.stdout
     while True:
-        assert time.monotonic() < deadline, "the second trial never got going"
         epochs = committed_epochs(experiment)
-        if len(epochs) == 2 and min(epochs.values()) >= 1:
+        assert max(epochs.values(), default=0) <= 1, f"a trial ran past the hold: {epochs}"
+        if len(epochs) == 2 and min(epochs.values()) == 1:
             break
-        assert max(epochs.values(), default=0) < 8, f"one run got too far first: {epochs}"
+        assert time.monotonic() < deadline, f"the trials never both held: {epochs}"
         time.sleep(0.1)
     kill_driver(experiment)
     watcher.wait(timeout=60)
@@ -67,11 +84,11 @@ def test_kill_9_then_resume_finishes_every_trial_from_its_checkpoint(ray_cluster
     before = files(experiment)
     crashed = experiment_status(ray_cluster.address, experiment)
     assert crashed["status"] == "INTERRUPTED"
-    # what each Train run had committed when its driver died (the workers may have gone on
-    # for a moment after the kill: read again now)
+    # what each Train run had committed when its driver died (read again now)
     latest_epoch = {run.rsplit("-", 1)[-1]: e for run, e in committed_epochs(experiment).items()}
     assert sorted(latest_epoch) == sorted(t["trial_id"] for t in crashed["trials"])
-    assert all(e < 9 for e in latest_epoch.values()), latest_epoch
+    assert all(e == 1 for e in latest_epoch.values()), latest_epoch
+    hold.unlink()
 
     resumed = run_raytop("resume", str(experiment), "--yes", "--no-tui",
                          "--address", ray_cluster.address, timeout=600)  # fmt: skip

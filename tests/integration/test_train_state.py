@@ -53,8 +53,15 @@ def start(address: str, folder, name: str, tracking: bool) -> subprocess.Popen:
            if k not in ("RAY_TRAIN_CALLBACKS", "RAY_TRAIN_ENABLE_STATE_TRACKING")}  # fmt: skip
     if tracking:
         env["RAY_TRAIN_ENABLE_STATE_TRACKING"] = "1"
-    return subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    with open(folder / "tracked.out", "wb") as out:  # what a failing test shows (``said``)
+        return subprocess.Popen([sys.executable, str(script)], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+
+
+def said(folder, user: subprocess.Popen) -> str:
+    """The script's exit code (None: running) and the last lines it printed."""
+    lines = (folder / "tracked.out").read_text(errors="replace").splitlines()
+    return f"script exit {user.poll()}, its last lines:\n" + "\n".join(lines[-15:])
 
 
 def stop(user: subprocess.Popen) -> None:
@@ -71,10 +78,12 @@ def test_a_tracked_run_without_a_probe_shows_trains_name_and_attempts(ray_cluste
     user = start(ray_cluster.address, tmp_path, "state-tracked-run", tracking=True)
 
     seen: list = []  # the run's attempts as last polled: the failure says where it stopped
+    listed: list = []  # every uninstrumented run as last polled: (name, source, workers)
 
     def retried():
-        runs = [r for r in foreign_runs(ray_cluster.address)
-                if r["run_name"] == "state-tracked-run"]  # fmt: skip
+        found = foreign_runs(ray_cluster.address)
+        listed[:] = [(r["run_name"], r["source"], len(r["workers"])) for r in found]
+        runs = [r for r in found if r["run_name"] == "state-tracked-run"]
         seen[:] = [(a["status"], a.get("error")) for a in runs[0]["attempts"]] if runs else []
         if runs and [a["status"] for a in runs[0]["attempts"]] == ["errored", "running"]:
             return runs[0] if len(runs[0]["workers"]) == 2 else None
@@ -86,7 +95,8 @@ def test_a_tracked_run_without_a_probe_shows_trains_name_and_attempts(ray_cluste
             240,
             lambda: (
                 "the tracked run's second attempt in raytop status"
-                f" --json (attempts last seen: {seen})"
+                f" --json (attempts last seen: {seen}; runs listed: {listed})\n"
+                + said(tmp_path, user)
             ),
         )
         assert (run["instrumented"], run["source"]) == (False, "train_state")

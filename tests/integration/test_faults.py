@@ -61,6 +61,7 @@ while time.monotonic() < end:
             "trials": [[t.trial_id, t.status, t.iterations] for t in e.trials],
             "workers": [[w.reports_entered, w.reports_exited, w.done]
                         for run in e.runs for w in run.workers],
+            "taken": [a.reports_taken for run in e.runs for a in run.attempts],
         } for e in s.experiments],
     }), flush=True)
     time.sleep(0.5)
@@ -117,11 +118,16 @@ def figure(name: str, value) -> None:
 
 # A driver joining a loopback-only cluster must keep 127.0.0.1 (see R6); harmless today.
 LOOPBACK_DRIVER_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# Joins the cluster first (a driver's start takes seconds under load), says "ready", and
+# kills the ledger when told (a line on stdin): the kill lands when the test means it to.
 KILL_LEDGER = """
 import sys, time, ray
 ray.init(address=sys.argv[1], logging_level="ERROR")
-ray.kill(ray.get_actor("raytop_ledger", namespace="raytop"), no_restart=True)
-print(time.time())
+ledger = ray.get_actor("raytop_ledger", namespace="raytop")
+print("ready", flush=True)
+sys.stdin.readline()
+ray.kill(ledger, no_restart=True)
+print(time.time(), flush=True)
 """
 
 
@@ -155,7 +161,9 @@ class Checker(threading.Thread):
 def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
     ray_cluster, example_copy
 ):
-    epochs = 30
+    # ~0.45 s an epoch here: the ledger dies some 3 s in, and the run goes on long enough
+    # after for its probes to make a new one (a run that ends first leaves none).
+    epochs = 40
     spec = example_copy(
         "stall.toml", "stall_loop.py",
         edit={"skip_rank = 1": "skip_rank = -1", "epochs = 5": f"epochs = {epochs}",
@@ -166,6 +174,7 @@ def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
     wait_for(experiment.is_dir, 60, "the experiment folder")
     watcher = Watcher(ray_cluster.address, 240, experiment)
     checker = Checker(ray_cluster.address, experiment)
+    killer = None
     try:
 
         def counts(poll):
@@ -176,11 +185,14 @@ def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
             "both ranks to report 3 times",
         )  # fmt: skip
         checker.start()
-        time.sleep(3)  # a check or two before the fault
-        killed = subprocess.run([sys.executable, "-c", KILL_LEDGER, ray_cluster.address],
-                                capture_output=True, text=True, timeout=60, check=True,
-                                env={**os.environ, **LOOPBACK_DRIVER_ENV})  # fmt: skip
-        killed_at = float(killed.stdout.split()[-1])
+        killer = subprocess.Popen([sys.executable, "-c", KILL_LEDGER, ray_cluster.address],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, **LOOPBACK_DRIVER_ENV})  # fmt: skip
+        assert killer.stdout.readline().strip() == "ready"
+        wait_for(lambda: len(checker.results) >= 2, 30, "a check or two before the fault")
+        killer.stdin.write("kill\n")
+        killer.stdin.flush()
+        killed_at = float(killer.stdout.readline())
         back = watcher.until(
             lambda p: p["ledger"]["available"] and (p["ledger"]["restarted_at"] or 0) > 0,
             60, "the view to show the ledger recreated",
@@ -193,13 +205,18 @@ def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
         done = watcher.until(
             lambda p: counts(p) and all(w[2] for w in counts(p)), 180, "both ranks done"
         )
+        # The RunProbe gave the new ledger its whole record: every report the controller
+        # took, those before the kill too.
+        watcher.until(lambda p: p["experiments"][0]["taken"] == [epochs], 60,
+                      "the run's attempt, every report taken, in the new ledger")  # fmt: skip
         # the run itself was never touched
         assert driver.wait(timeout=120) == 0, run_output(spec, experiment)
     finally:
         checks = checker.finish() if checker.is_alive() else checker.results
         watcher.close()
-        if driver.poll() is None:
-            driver.kill()
+        for process in (driver, killer):
+            if process is not None and process.poll() is None:
+                process.kill()
     assert min(w[1] for w in counts(before)) < epochs  # the ledger died mid-run
     made = [epochs, epochs]  # each rank calls ray.train.report once per epoch
     counted = [w[1] for w in counts(done)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from raytop.diagnose import diagnose
 from raytop.diagnose.check import (
     BARRIER_STALL,
     CHECKPOINT_UPLOAD_STUCK,
@@ -17,7 +18,16 @@ from raytop.diagnose.check import (
 )
 from raytop.diagnose.hang import hang_findings, stall_limit
 from raytop.diagnose.ledger import run_findings
-from raytop.model import Activity, Attempt, CheckpointRecord, TrainRun, Worker
+from raytop.model import (
+    Activity,
+    Attempt,
+    CheckpointRecord,
+    Cluster,
+    LedgerStatus,
+    Snapshot,
+    TrainRun,
+    Worker,
+)
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states
 
@@ -198,6 +208,26 @@ def test_ranks_ahead_of_a_controller_that_stopped_taking_reports_are_a_stuck_con
     assert stuck.kind == "controller_stuck" and stuck.evidence["reports_taken"] == 4
     assert "the controller has taken 4 report(s); every rank has made 7, for 11s" in (stuck.message)
     assert hang_findings(with_taken(6), T, NOW) == []  # report 7 only 7 s ago
+
+
+def test_a_ledger_gone_quiet_freezes_the_wait_at_its_last_publish():
+    """The ledger last published 2.5 s after both ranks entered report 7, the controller
+    having taken 5 (report 6 entered 4.5 s before that publish; two in Train's queue is
+    ordinary), and has been silent since. Its counts are frozen: the wait is judged to its
+    last publish, never grown against ``now`` into a stuck controller. A ledger that goes
+    on publishing the same counts is evidence, and the wait grows."""
+    given = Thresholds.given(stall_after_s=5)
+    ranks = [rank(r, 7, last=NOW - 7, inside=True) for r in (0, 1)]
+    attempt = Attempt(1, "running", 0.0, attempt_id="a1", reports_taken=5)
+    stalled = dataclasses.replace(run(*ranks), attempts=(attempt,))
+
+    def judged(published_at: float) -> list[str]:
+        ledger = LedgerStatus(available=True, started_at=0.0, published_at=published_at)
+        return kinds(diagnose(Snapshot(NOW, Cluster("h:1", True), runs=(stalled,),
+                                       ledger=ledger), given))  # fmt: skip
+
+    assert "controller_stuck" not in judged(NOW - 4.5)  # report 6 entered at NOW - 9
+    assert "controller_stuck" in judged(NOW - 0.5)
 
 
 def test_a_run_that_failed_because_the_controller_could_not_load_a_metric_is_named():

@@ -120,6 +120,19 @@ def test_a_heartbeat_changes_no_page_and_one_report_only_its_chunk(monkeypatch):
     assert read_afresh(published, 109.0) == run and run.workers[0].last_report_age_s == 99.0
 
 
+def test_ages_run_to_the_ledgers_last_publish_not_past_it(monkeypatch):
+    """A ledger that stopped publishing holds counts true at its last publish: the ages
+    read from it stop there (and so every wait judged from them), until it publishes
+    again."""
+    published = Published(monkeypatch)
+    published.send(report(0))  # entered its report at 10.0
+    last_publish = json.loads(published.kv.data[INDEX_KEY])["published_at"]
+    (run,), status = LedgerReader(published.kv).read(now=last_publish + 3.0)
+    assert status.available and run.workers[0].last_report_age_s == last_publish - 10.0
+    (run,), status = LedgerReader(published.kv).read(now=last_publish + 60.0)
+    assert not status.available and run.workers[0].last_report_age_s == last_publish - 10.0
+
+
 def test_an_older_ledgers_whole_beat_still_reads(monkeypatch):
     """A Ledger before 2026-12-05 published an attempt's beats as one value, under the
     name of chunk 0: every rank's beat is read from it."""

@@ -183,3 +183,47 @@ def test_two_run_probes_in_one_controller_record_the_run_once(monkeypatch):
         probe.after_controller_start(object())
     assert first._recorder is not None and second._recorder is None
     assert len(sent) == 1
+
+
+def test_a_run_probe_whose_ledger_died_sends_its_whole_record_to_the_next(monkeypatch):
+    """A call to a dead actor fails only through its ref: the RunProbe looks at its last
+    send's first, and gives a Ledger made anew the whole record (before, every change went
+    on to the dead handle, and the run's attempts were gone from the view for good)."""
+    identity = RunIdentity("r", "exp-t1", {"max_failures": 0})
+    monkeypatch.setattr(run_probe, "train_run_identity", lambda context: identity)
+    ledgers: list[list[dict]] = []  # what each Ledger made so far was sent
+    dead: set[int] = set()  # the Ledgers killed
+    failed: set[object] = set()  # the refs of calls made to a dead one
+
+    def make_ledger():
+        received: list[dict] = []
+        ledgers.append(received)
+        number = len(ledgers) - 1
+
+        class Ledger:
+            class update_run:  # noqa: N801 - an actor method's shape: ``.remote(message)``
+                @staticmethod
+                def remote(message):
+                    ref = object()
+                    if number in dead:
+                        failed.add(ref)
+                    else:
+                        received.append(message)
+                    return ref
+
+        return Ledger
+
+    monkeypatch.setattr(run_probe, "get_or_create_ledger", make_ledger)
+    monkeypatch.setattr(run_probe, "call_failed", lambda ref: ref in failed)
+    probe = run_probe.RunProbe()
+    probe.after_controller_start(object())
+    probe._guard(lambda: probe._recorder.state("SCHEDULING", None, 1.0))
+    for _ in range(3):
+        probe._guard(lambda: probe._recorder.report([{"loss": 1.0}], checkpoint=False))
+    assert len(ledgers) == 1 and ledgers[0][-1]["attempts"][0]["reports_taken"] == 3
+    dead.add(0)  # the Ledger is killed; the next send still goes to it, and fails
+    for _ in range(2):
+        probe._guard(lambda: probe._recorder.report([{"loss": 1.0}], checkpoint=False))
+    assert len(ledgers) == 2 and len(ledgers[1]) == 1  # one send lost, then the new one
+    assert ledgers[1][0]["attempts"][0]["reports_taken"] == 5  # the whole record
+    assert probe.dropped == 1

@@ -151,13 +151,14 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
     for run in runs:
         findings += attempt_findings(run, run.trial_id in ended)
     if snapshot.ledger is not None and snapshot.ledger.available:
+        known_at = snapshot.ledger.known_at(snapshot.taken_at)
         dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
         for run in runs:
             if run.trial_id not in ended and not run.over:
                 limit = stall_limit(run, thresholds)  # the run's own, made once
                 own = run_findings(run, thresholds, dead_nodes, limit)
                 if not lost_ranks(run, dead_nodes):  # a lost rank explains every wait
-                    own += hang_findings(run, thresholds, snapshot.taken_at, limit)
+                    own += hang_findings(run, thresholds, known_at, limit)
                 findings += own
                 findings += ray_hang_findings(run, own, thresholds, over=False, limit=limit)
                 findings += time_sink_findings(run) + slow_rank_findings(run)

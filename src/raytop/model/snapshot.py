@@ -89,6 +89,14 @@ class LedgerStatus:
     # registration: over its size cap, wrong shape), naming its key; last good copy kept.
     warnings: tuple[str, ...] = ()
 
+    def known_at(self, now: float) -> float:
+        """When what the ledger holds is known true: its last publish (it republishes every
+        second, changed or not), never later than ``now``. A wait the ledger shows is
+        judged up to here, not to ``now``: while it is gone its counts are frozen, and a
+        report the controller had not yet taken when it died must not grow into one the
+        controller never takes."""
+        return now if self.published_at is None else min(now, self.published_at)
+
 
 @dataclass(frozen=True)
 class BestTrial:

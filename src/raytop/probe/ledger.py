@@ -193,6 +193,23 @@ class Ledger:
                 self.published_runs.clear()
 
 
+def call_failed(ref: Any) -> bool:
+    """Whether a call to the Ledger, made earlier, has failed: its ref is ready and holds
+    an error (the Ledger died). A call to a dead actor does not raise when made, only
+    through its ref; one not ready yet has not failed."""
+    # heavy: Ray, already loaded in the Ray process this runs in
+    import ray
+
+    ready, _ = ray.wait([ref], timeout=0)
+    if not ready:
+        return False
+    try:
+        ray.get(ready[0])
+    except Exception:
+        return True
+    return False
+
+
 def get_or_create_ledger() -> Any:
     """The ledger actor handle, creating it (detached, 0 CPU, head node) if missing."""
     # heavy: Ray, already loaded in the Ray process this runs in

@@ -40,7 +40,7 @@ from raytop.model.records import (
     HangDetectorRecord,
     RunAttempts,
 )
-from raytop.probe.ledger import get_or_create_ledger
+from raytop.probe.ledger import call_failed, get_or_create_ledger
 from raytop.wire.train_frames import controller_poll_s
 from raytop.wire.train_hooks import (
     controller_state,
@@ -196,6 +196,7 @@ class RunProbe(ControllerCallback, WorkerGroupCallback, ReportCallback):
     def __init__(self) -> None:
         self._recorder: RunRecorder | None = None
         self._ledger: Any = None
+        self._last_ref: Any = None  # the last send's (``_send``)
         self._detector: Any = None  # Ray's NCCL hang detector among the run's callbacks
         self.dropped = 0
 
@@ -209,15 +210,24 @@ class RunProbe(ControllerCallback, WorkerGroupCallback, ReportCallback):
                 _log.exception("raytop RunProbe dropped an event")
 
     def _send(self) -> None:
+        """The whole record to the Ledger, fire-and-forget. A call to a dead actor does not
+        raise here: its ref fails later. So the last send's ref is looked at first, and a
+        failed one means the Ledger died (a ``ray.kill``, its node lost): a new one is got
+        by name (the ranks' probes may have made it already) and this whole record goes to
+        it. Without that, every later change went to the dead handle, and the run's
+        attempts, retry budget and reports taken were gone from the view for good."""
         if self._recorder is None:
             return
         message = self._recorder.message()
         try:
+            if self._last_ref is not None and call_failed(self._last_ref):
+                self._ledger = None
+                self.dropped += 1
             if self._ledger is None:
                 self._ledger = get_or_create_ledger()
-            self._ledger.update_run.remote(message)
+            self._last_ref = self._ledger.update_run.remote(message)
         except Exception:  # the ledger died: recreate it on the next change
-            self._ledger = None
+            self._ledger = self._last_ref = None
             self.dropped += 1
 
     # -- ControllerCallback --------------------------------------------------------------

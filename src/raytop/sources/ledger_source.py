@@ -105,7 +105,7 @@ class LedgerReader:
                 False, self._started_at, self._last_published,
                 error=f"{problem}; counts are frozen", warnings=(problem,),
             )  # fmt: skip
-            return self._latest_attempts(now), status
+            return self._latest_attempts(status.known_at(now)), status
         if self._started_at is not None and index["started_at"] != self._started_at:
             gap = index["started_at"] - (self._last_published or index["started_at"])
             self._restarted = (index["started_at"], max(0.0, gap))
@@ -165,7 +165,8 @@ class LedgerReader:
             ),
             warnings=tuple(warnings),
         )
-        return self._latest_attempts(now), status
+        # Ages as of the ledger's last publish (``LedgerStatus.known_at``).
+        return self._latest_attempts(status.known_at(now)), status
 
     def _read_run_records(self, versions: dict[str, int]) -> list[str]:
         """Fetch the run records (RunProbe) whose version changed; a bad one is a warning

@@ -25,7 +25,7 @@ import time
 import torch
 
 from raytop.probe.activity import ActivitySampler
-from raytop.probe.time_shares import TimeShares, share_kind
+from raytop.probe.time_shares import TimeShares, classify_share
 from raytop.wire.train_frames import report_parts
 
 PARTS = report_parts()  # Train's report frames, as the probe reads them
@@ -61,7 +61,8 @@ def run(seconds: float, hz: float, sample: bool, shares: bool = False
 
     def share_sample(now: float) -> None:
         frame = sys._current_frames().get(worker.ident)
-        counted.add(share_kind(frame, *PARTS), now)
+        share, waiting = classify_share(frame, *PARTS)
+        counted.add(share, now, waiting)
 
     take = share_sample if shares else sampler.sample
     took: list[float] = []

@@ -25,7 +25,13 @@ from raytop.model.thresholds import Thresholds
 from raytop.model.time_shares import report_share, shares, summed
 from raytop.model.untrusted_activity import MAX_SHARE_S, activity_record
 from raytop.pipeline.derive import with_rank_states
-from raytop.probe.time_shares import MAX_STEP_S, RECENT_S, TimeShares, rank_share, share_kind
+from raytop.probe.time_shares import (
+    MAX_STEP_S,
+    RECENT_S,
+    TimeShares,
+    classify_share,
+    rank_share,
+)
 from raytop.wire import train_frames
 from tests.unit.test_probe_activity import SITE
 
@@ -98,20 +104,20 @@ PARTS = ("execution/context.py", {"_sync_checkpoint_dir_name_across_ranks": "rep
 ])  # fmt: skip
 def test_each_thread_counts_to_the_share_of_the_work_it_is_in(calls, kind):
     with thread_in(*calls) as frame:
-        assert share_kind(frame, *PARTS) == kind
+        assert classify_share(frame, *PARTS)[0] == kind
 
 
 def test_until_its_first_step_or_report_a_rank_is_starting_up():
     calls = [("torch/distributed/distributed_c10d.py", "broadcast")]  # DDP's first sync
     with thread_in(*calls) as frame:
-        assert rank_share(frame, *PARTS, started=False) == "startup"
-        assert rank_share(frame, *PARTS, started=True) == "collective"
+        assert rank_share(frame, *PARTS, started=False) == ("startup", False)
+        assert rank_share(frame, *PARTS, started=True) == ("collective", True)
 
 
 def test_on_a_ray_whose_report_frames_are_unknown_report_is_one_share():
     calls = [REPORT, (CONTEXT, "_wait_then_report"), ("queue.py", "put")]
     with thread_in(*calls) as frame:
-        assert share_kind(frame, "", {}) == "report_other"
+        assert classify_share(frame, "", {}) == ("report_other", True)
 
 
 def test_the_installed_ray_has_trains_report_parts_where_the_probe_looks():
@@ -148,6 +154,32 @@ def test_each_gap_counts_to_the_kind_seen_at_its_end_over_the_attempt_and_the_la
     total, recent, _ = clock.record()
     assert recent == {"collective": RECENT_S}
     assert total["collective"] == RECENT_S
+
+
+def test_the_waiting_fraction_is_the_time_spent_waiting_over_the_recent_window():
+    clock = TimeShares()
+    assert clock.waiting() == (0.0, 0)
+    clock.add("compute", 100.0)
+    clock.add("compute", 100.75)  # a backward pass: compute, yet waiting under DDP
+    clock.add("compute", 101.0, waiting=True)
+    clock.add("report_wait", 102.0, waiting=True)
+    assert clock.waiting() == (0.625, 2)  # 1.25 of 2 s
+    for i in range(1, int(RECENT_S) * 10 + 1):  # a minute of work pushes it all out
+        clock.add("compute", 102.0 + i * 0.1)
+    assert clock.waiting()[0] == 0.0
+
+
+def test_two_identical_ranks_of_a_half_second_loop_wait_alike_whatever_their_phase():
+    """Sleep 0.3 s, report 0.2 s: sampled once a second, at a fixed phase, one rank read
+    as never waiting and the other as always (a "straggler" of 42 % work against 12 %).
+    Counted by time ten times a second, both read 40 % waiting, whatever the phase."""
+    for phase in (0.0, 0.03, 0.05, 0.07, 0.099):
+        clock = TimeShares()
+        for i in range(600):
+            now = i * 0.1 + phase
+            waiting = (now % 0.5) >= 0.3
+            clock.add("report_wait" if waiting else "compute", now, waiting)
+        assert abs(clock.waiting()[0] - 0.4) < 0.05, phase
 
 
 def test_shares_need_two_seconds_and_sum_to_one():

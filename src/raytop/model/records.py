@@ -73,8 +73,9 @@ SHARE_KINDS = ("compute", "data_loader", "collective", "io", "report_barrier",
 class Activity(TypedDict):
     """Where a rank's train loop is (``probe.activity``): ``kind`` one of collective,
     backward, data_loader, io, report, user; ``where`` the call and the user's line;
-    ``since`` when it got there (unix s); ``waiting`` the fraction of the last ``samples``
-    one-second samples it spent waiting (collective, backward, report). ``time_s`` and
+    ``since`` when it got there (unix s); ``waiting`` the fraction of its last ``samples``
+    seconds of training it spent waiting (collective, backward, report; time-weighted, ten
+    samples a second; a probe before 2026-12-06: of its last one-second samples). ``time_s`` and
     ``recent_time_s``: seconds per ``SHARE_KINDS`` kind over the attempt and over the last
     minute, once it trains; ``startup_s``: its start-up before that (absent from a probe
     older than them)."""

@@ -5,9 +5,10 @@ in no report count: every rank has made the same number of reports and none is i
 one. What shows is where each train-loop thread is. The probe's flush thread samples it
 once a second (one dict lookup and a walk of at most ``MAX_DEPTH`` frames: microseconds,
 on the probe thread, never on the training thread) and sends the newest classification
-with when it began, plus how much of the recent window the rank spent waiting (in a
-collective, a backward pass that carries DDP's all_reduce, or a report), which is what
-tells a straggler (works while the others wait) from its peers.
+with when it began. How much of its recent time the rank spent waiting (in a collective,
+a backward pass that carries DDP's all_reduce, or a report: ``WAITING_KINDS``), which is
+what tells a straggler (works while the others wait) from its peers, is counted with its
+time shares, ten samples a second (``probe.time_shares``).
 
 Kinds: ``collective`` (a ``torch.distributed`` call), ``backward`` (autograd's backward:
 with DDP, where gradients are all-reduced), ``data_loader`` (``torch.utils.data``), ``io``
@@ -21,12 +22,10 @@ import functools
 import linecache
 import os
 import sys
-from collections import deque
 from types import FrameType
 from typing import Any
 
 MAX_DEPTH = 64  # frames walked from the innermost outwards
-WINDOW = 60  # samples (seconds) the waiting fraction is taken over
 MAX_WHERE = 200
 
 WAITING_KINDS = frozenset({"collective", "backward", "report"})
@@ -124,7 +123,7 @@ def _with_user(call: str, user: str | None) -> str:
 
 class ActivitySampler:
     """Samples one thread (the train loop's) when ``sample`` is called: keeps the current
-    (kind, where) and since when, and the kinds of the last ``WINDOW`` samples."""
+    (kind, where) and since when."""
 
     def __init__(self, thread_id: int) -> None:
         self.thread_id = thread_id
@@ -132,7 +131,6 @@ class ActivitySampler:
         self.where: str | None = None
         self.since: float | None = None
         self.sampled_at: float | None = None
-        self.window: deque[str] = deque(maxlen=WINDOW)
 
     def sample(self, now: float) -> None:
         frame = sys._current_frames().get(self.thread_id)
@@ -143,22 +141,15 @@ class ActivitySampler:
         if (kind, where) != (self.kind, self.where):
             self.kind, self.where, self.since = kind, where, now
         self.sampled_at = now
-        self.window.append(kind)
 
     def record(self) -> dict[str, Any] | None:
-        """What the probe sends (``model.records.Activity``); None before any sample."""
+        """Where the thread is and since when (``model.records.Activity`` less ``samples``
+        and ``waiting``, which the probe adds from its time shares); None before any
+        sample."""
         if self.kind is None:
             return None
-        samples = list(self.window)
-        waiting = sum(1 for k in samples if k in WAITING_KINDS)
-        return {
-            "kind": self.kind,
-            "where": self.where,
-            "since": self.since,
-            "sampled_at": self.sampled_at,
-            "samples": len(samples),
-            "waiting": waiting / len(samples) if samples else 0.0,
-        }
+        return {"kind": self.kind, "where": self.where, "since": self.since,
+                "sampled_at": self.sampled_at}  # fmt: skip
 
 
 __all__ = ["PRECEDENCE", "WAITING_KINDS", "ActivitySampler", "classify", "found_kinds", "walk"]

@@ -26,7 +26,7 @@ from raytop.model.records import MAX_REPORT_HISTORY, BarrierWait, CheckpointUplo
 from raytop.probe.activity import ActivitySampler
 from raytop.probe.checkpoint_files import UploadInFlight, list_files, start_upload
 from raytop.probe.gpu_use import gpu_use
-from raytop.probe.ledger import get_or_create_ledger
+from raytop.probe.ledger import call_failed, get_or_create_ledger
 from raytop.probe.rank_commands import RankCommands
 from raytop.probe.step_counter import StepCounter
 from raytop.probe.time_shares import TimeShares, rank_share
@@ -212,9 +212,9 @@ class RankState:
         if self._report_parts is None:
             self._report_parts = report_parts()
         started = bool(self.entered or self._steps.steps)
-        kind = rank_share(frame, *self._report_parts, started)
+        kind, waiting = rank_share(frame, *self._report_parts, started)
         del frame  # no frame kept alive past the sample
-        self._shares.add(kind, now)
+        self._shares.add(kind, now, waiting)
 
     def _message(self, process: Any) -> RankReport:
         ident = self.identity
@@ -262,6 +262,7 @@ class RankState:
             message["stack_request"], message["stack"] = commands.stack
         activity = self._sampler.record() if self._sampler is not None else None
         if activity is not None:
+            activity["waiting"], activity["samples"] = self._shares.waiting()
             activity["time_s"], activity["recent_time_s"], activity["startup_s"] = (
                 self._shares.record()
             )
@@ -275,17 +276,9 @@ class RankState:
         return message
 
     def _send(self, message: RankReport) -> None:
-        # heavy: Ray, already loaded in the Train worker this runs in
-        import ray
-
-        if self._last_ref is not None:
-            ready, _ = ray.wait([self._last_ref], timeout=0)
-            if ready:
-                try:
-                    ray.get(ready[0])
-                except Exception:  # the ledger died: count it and recreate it
-                    self.dropped += 1
-                    self._ledger = None
+        if self._last_ref is not None and call_failed(self._last_ref):
+            self.dropped += 1  # the ledger died: count it and recreate it
+            self._ledger = None
         if self._ledger is None:
             self._ledger = get_or_create_ledger()
         self._last_ref = self._ledger.update.remote(message)

@@ -23,7 +23,7 @@ from collections import deque
 from types import FrameType
 
 from raytop.model.records import SHARE_KINDS
-from raytop.probe.activity import PRECEDENCE, found_kinds, walk
+from raytop.probe.activity import PRECEDENCE, WAITING_KINDS, found_kinds, walk
 
 RECENT_S = 60.0
 MAX_STEP_S = 1.0  # a longer gap between samples (a paused process) counts this much
@@ -33,43 +33,50 @@ _SHARE_OF = {"collective": "collective", "data_loader": "data_loader", "io": "io
 
 def rank_share(
     frame: FrameType | None, report_file: str, parts: dict[str, str], started: bool
-) -> str:
-    """``startup`` until the rank has ``started`` (its first optimizer step or report:
-    building its model, joining the process group, making its data loader), then the
-    share its frames say (``share_kind``): a short run's start-up would otherwise count as
-    its own code, and hide where its training's time goes."""
-    return share_kind(frame, report_file, parts) if started else "startup"
+) -> tuple[str, bool]:
+    """(share, waiting): ``startup`` until the rank has ``started`` (its first optimizer
+    step or report: building its model, joining the process group, making its data
+    loader), then what its frames say (``classify_share``): a short run's start-up would
+    otherwise count as its own code, and hide where its training's time goes."""
+    return classify_share(frame, report_file, parts) if started else ("startup", False)
 
 
-def share_kind(frame: FrameType | None, report_file: str, parts: dict[str, str]) -> str:
-    """The share a thread whose innermost frame is ``frame`` is spending its time on;
-    ``parts``: Train's report frames (name → part) in files ending ``report_file``."""
+def classify_share(
+    frame: FrameType | None, report_file: str, parts: dict[str, str]
+) -> tuple[str, bool]:
+    """(the share a thread whose innermost frame is ``frame`` is spending its time on,
+    whether it is waiting on its peers): ``parts`` are Train's report frames (name →
+    part) in files ending ``report_file``. Waiting is being in one of ``WAITING_KINDS``: a
+    collective, a report, or a backward pass, which is ``compute`` among the shares yet
+    where, under DDP, a rank waits in all_reduce for a slower one."""
     frames = walk(frame)
     found = found_kinds(frames)
     kind = next((k for k in PRECEDENCE if k in found), "user")
     if kind != "report":
-        return _SHARE_OF.get(kind, "compute")
+        return _SHARE_OF.get(kind, "compute"), kind in WAITING_KINDS
     if parts:
         for f in frames:  # innermost first: the part the report is in now
             part = parts.get(f.f_code.co_name)
             if part is not None and f.f_code.co_filename.endswith(report_file):
-                return part
-    return "report_other"
+                return part, True
+    return "report_other", True
 
 
 class TimeShares:
-    """Seconds per kind over the attempt and over the last ``RECENT_S`` seconds."""
+    """Seconds per kind over the attempt and over the last ``RECENT_S`` seconds, and how
+    much of the recent ones the rank waited on its peers (``waiting``)."""
 
     def __init__(self) -> None:
         self.total = dict.fromkeys(SHARE_KINDS, 0.0)
         self.startup_s = 0.0
         self.recent = dict.fromkeys(SHARE_KINDS, 0.0)
-        self._window: deque[tuple[float, str, float]] = deque()
+        self.recent_waiting_s = 0.0
+        self._window: deque[tuple[float, str, float, bool]] = deque()
         self._last: float | None = None
 
-    def add(self, kind: str, now: float) -> None:
+    def add(self, kind: str, now: float, waiting: bool = False) -> None:
         """The time since the last sample, spent in ``kind`` (the first sample only starts
-        the clock)."""
+        the clock), ``waiting`` on the rank's peers or not."""
         last, self._last = self._last, now
         if last is None:
             return
@@ -79,19 +86,31 @@ class TimeShares:
             return
         self.total[kind] += step
         self.recent[kind] += step
-        self._window.append((now, kind, step))
+        self.recent_waiting_s += step if waiting else 0.0
+        self._window.append((now, kind, step, waiting))
         while self._window and self._window[0][0] <= now - RECENT_S:
-            _, old, gone = self._window.popleft()
+            _, old, gone, waited = self._window.popleft()
             self.recent[old] = max(self.recent[old] - gone, 0.0)
+            if waited:
+                self.recent_waiting_s = max(self.recent_waiting_s - gone, 0.0)
 
     def record(self) -> tuple[dict[str, float], dict[str, float], float]:
         """(over the attempt, over the recent window): kind → seconds, the kinds with any;
         and the start-up's seconds."""
         return _rounded(self.total), _rounded(self.recent), round(self.startup_s, 2)
 
+    def waiting(self) -> tuple[float, int]:
+        """(the fraction of the recent window's time the rank waited on its peers, the
+        whole seconds that window holds). Time-weighted, ten samples a second: what tells
+        a straggler from its peers. (One sample a second, as before 2026-12-06, read the
+        same phase of a loop of 0.5 s every time: two identical ranks of a sleep-then-report
+        loop came out 42 % and 12 % at work, one "a straggler".)"""
+        seconds = sum(self.recent.values())
+        return (min(1.0, self.recent_waiting_s / seconds) if seconds > 0 else 0.0), int(seconds)
+
 
 def _rounded(seconds: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 2) for k, v in seconds.items() if v >= 0.005}
 
 
-__all__ = ["MAX_STEP_S", "RECENT_S", "TimeShares", "rank_share", "share_kind"]
+__all__ = ["MAX_STEP_S", "RECENT_S", "TimeShares", "classify_share", "rank_share"]

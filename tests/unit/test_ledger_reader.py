@@ -37,10 +37,13 @@ def test_only_changed_pages_are_fetched_and_the_latest_attempt_wins():
     kv = FakeKv()
     reader = LedgerReader(kv)
     first = page("a1", 10.0, 1, rank(0, 3), rank(1, 3))
-    publish(kv, 1.0, 100.0, {"run1.a1": first})
+    publish(kv, 1.0, 100.5, {"run1.a1": first})
     (run,), status = reader.read(now=100.5)
     assert status.available and run.attempt_index == 1
     assert [w.reports_entered for w in run.workers] == [3, 3]
+    assert run.workers[0].heartbeat_age_s == 0.5 and run.workers[0].last_report_age_s == 10.5
+    # half a second later, the ledger not having published since: as of its publish
+    (run,), _ = reader.read(now=101.0)
     assert run.workers[0].heartbeat_age_s == 0.5 and run.workers[0].last_report_age_s == 10.5
 
     # a restart: a new worker group (attempt) with fresh counts and a new world size

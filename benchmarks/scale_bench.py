@@ -4,11 +4,11 @@ A stand-in cluster of 500 nodes, 2,000 placement groups, 2,000 Train workers (25
 8 ranks, or 1 run × 2,000 ranks) and a Tune experiment of 10,000 trials, read by raytop's
 real readers and pipeline (a watching ``SnapshotCollector``, as the TUI reads):
 
-- the GCS: a real ``wire.gcs.GcsReader`` whose Ray ``GlobalState`` holds a stand-in for
-  Ray's C++ ``GlobalStateAccessor`` serving serialized protobufs (``GcsNodeInfo``,
-  ``AvailableResources``, ``ActorTableData``, ``PlacementGroupTableData``), so Ray's own
-  parsing and raytop's run as against a cluster; every read still opens a TCP connection
-  to a local listener (``probe_tcp``) and runs on a thread of its own (``_within``). The
+- the GCS: a real ``wire.gcs.GcsReader`` whose gRPC channel is a stand-in answering the
+  serialized replies the GCS sends (rows of ``GcsNodeInfo``, ``AvailableResources``,
+  ``ActorTableData``, ``PlacementGroupTableData``), so Ray's stubs, raytop's reply split
+  and Ray's protobuf parsing run as against a cluster; every read still opens a TCP
+  connection to a local listener first (``probe_tcp``). The
   actor table holds the dead actors of the ended trials too, as the GCS keeps them (up to
   ``maximum_gcs_destroyed_actor_cached_count`` = 100,000 by default);
 - the KV store: a real ``wire.gcs.GcsKv`` over a stand-in ``GcsClient``, holding what the
@@ -127,7 +127,7 @@ def trial_id(i: int) -> str:
     return f"{TRIAL_PREFIX_ID}_{i:05d}"
 
 
-# -- the GCS: a stand-in for Ray's C++ GlobalStateAccessor --------------------------------
+# -- the GCS: a stand-in for its gRPC channel ----------------------------------------------
 
 
 class Meter:
@@ -152,68 +152,66 @@ class Meter:
         return calls, sizes
 
 
-class FakeAccessor:
-    """What ``ray._raylet.GlobalStateAccessor`` answers, from serialized protobufs: the
-    node table parsed into the dicts Ray's Cython wrapper builds, the rest as blobs."""
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _reply(rows: list[bytes]) -> bytes:
+    """A ``GetAll…Reply`` as the GCS serializes it: an OK status (empty, field 1) and
+    each row as field 2 (protobuf's wire format: key, length, bytes)."""
+    return b"\x0a\x00" + b"".join(b"\x12" + _varint(len(row)) + row for row in rows)
+
+
+class FakeGcs:
+    """A gRPC channel standing for the GCS's: each call of ``wire.gcs_rpc`` answers the
+    serialized reply of the rows held here (``GcsNodeInfo``, ``AvailableResources``,
+    ``ActorTableData`` by state, ``PlacementGroupTableData``); bytes are counted."""
 
     def __init__(self, meter: Meter) -> None:
-        from ray.core.generated import gcs_pb2
+        from ray.core.generated import gcs_pb2, gcs_service_pb2
 
-        self._pb = gcs_pb2
+        self._pb, self._service = gcs_pb2, gcs_service_pb2
         self.meter = meter
         self.nodes: list[bytes] = []
         self.available: list[bytes] = []
         self.actors: list[tuple[int, bytes]] = []  # (state, ActorTableData)
         self.groups: list[bytes] = []
 
-    def connect(self) -> bool:
-        return True
+    def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        name = method.rsplit("/", 1)[-1]
+        answer = getattr(self, f"_{name}", None)
+        return lambda request, timeout=None: self._count(name, answer(request))
 
-    def disconnect(self) -> None:
+    def _count(self, name: str, data: bytes) -> bytes:
+        self.meter.count(name, len(data))
+        return data
+
+    def close(self) -> None:
         pass
 
-    def get_node_table(self) -> list[dict[str, Any]]:
-        self.meter.count("GetAllNodeInfo", sum(len(b) for b in self.nodes))
-        rows = []
-        for blob in self.nodes:
-            info = self._pb.GcsNodeInfo.FromString(blob)
-            alive = info.state == self._pb.GcsNodeInfo.ALIVE
-            rows.append({
-                "NodeID": info.node_id.hex(), "Alive": alive,
-                "NodeManagerAddress": info.node_manager_address,
-                "NodeManagerHostname": info.node_manager_hostname,
-                "NodeManagerPort": info.node_manager_port,
-                "ObjectManagerPort": info.object_manager_port,
-                "ObjectStoreSocketName": info.object_store_socket_name,
-                "RayletSocketName": info.raylet_socket_name,
-                "MetricsExportPort": info.metrics_export_port, "NodeName": info.node_name,
-                "RuntimeEnvAgentPort": info.runtime_env_agent_port, "alive": alive,
-                "Resources": dict(info.resources_total) if alive else {},
-                "Labels": dict(info.labels),
-            })  # fmt: skip
-        return rows
+    def _GetAllNodeInfo(self, request: Any) -> bytes:
+        return _reply(self.nodes)
 
-    def get_all_available_resources(self) -> list[bytes]:
-        self.meter.count("GetAllAvailableResources", sum(len(b) for b in self.available))
-        return list(self.available)
+    def _GetAllAvailableResources(self, request: Any) -> bytes:
+        return _reply(self.available)
 
-    def get_actor_table(self, job_id: Any = None, actor_state_name: str | None = None):
+    def _GetAllActorInfo(self, request: Any) -> bytes:
         """Filtered by state in the GCS, as Ray's ``GetAllActorInfo`` filters do."""
-        wanted = None
-        if actor_state_name is not None:
-            wanted = self._pb.ActorTableData.ActorState.Value(actor_state_name)
-        blobs = [b for state, b in self.actors if wanted is None or state == wanted]
-        self.meter.count("GetAllActorInfo", sum(len(b) for b in blobs))
-        return blobs
+        wanted = request.filters.state if request.filters.HasField("state") else None
+        return _reply([b for state, b in self.actors if wanted is None or state == wanted])
 
-    def get_placement_group_table(self) -> list[bytes]:
-        self.meter.count("GetAllPlacementGroupInfo", sum(len(b) for b in self.groups))
-        return list(self.groups)
+    def _GetAllPlacementGroup(self, request: Any) -> bytes:
+        return _reply(self.groups)
 
 
 class Listener:
     """A local TCP port standing for the GCS's: ``probe_tcp`` connects before every
-    accessor read; the connections are counted."""
+    table read; the connections are counted."""
 
     def __init__(self) -> None:
         self.sock = socket.socket()
@@ -236,19 +234,15 @@ class Listener:
         self.sock.close()
 
 
-def gcs_reader(address: str, accessor: FakeAccessor) -> Any:
-    """A real ``GcsReader`` whose Ray ``GlobalState`` reads through ``accessor``."""
-    from ray._private.state import GlobalState
-
+def gcs_reader(address: str, channel: FakeGcs) -> Any:
+    """A real ``GcsReader`` whose gRPC channel is ``channel``."""
     from raytop.wire.gcs import GcsReader
+    from raytop.wire.gcs_rpc import GcsTables
 
     class StandInReader(GcsReader):
-        def _global_state(self) -> Any:
+        def _tables(self) -> Any:
             if self._client is None:
-                state = GlobalState()
-                state.gcs_options = "stand-in"
-                state._global_state_accessor = accessor
-                self._client = state
+                self._client = GcsTables(self.address, channel=channel)
             return self._client
 
     return StandInReader(address)
@@ -424,7 +418,7 @@ class StandInCluster:
         self.now = time.time()
         self.gcs_meter, self.kv_meter = Meter(), Meter()
         self.listener = Listener()
-        self.accessor = FakeAccessor(self.gcs_meter)
+        self.gcs = FakeGcs(self.gcs_meter)
         self.client = FakeGcsClient(self.kv_meter)
         self.folder = root / EXPERIMENT
         self.home = root / "raytop-home"
@@ -495,13 +489,13 @@ class StandInCluster:
                 state=gcs_pb2.GcsNodeInfo.ALIVE, start_time_ms=int(self.now * 1000) - 86_400_000,
                 is_head_node=i == 0,
             )  # fmt: skip
-            self.accessor.nodes.append(info.SerializeToString())
+            self.gcs.nodes.append(info.SerializeToString())
             available = dict(total)
             if i and i <= gpu_nodes:  # the Train workers hold the GPUs
                 held = min(8, shape.workers - (i - 1) * 8)
                 available["GPU"] = 8.0 - held
                 available["CPU"] = 96.0 - 2 * held
-            self.accessor.available.append(
+            self.gcs.available.append(
                 gcs_pb2.AvailableResources(
                     node_id=node_id(i), resources_available=available
                 ).SerializeToString()
@@ -570,7 +564,7 @@ class StandInCluster:
             kept -= len(made)
         self.alive_actors = sum(1 for state, _ in table if state == 2)
         self.dead_actors = len(table) - self.alive_actors
-        self.accessor.actors = table
+        self.gcs.actors = table
 
     def _groups(self) -> None:
         """Each running trial's group and its Train worker group (placed), groups Tune
@@ -623,7 +617,7 @@ class StandInCluster:
             blobs.append(group(n, [({"CPU": 1.0}, cpu_nodes[i % len(cpu_nodes)])],
                                common_pb2.SPREAD, OTHER_JOB_ID, actor_id(14, i), True,
                                dead=i % 100 == 0))  # fmt: skip
-        self.accessor.groups = blobs
+        self.gcs.groups = blobs
 
     # the ledger ---------------------------------------------------------------------------
 
@@ -757,7 +751,7 @@ class StandInCluster:
         from raytop.home import register_experiment
         from raytop.pipeline.collect import SnapshotCollector
 
-        reader = gcs_reader(self.listener.address, self.accessor)
+        reader = gcs_reader(self.listener.address, self.gcs)
         kv = gcs_kv(self.listener.address, self.client)
         home, os.environ["RAYTOP_HOME"] = os.environ.get("RAYTOP_HOME"), str(self.home)
         try:

@@ -238,17 +238,22 @@ def test_r1_ledger_killed_the_view_says_so_reconnects_and_loses_no_report(
 @pytest.mark.own_cluster
 def test_r1_a_gcs_that_stops_answering_then_dies_never_ends_the_view(tmp_path, monkeypatch):
     """The GCS accepts connections but does not answer (frozen, as while a loaded cluster
-    is being stopped), then is gone. Ray's state accessor has no per-call timeout, and
-    Ray's GCS client ends its whole process 60 s after the GCS is gone: the view must say
-    "not connected" within its read deadline and outlive both (found under load: the
-    watcher of the restart test below was ended by Ray mid-test)."""
+    is being stopped), then is gone, then a new one starts on the same address. Ray's GCS
+    client ends its whole process 60 s after the GCS is gone, and Ray's state accessor
+    (which raytop once read the tables with) had no per-call timeout and ended the process
+    when a read left in flight met the new GCS ("WrongClusterID"): the view must say "not
+    connected" within its read deadline, outlive the give-up, and connect to the new GCS
+    (found under load: the watcher of the restart test below was ended by Ray mid-test)."""
     from raytop.launch import cluster
     from raytop.launch.spec import ClusterSection
-    from raytop.wire.gcs import ACCESSOR_DEADLINE_S
+    from raytop.wire.gcs import READ_DEADLINE_S
 
     (tmp_path / "home").mkdir()
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("RAY_TMPDIR", own_tmpdir("gcsfrozen"))  # never the shared cluster's
+    ports: list[int] = []
+    pick = cluster._free_port
+    monkeypatch.setattr(cluster, "_free_port", lambda: ports.append(pick()) or ports[-1])
     target = cluster.start_embedded(ClusterSection(num_cpus=1))
     head = psutil.Process(cluster.embedded_record()["pid"])
     (gcs,) = [p for p in head.children(recursive=True) if p.name() == "gcs_server"]
@@ -257,15 +262,25 @@ def test_r1_a_gcs_that_stops_answering_then_dies_never_ends_the_view(tmp_path, m
         watcher.until(lambda p: p["connected"], 30, "the view to connect")
         gcs.send_signal(signal.SIGSTOP)
         frozen_at = time.time()
-        seen = watcher.until(lambda p: not p["connected"], ACCESSOR_DEADLINE_S + 20,
+        seen = watcher.until(lambda p: not p["connected"], READ_DEADLINE_S + 20,
                              "the view to show a GCS that does not answer")  # fmt: skip
         figure("r1_frozen_gcs_seen_s", round(seen["t"] - frozen_at, 1))
+        # Killed with a read in flight: the watcher polls again at once after a failure.
         gcs.kill()
         killed_at = time.time()
         last = watcher.until(lambda p: p["t"] > killed_at + 75, 120,
                              "the view to outlive Ray's 60 s give-up")  # fmt: skip
         assert not last["connected"] and watcher.process.poll() is None
         figure("r1_view_alive_after_gcs_gone_s", round(last["t"] - killed_at))
+        cluster.stop_embedded()
+        replay = iter(list(ports))
+        monkeypatch.setattr(cluster, "_free_port", lambda: next(replay))
+        restart_at = time.time()
+        assert cluster.start_embedded(ClusterSection(num_cpus=1)).address == target.address
+        back = watcher.until(lambda p: p["connected"], 60, "the view to connect to the new GCS")
+        assert watcher.process.poll() is None
+        # The GCS answers before the node is alive: the view is back before the start ends.
+        figure("r1_new_gcs_seen_after_restart_s", round(back["t"] - restart_at, 1))
     finally:
         watcher.close()
         with contextlib.suppress(Exception):

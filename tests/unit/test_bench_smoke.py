@@ -44,7 +44,7 @@ def test_the_scale_benchmark_reads_its_stand_in_cluster_through_the_real_readers
     }  # fmt: skip
     for kind in result["collect"].values():
         assert kind["calls_min"] > 0 and kind["cluster_bytes_p50"] > 0 and kind["cpu_p50_s"] > 0
-        assert {"GetAllNodeInfo", "GetAllActorInfo", "GetAllPlacementGroupInfo", "kv_get"} <= set(
+        assert {"GetAllNodeInfo", "GetAllActorInfo", "GetAllPlacementGroup", "kv_get"} <= set(
             kind["calls"]
         )
     # A changed rank is fetched with its page; an unchanged ledger is the index alone.

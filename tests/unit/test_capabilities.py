@@ -203,25 +203,42 @@ def test_the_job_table_is_read_whole_where_ray_cannot_leave_fields_out(monkeypat
     assert client.calls[-1][1] == {"timeout": 5.0}
 
 
+GRPC_STUBS = "ray.core.generated.gcs_service_pb2_grpc"
+
+
 @pytest.mark.parametrize(("read", "gone"), [
-    ("nodes", "node_table"),
-    ("actors", "_connect_and_get_accessor"),
-    ("placement_groups", "_connect_and_get_accessor"),
+    ("nodes", "NodeInfoGcsServiceStub"),
+    ("actors", "ActorInfoGcsServiceStub"),
+    ("placement_groups", "PlacementGroupInfoGcsServiceStub"),
 ])  # fmt: skip
 def test_a_gcs_read_ray_cannot_make_raises_the_named_warning(monkeypatch, listening, read, gone):
-    without(monkeypatch, "ray._private.state", "GlobalState", gone)
+    ray_module(monkeypatch, GRPC_STUBS, **{gone: None})
     with pytest.raises(RayLacks) as raised:
         getattr(GcsReader(listening), read)()
-    assert str(raised.value) == warning(f"GlobalState.{gone}")
+    assert str(raised.value) == warning(gone)
+
+
+def test_a_ray_whose_reply_lacks_its_rows_field_raises_the_named_warning(monkeypatch, listening):
+    """A field renamed in a reply is caught before the read, not read as no rows."""
+    real = importlib.import_module("ray.core.generated.gcs_service_pb2")
+    reply = SimpleNamespace(fields_by_name={"status": None, "node_list": None})
+    service = SimpleNamespace(
+        methods_by_name={"GetAllNodeInfo": SimpleNamespace(output_type=reply)}
+    )
+    descriptor = Lacking(real.DESCRIPTOR, services_by_name={"NodeInfoGcsService": service})
+    ray_module(monkeypatch, "ray.core.generated.gcs_service_pb2", DESCRIPTOR=descriptor)
+    with pytest.raises(RayLacks) as raised:
+        GcsReader(listening).nodes()
+    assert str(raised.value) == warning("GetAllNodeInfo")
 
 
 def test_a_ray_with_no_node_table_is_a_snapshot_warning_not_a_traceback(
     monkeypatch, listening, tmp_path
 ):
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path))
-    without(monkeypatch, "ray._private.state", "GlobalState", "node_table")
+    ray_module(monkeypatch, GRPC_STUBS, NodeInfoGcsServiceStub=None)
     snapshot = SnapshotCollector(listening, experiments=[], tune_home=[]).collect()
-    said = warning("GlobalState.node_table")
+    said = warning("NodeInfoGcsServiceStub")
     assert said in snapshot.warnings
     assert (snapshot.cluster.connected, snapshot.cluster.error) == (False, said)
 

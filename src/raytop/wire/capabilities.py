@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from raytop.wire.gcs_rpc import TABLES
 from raytop.wire.version import import_ray, ray_version
 
 Check = Callable[[], bool]
@@ -106,37 +107,61 @@ def _fields(module: str, message: str, fields: Iterable[str], without: str) -> t
 
 
 RAYLET = "ray._raylet"
-STATE = "ray._private.state"
 GCS_PB2 = "ray.core.generated.gcs_pb2"
 COMMON_PB2 = "ray.core.generated.common_pb2"
 # ``ray._raylet.GcsClient`` hands every attribute it lacks to its ``InnerGcsClient``
 # (``__getattr__``): that class is where its methods and their parameters are found.
 INNER_GCS_CLIENT = "InnerGcsClient"
 
-# -- the GCS tables from outside the cluster (``wire.gcs.GcsReader``) ------------------
-_STATE_WITHOUT = "nodes, actors and placement groups unreadable"
-GLOBAL_STATE = (
-    _add("GlobalState", _STATE_WITHOUT, _attribute(STATE, "GlobalState")),
-    _add("GlobalState._initialize_global_state", _STATE_WITHOUT,
-         _attribute(STATE, "GlobalState._initialize_global_state", "gcs_options")),
-    _add("GcsClientOptions.create", _STATE_WITHOUT,
-         _attribute(RAYLET, "GcsClientOptions.create", "allow_cluster_id_nil",
-                    "fetch_cluster_id_if_nil")),
+# -- the GCS tables from outside the cluster (``wire.gcs.GcsReader``, ``wire.gcs_rpc``) --
+GCS_UTILS = "ray._private.gcs_utils"
+GCS_SERVICE_PB2 = "ray.core.generated.gcs_service_pb2"
+GCS_GRPC = "ray.core.generated.gcs_service_pb2_grpc"
+
+
+def _reply(service: str, method: str, rows: str) -> Check:
+    """The GCS service has ``method``, and its reply the status and ``rows`` fields."""
+
+    def check() -> bool:
+        found = _resolve(GCS_SERVICE_PB2, "DESCRIPTOR").services_by_name[service]
+        reply = found.methods_by_name[method].output_type
+        return {"status", rows} <= set(reply.fields_by_name)
+
+    return check
+
+
+def _table(table: str, without: str) -> tuple[str, ...]:
+    """What one of ``wire.gcs_rpc``'s reads calls: the stub, the method and its reply."""
+    service, method, request, rows = TABLES[table]
+    return (
+        _add(f"{service}Stub", without, _attribute(GCS_GRPC, f"{service}Stub")),
+        _add(f"{method}", without, _reply(service, method, rows)),
+        _add(request, without, _attribute(GCS_SERVICE_PB2, request)),
+    )
+
+
+_TABLES_WITHOUT = "nodes, actors and placement groups unreadable"
+GCS_CHANNEL = (
+    _add("create_gcs_channel", _TABLES_WITHOUT,
+         _attribute(GCS_UTILS, "create_gcs_channel", "address")),
+    *_fields(GCS_SERVICE_PB2, "GcsStatus", ("code", "message"), _TABLES_WITHOUT),
 )  # fmt: skip
 NODES = (
-    *GLOBAL_STATE,
-    _add("GlobalState.node_table", "nodes unreadable", _attribute(STATE, "GlobalState.node_table")),
-    _add("GlobalState.available_resources_per_node", "nodes unreadable",
-         _attribute(STATE, "GlobalState.available_resources_per_node")),
+    *GCS_CHANNEL,
+    *_table("nodes", "nodes unreadable"),
+    *_table("available", "nodes unreadable"),
+    _add("GcsNodeInfo.ALIVE", "nodes unreadable", _attribute(GCS_PB2, "GcsNodeInfo.ALIVE")),
+    *_fields(GCS_PB2, "GcsNodeInfo", ("node_id", "node_manager_address", "state",
+             "resources_total", "labels"), "nodes unreadable"),
+    *_fields(GCS_PB2, "AvailableResources", ("node_id", "resources_available"),
+             "nodes unreadable"),
 )  # fmt: skip
-_ACCESSOR = _add("GlobalState._connect_and_get_accessor", "actors and placement groups unreadable",
-                 _attribute(STATE, "GlobalState._connect_and_get_accessor"))  # fmt: skip
 _ACTORS_WITHOUT = "actors unreadable: runs with no probe, trial owners and drivers unknown"
 ACTORS = (
-    *GLOBAL_STATE,
-    _ACCESSOR,
-    _add("GlobalStateAccessor.get_actor_table", _ACTORS_WITHOUT,
-         _attribute(RAYLET, "GlobalStateAccessor.get_actor_table", "job_id", "actor_state_name")),
+    *GCS_CHANNEL,
+    *_table("actors", _ACTORS_WITHOUT),
+    *_fields(GCS_SERVICE_PB2, "GetAllActorInfoRequest", ("filters",), _ACTORS_WITHOUT),
+    *_fields(GCS_SERVICE_PB2, "GetAllActorInfoRequest.Filters", ("state",), _ACTORS_WITHOUT),
     _add("ActorTableData.ALIVE", _ACTORS_WITHOUT, _attribute(GCS_PB2, "ActorTableData.ALIVE")),
     *_fields(GCS_PB2, "ActorTableData", ("actor_id", "state", "class_name", "job_id", "pid",
              "address", "owner_address", "placement_group_id"), _ACTORS_WITHOUT),
@@ -144,10 +169,8 @@ ACTORS = (
 )  # fmt: skip
 _GROUPS_WITHOUT = "placement groups unreadable"
 PLACEMENT_GROUPS = (
-    *GLOBAL_STATE,
-    _ACCESSOR,
-    _add("GlobalStateAccessor.get_placement_group_table", _GROUPS_WITHOUT,
-         _attribute(RAYLET, "GlobalStateAccessor.get_placement_group_table")),
+    *GCS_CHANNEL,
+    *_table("groups", _GROUPS_WITHOUT),
     _add("PlacementGroupTableData.PlacementGroupState", _GROUPS_WITHOUT,
          _attribute(GCS_PB2, "PlacementGroupTableData.PlacementGroupState")),
     _add("PlacementGroupStats.SchedulingState", _GROUPS_WITHOUT,

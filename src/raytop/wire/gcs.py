@@ -13,15 +13,20 @@ where it lacks something, the read raises ``RayLacks`` naming it instead of read
 from __future__ import annotations
 
 import contextlib
-import queue
 import socket
-import threading
 from typing import Any
 
 from raytop.model import Node
 from raytop.wire import capabilities as caps
 from raytop.wire.gcs_auth import auth_refusal
-from raytop.wire.gcs_tables import alive_actor_rows, placement_group_rows
+from raytop.wire.gcs_rpc import GcsTables, NoAnswer
+from raytop.wire.gcs_tables import (
+    alive_actor_rows,
+    alive_filter,
+    available_per_node,
+    node_rows,
+    placement_group_rows,
+)
 from raytop.wire.jobs import job_row
 from raytop.wire.kv_keys import KV_NAMESPACE
 from raytop.wire.version import check_ray_version, import_ray, ray_version
@@ -38,45 +43,15 @@ __all__ = [
 ]
 
 
-# Ray's GlobalStateAccessor (nodes, placement groups, actors) has no per-call timeout: a GCS
-# that accepts the connection but does not answer (stopping, frozen, overloaded) blocks the
-# call until it answers, and when it dies meanwhile Ray ends the whole process after
-# gcs_rpc_server_reconnect_timeout_s (60 s). So each read runs on a thread of its own with
-# this deadline; a read that misses it is abandoned with its client (see _within).
-ACCESSOR_DEADLINE_S = 10.0
-
-
-def _within(deadline_s: float, read: Any, address: str) -> Any:
-    """``read()``, or ClusterUnreachable after ``deadline_s`` (the thread is left behind,
-    blocked in Ray; the caller drops its client and makes a new one next time)."""
-    done: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-
-    def run() -> None:
-        try:
-            done.put((True, read()))
-        except BaseException as exc:  # handed to the caller's thread
-            done.put((False, exc))
-
-    threading.Thread(target=run, name="raytop-gcs-read", daemon=True).start()
-    try:
-        ok, value = done.get(timeout=deadline_s)
-    except queue.Empty:
-        raise _Unanswered(
-            f"Ray cluster at {address} accepted the connection but did not answer in "
-            f"{deadline_s:.0f} s"
-        ) from None
-    if not ok:
-        raise value
-    return value
+# Every read of the GCS's tables has this deadline (gRPC's own, ``wire.gcs_rpc``): a GCS
+# that accepts the connection but does not answer (stopping, frozen, overloaded) is shown
+# as not connected after it, and the next poll asks again on a new channel.
+READ_DEADLINE_S = 10.0
 
 
 class ClusterUnreachable(RuntimeError):
     """No GCS answers at the address (or it stopped answering): the callers show the
     cluster as not connected and try again on their next poll."""
-
-
-class _Unanswered(ClusterUnreachable):
-    """A read missed its deadline: its client is still blocked in Ray on another thread."""
 
 
 class RayLacks(ClusterUnreachable):
@@ -148,7 +123,8 @@ class _OutsideClient:
 
 
 class GcsReader(_OutsideClient):
-    """Reads nodes and resources straight from the GCS; reconnects after a failure.
+    """Reads nodes, actors and placement groups straight from the GCS (``wire.gcs_rpc``);
+    makes a new channel after a failure.
 
     The actor and placement group tables come whole at every read (the GCS has no "what
     changed since"): a row whose serialized bytes did not change since the last read is
@@ -158,55 +134,42 @@ class GcsReader(_OutsideClient):
         super().__init__(address)
         self._known_actors: dict[bytes, tuple[str, dict[str, Any]] | None] = {}
         self._known_groups: dict[bytes, dict[str, Any]] = {}
+        self._known_nodes: dict[bytes, dict[str, Any]] = {}
 
-    def _global_state(self) -> Any:
+    def _tables(self) -> GcsTables:
         if self._client is None:
-            import_ray()
-            # heavy: Ray (~1 s), only once a cluster is read
-            import ray._raylet as raylet
-            from ray._private.state import GlobalState
-
-            state = GlobalState()
-            options = raylet.GcsClientOptions.create(
-                self.address, None, allow_cluster_id_nil=True, fetch_cluster_id_if_nil=False
-            )
-            state._initialize_global_state(options)
-            self._client = state
+            self._client = GcsTables(self.address)
         return self._client
 
-    def _node_call(self, fn: str) -> Any:
-        """One of ``GlobalState``'s node reads."""
-        return self._call_with_state(lambda state: getattr(state, fn)(), caps.NODES)
-
-    def _call_with_state(self, read: Any, needs: tuple[str, ...]) -> Any:
-        """``read(state)`` once this Ray has the capabilities it ``needs`` (checked after
-        the socket: an address that does not answer costs no ``import ray``)."""
+    def _read(self, table: str, needs: tuple[str, ...], parse: Any, **request: Any) -> Any:
+        """``parse`` of ``table``'s serialized rows, once this Ray has the capabilities it
+        ``needs`` (checked after the socket: an address that does not answer costs no
+        ``import ray``). Rows that do not parse fail the read as an unanswered one."""
         try:
-            # A dead GCS can make the accessor wait; check the socket before every read.
+            # Fail in milliseconds where nothing listens, not after gRPC's deadline.
             probe_tcp(self.address)
             require(needs)
-            return _within(ACCESSOR_DEADLINE_S, lambda: read(self._global_state()), self.address)
+            return parse(self._tables().rows(table, READ_DEADLINE_S, **request))
         except Exception as exc:
-            # Drop the client at once: Ray's GCS client ends the whole process when the
-            # GCS stays unreachable for 60 s (gcs_rpc_server_reconnect_timeout_s). One that
-            # is still blocked in a read is only let go (disconnecting it could block too).
-            if isinstance(exc, _Unanswered):
-                self._client = None
-            else:
-                self.reset()
+            self.reset()
             if isinstance(exc, ClusterUnreachable):
                 raise
+            if isinstance(exc, NoAnswer):  # no refusal to ask about: nothing answers
+                raise ClusterUnreachable(
+                    f"Ray cluster at {self.address} accepted the connection but did not "
+                    f"answer in {READ_DEADLINE_S:g} s"
+                ) from None
             raise unanswered(self.address, exc, " stopped answering") from exc
 
     def reset(self) -> None:
         if self._client is not None:
             with contextlib.suppress(Exception):
-                self._client.disconnect()
+                self._client.close()
         self._client = None
 
     def placement_groups(self) -> list[dict[str, Any]]:
-        rows, self._known_groups = self._call_with_state(
-            lambda state: placement_group_rows(state, self._known_groups), caps.PLACEMENT_GROUPS
+        rows, self._known_groups = self._read(
+            "groups", caps.PLACEMENT_GROUPS, lambda b: placement_group_rows(b, self._known_groups)
         )
         return rows
 
@@ -218,34 +181,20 @@ class GcsReader(_OutsideClient):
         (``maximum_gcs_destroyed_actor_cached_count``), and a sweep of thousands of trials
         leaves that many (its trial actors, controllers and workers); reading them all
         cost seconds a refresh (docs/PERFORMANCE.md, "Synthetic scale")."""
-        rows, self._known_actors = self._call_with_state(
-            lambda state: alive_actor_rows(state, self._known_actors), caps.ACTORS
-        )
+        rows, self._known_actors = self._read(
+            "actors", caps.ACTORS, lambda b: alive_actor_rows(b, self._known_actors),
+            filters=alive_filter(),
+        )  # fmt: skip
         return dict(row for row in rows if row is not None)
 
     def nodes(self) -> list[dict[str, Any]]:
         """``[{node_id, address, alive, is_head, resources_total, resources_available,
         labels}]``."""
-        table = self._node_call("node_table")
-        available = self._node_call("available_resources_per_node")
-        nodes = []
-        for row in table:
-            node_id = row["NodeID"]
-            total = {k: float(v) for k, v in row.get("Resources", {}).items()}
-            nodes.append(
-                {
-                    "node_id": node_id,
-                    "address": row.get("NodeManagerAddress", ""),
-                    "alive": bool(row.get("Alive")),
-                    "is_head": "node:__internal_head__" in total,
-                    "resources_total": total,
-                    "resources_available": {
-                        k: float(v) for k, v in available.get(node_id, {}).items()
-                    },
-                    "labels": dict(row.get("Labels", {})),
-                }
-            )
-        return nodes
+        rows, self._known_nodes = self._read(
+            "nodes", caps.NODES, lambda b: node_rows(b, self._known_nodes)
+        )
+        available = self._read("available", caps.NODES, available_per_node)
+        return [{**row, "resources_available": available.get(row["node_id"], {})} for row in rows]
 
 
 def nodes_from_gcs(rows: list[dict[str, Any]]) -> tuple[Node, ...]:

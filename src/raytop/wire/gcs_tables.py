@@ -1,9 +1,10 @@
-"""The GCS's actor and placement group tables, row by row: Ray's serialized protobufs
-(``gcs_pb2.ActorTableData``, ``PlacementGroupTableData``) as the plain dicts raytop uses.
+"""The GCS's node, actor and placement group tables, row by row: Ray's serialized
+protobufs (``gcs_pb2.GcsNodeInfo``, ``AvailableResources``, ``ActorTableData``,
+``PlacementGroupTableData``) as the plain dicts raytop uses.
 
-``wire.gcs.GcsReader`` asks the GCS for the rows; the fields read here are private Ray
-API, each one a capability of ``wire.capabilities`` (``ACTORS``, ``PLACEMENT_GROUPS``)
-the reader checks before it reads.
+``wire.gcs.GcsReader`` asks the GCS for the rows (``wire.gcs_rpc``); the fields read here
+are private Ray API, each one a capability of ``wire.capabilities`` (``NODES``,
+``ACTORS``, ``PLACEMENT_GROUPS``) the reader checks before it reads.
 """
 
 from __future__ import annotations
@@ -34,10 +35,57 @@ def _rows(blobs: list[bytes], parse: Any, known: dict[bytes, Any]) -> tuple[list
     return rows, table
 
 
-def alive_actor_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
-    """The alive actors' rows (``(actor id, row)``), asked of the GCS by state (what Ray's
-    ``GlobalState.actor_table(None, None, "ALIVE")`` asks), parsed as ``_actor_row``."""
-    blobs = state._connect_and_get_accessor().get_actor_table(None, "ALIVE")
+def _pb2() -> Any:
+    import_ray()
+    # heavy: Ray's protobufs (~1 s), only once a cluster is read
+    from ray.core.generated import gcs_pb2
+
+    return gcs_pb2
+
+
+def node_rows(blobs: list[bytes], known: dict[bytes, Any]) -> tuple[list, dict]:
+    """Each ``GcsNodeInfo`` as ``{node_id, address, alive, is_head, resources_total,
+    labels}``; a dead node's resources are empty, as Ray's own node table has them."""
+    return _rows(blobs, _node_row, known)
+
+
+def _node_row(blob: bytes) -> dict[str, Any]:
+    gcs_pb2 = _pb2()
+    info = gcs_pb2.GcsNodeInfo.FromString(blob)
+    alive = info.state == gcs_pb2.GcsNodeInfo.ALIVE
+    total = {k: float(v) for k, v in info.resources_total.items()} if alive else {}
+    return {
+        "node_id": info.node_id.hex(),
+        "address": info.node_manager_address,
+        "alive": alive,
+        "is_head": "node:__internal_head__" in total,
+        "resources_total": total,
+        "labels": dict(info.labels),
+    }
+
+
+def available_per_node(blobs: list[bytes]) -> dict[str, dict[str, float]]:
+    """``{node id: {resource: available}}`` from ``AvailableResources`` rows."""
+    gcs_pb2 = _pb2()
+    per_node = {}
+    for blob in blobs:
+        row = gcs_pb2.AvailableResources.FromString(blob)
+        per_node[row.node_id.hex()] = {k: float(v) for k, v in row.resources_available.items()}
+    return per_node
+
+
+def alive_filter() -> Any:
+    """The actor table's filter for alive actors, applied in the GCS (what Ray's
+    ``GlobalState.actor_table(None, None, "ALIVE")`` asks)."""
+    import_ray()
+    # heavy: Ray's protobufs (~1 s), only once a cluster is read
+    from ray.core.generated import gcs_service_pb2
+
+    return gcs_service_pb2.GetAllActorInfoRequest.Filters(state=_pb2().ActorTableData.ALIVE)
+
+
+def alive_actor_rows(blobs: list[bytes], known: dict[bytes, Any]) -> tuple[list, dict]:
+    """The alive actors' rows (``(actor id, row)``), parsed as ``_actor_row``."""
     return _rows(blobs, _actor_row, known)
 
 
@@ -45,10 +93,7 @@ def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
     """One ``ActorTableData``: the fields raytop uses (Ray's ``_gen_actor_info`` keys them
     ActorClassName, JobID, Pid, Address, OwnerAddress; ``placement_group_id`` is the
     proto's own field, which it leaves out); None unless alive."""
-    import_ray()
-    # heavy: Ray's protobufs (~1 s), only once a cluster is read
-    from ray.core.generated import gcs_pb2
-
+    gcs_pb2 = _pb2()
     a = gcs_pb2.ActorTableData.FromString(blob)
     if a.state != gcs_pb2.ActorTableData.ALIVE:
         return None
@@ -65,8 +110,7 @@ def _actor_row(blob: bytes) -> tuple[str, dict[str, Any]] | None:
     }
 
 
-def placement_group_rows(state: Any, known: dict[bytes, Any]) -> tuple[list, dict]:
-    blobs = state._connect_and_get_accessor().get_placement_group_table()
+def placement_group_rows(blobs: list[bytes], known: dict[bytes, Any]) -> tuple[list, dict]:
     return _rows(blobs, _placement_group_row, known)
 
 

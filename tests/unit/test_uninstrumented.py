@@ -45,6 +45,31 @@ def test_probed_or_raytop_launched_runs_are_left_to_the_ledger():
     assert uninstrumented_runs(ACTORS, (), lambda owner: owner == "127.0.0.1:6000") == ()
 
 
+def probed_by(pid: int, node: str | None, beat_at: float | None) -> TrainRun:
+    worker = Worker(rank=0, pid=pid, node_id=node, heartbeat_at=beat_at)
+    return TrainRun("r", "exp-t1", "a", 1, workers=(worker,))
+
+
+def test_a_pid_a_probed_worker_had_on_another_node_or_long_ago_hides_no_run():
+    """Pids repeat across nodes, and a host reuses the pid of an ended process: a run with
+    no probe is hidden only by a probed worker of the same pid, on the same node, whose
+    probe still beats (seen in CI: an earlier run's worker had had the pid)."""
+    now = 1_000_000.0
+    for gone in (probed_by(21, "n2", now - 1), probed_by(21, "n1", now - 600)):
+        (run,) = uninstrumented_runs(ACTORS, (gone,), lambda owner: False, now=now)
+        assert run.attempt_id == "c1"
+    here = probed_by(21, "n1", now - 1)
+    assert uninstrumented_runs(ACTORS, (here,), lambda owner: False, now=now) == ()
+
+
+def test_a_silent_ledger_keeps_its_probed_workers_claiming_their_pids():
+    """Beats are as of the ledger's last publish: while it is gone its runs stay probed."""
+    now = 1_000_000.0
+    probed = probed_by(21, "n1", now - 300)
+    assert uninstrumented_runs(ACTORS, (probed,), lambda owner: False, now=now,
+                               beats_known_at=now - 299) == ()  # fmt: skip
+
+
 def test_a_run_with_no_probe_raises_no_rank_finding():
     """No counts, no heartbeat: its ranks are not 'silent' or 'dead', just unknown."""
     (run,) = uninstrumented_runs(ACTORS, (), lambda owner: False)

@@ -254,18 +254,22 @@ class SnapshotCollector:
             return ()
         return with_why_pending(groups, cluster.nodes)
 
-    def _uninstrumented(self, runs, actors) -> tuple[TrainRun, ...]:
+    def _uninstrumented(self, runs, actors, ledger) -> tuple[TrainRun, ...]:
         """Train runs in the actor table with no probe report (``pipeline.uninstrumented``),
-        completed from Train's own state when it has them (``sources.train_state``)."""
+        completed from Train's own state when it has them (``sources.train_state``). The
+        probed workers' beats are as of the ledger's last publish: a silent ledger does
+        not make its live runs look unprobed."""
         if self._placement is None or not actors:
             return ()
         ours = self._placement.raytop_trial_at(actors)
+        now = time.time()
         return uninstrumented_runs(
             actors,
             runs,
             lambda owner: owner in ours,
             train_state=self._train_runs if self._train_state is not None else None,
-            now=time.time(),
+            now=now,
+            beats_known_at=ledger.known_at(now) if ledger is not None else now,
         )
 
     def _train_runs(self) -> dict[str, StateRun]:
@@ -314,7 +318,7 @@ class SnapshotCollector:
         by_run = self._snapshots.warnings_by_run
         experiments = [joins.with_run_warnings(e, by_run) for e in experiments]
         self._train_warnings = []
-        foreign = () if self._only_named else self._uninstrumented(runs, actors)
+        foreign = () if self._only_named else self._uninstrumented(runs, actors, ledger)
         foreign = with_job_entrypoints(foreign, {j.job_id: j.entrypoint for j in jobs if j.job_id})
         foreign = self._no_probe.judge(foreign, actors, jobs, cluster.nodes, now)
         pending = (joins.with_pending_reasons(e, groups) for e in experiments)

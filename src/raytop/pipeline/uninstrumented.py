@@ -12,9 +12,13 @@ process that calls ``fit()`` (``DataParallelTrainer._create_default_callbacks`` 
 driver, or the actor that owns the controller (a Tune trial's, on any node). The job's
 entrypoint is the job table's to say (``TrainRun.job_entrypoint``).
 
-A controller is left out when the ledger already has a run with any of its workers' pids
-(the probe is there), or when it belongs to a Tune trial raytop launched (its probe reports
-once the worker group is up).
+A controller is left out when the ledger already has a live probed process among its
+workers (the probe is there), or when it belongs to a Tune trial raytop launched (its probe
+reports once the worker group is up). A probed process is its pid on its node, and only
+while its probe beats (``_claims``): pids repeat across nodes, and a host reuses the pid of
+a process that ended (Linux's default ``pid_max`` is 32,768). Seen on a real cluster: a run
+with no probe never listed, because one of its workers had the pid a probed worker of an
+earlier run had had.
 
 When the run's driver turned Train's state tracking on (``RAY_TRAIN_ENABLE_STATE_TRACKING=1``),
 Train's own state knows the run by its controller's actor id (``sources.train_state``):
@@ -53,13 +57,15 @@ def uninstrumented_runs(
     launched_by_raytop: Callable[[str], bool],
     train_state: Callable[[], Mapping[str, StateRun]] | None = None,
     now: float = 0.0,
+    beats_known_at: float | None = None,
 ) -> tuple[TrainRun, ...]:
     """``actors``: the alive actors as ``wire.gcs.GcsReader.actors`` returns them;
     ``launched_by_raytop(owner address)``: the controller was created by a raytop trial;
     ``train_state()``: Train's own runs by controller actor id, called only when a
     controller is left to show; ``now``: the snapshot's time (unix s), that running
-    attempts' durations run to."""
-    probed_pids = {w.pid for r in instrumented for w in r.workers if w.pid is not None}
+    attempts' durations run to; ``beats_known_at``: when the probed workers' beats were
+    last known (the ledger's last publish; default ``now``)."""
+    probed = _probed_processes(instrumented, now if beats_known_at is None else beats_known_at)
     workers_of: dict[str, list[dict[str, Any]]] = {}
     for actor in actors.values():
         if actor["class_name"] == WORKER:
@@ -69,7 +75,7 @@ def uninstrumented_runs(
         if controller["class_name"] != CONTROLLER or launched_by_raytop(controller["owner"]):
             continue
         members = sorted(workers_of.get(controller["address"], []), key=lambda a: a["pid"])
-        if probed_pids & {a["pid"] for a in members}:
+        if any(_claims(probed, a) for a in members):
             continue
         found.append((actor_id, controller, members))
     known = train_state() if found and train_state is not None else {}
@@ -84,6 +90,31 @@ def uninstrumented_runs(
         )
         for actor_id, controller, members in found
     )
+
+
+# A probe beats at least once a second; a worker silent this long no longer claims its pid
+# (its process ended, or the pid went to another process).
+CLAIM_BEAT_S = 60.0
+
+
+def _probed_processes(instrumented: Iterable[TrainRun], now: float) -> dict[int, set[str | None]]:
+    """pid → the nodes (None: not known) of the probed workers that beat within
+    ``CLAIM_BEAT_S`` of ``now``, or sent no beat time at all."""
+    probed: dict[int, set[str | None]] = {}
+    for run in instrumented:
+        for w in run.workers:
+            if w.pid is None or (
+                w.heartbeat_at is not None and now - w.heartbeat_at > CLAIM_BEAT_S
+            ):
+                continue
+            probed.setdefault(w.pid, set()).add(w.node_id)
+    return probed
+
+
+def _claims(probed: dict[int, set[str | None]], actor: dict[str, Any]) -> bool:
+    """A probed worker is the process of ``actor``: its pid, on its node (or a node unknown)."""
+    nodes = probed.get(actor["pid"], ())
+    return None in nodes or actor["node_id"] in nodes
 
 
 def from_actor_table(

@@ -6,9 +6,10 @@ create_gcs_channel`` (Ray's TLS and token authentication included). Not through 
 C++ ``GlobalStateAccessor``: that client has no per-call timeout, and it ends the whole
 process on any reply that is not OK. A GCS that died while a read was in flight and came
 back on the same address answers the old client "WrongClusterID", and the accessor's
-check then aborted raytop (``global_state_accessor.cc:111``, reproduced in
-tests/integration/test_gcs_restart.py). Here a failed call is an exception, every call
-has a deadline, and the channel is closed and made anew after a failure.
+check then aborted raytop (``global_state_accessor.cc:111``; docs/RELIABILITY.md, "A GCS
+restarted in place under a read", and the frozen-GCS test of
+tests/integration/test_faults.py). Here a failed call is an exception, every call has a
+deadline, and the channel is closed and made anew after a failure.
 
 The replies are kept as bytes and split into their rows' serialized bytes
 (``split_reply``): the readers parse only rows whose bytes changed since the last read

@@ -110,6 +110,19 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
         if ended:
             return DriverCheck(pid, False)
         return DriverCheck(pid, None, f"{refused} (its command line is unreadable); not signalled")
+    recorded = info.get("pid_create_time")
+    if (
+        DRIVER_MODULE not in argv
+        and not ended
+        and _is_number(recorded)
+        and (abs(started - float(recorded)) <= CREATE_TIME_TOLERANCE_S)
+    ):
+        # The very process the launcher spawned and timed, whose command line is not the
+        # driver's yet: right after the spawn Linux shows it empty, or the launcher's, for
+        # a moment (measured: 1 read in 300). Cannot tell yet; never "ended" (a follower
+        # once said "the driver ended after 0 s" of a driver that went on running).
+        why = "its command line does not show the driver yet: it is starting"
+        return DriverCheck(pid, None, f"{refused} ({why}); not signalled")
     if DRIVER_MODULE not in argv or not any(_same_path(a, raytop_dir) for a in argv):
         if ended:  # the driver ended and its pid went to another process: nothing to say
             return DriverCheck(pid, False)
@@ -118,7 +131,6 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
     # A raytop driver for this very dir: if its start time is not the recorded one it may
     # still be running this experiment, so it is "cannot tell", never "stopped" (exit.json
     # or not: a launch deletes it before it starts a driver).
-    recorded = info.get("pid_create_time")
     if not _is_number(recorded):
         why = "driver.json records no start time (an older raytop), so it cannot be proven"
         return DriverCheck(pid, None, f"{refused} ({why}); not signalled; stop it by hand")

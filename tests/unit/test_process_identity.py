@@ -107,6 +107,25 @@ def test_right_start_time_but_another_experiment_is_refused(tmp_path, spawn):
     assert proc.poll() is None
 
 
+def test_the_spawned_driver_before_its_command_line_shows_is_starting_not_ended(tmp_path, spawn):
+    """Right after the launcher spawns the driver, Linux can show the child's command line
+    empty or still the launcher's (seen: 1 read in 300). The pid and the start time the
+    launcher recorded are that very process: "cannot tell yet", never "ended" (a follower
+    once said "the driver ended after 0 s" of a driver that went on running)."""
+    rdir = _rdir(tmp_path)
+    proc = spawn(
+        [sys.executable, "-c", SLEEP, "the launcher's own argv"], "the launcher's own argv"
+    )
+    _record_driver(rdir, proc.pid, _create_time(proc))
+    assert driver_alive(rdir) == (proc.pid, None)
+    assert "it is starting" in (driver_identity_problem(rdir) or "")
+    with pytest.raises(ControlError, match="not signalled"):
+        stop_experiment(rdir, wait_s=0)
+    assert proc.poll() is None
+    (rdir / "exit.json").write_text("{}")  # its own word that it ended outweighs the wait
+    assert driver_alive(rdir) == (proc.pid, False)
+
+
 def test_a_record_without_start_time_is_not_proven(tmp_path, spawn):
     rdir = _rdir(tmp_path)
     proc = spawn([sys.executable, "-c", SLEEP, "raytop.launch.driver", str(rdir)],

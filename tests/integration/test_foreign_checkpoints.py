@@ -101,9 +101,12 @@ def test_rays_torch_linear_example_is_replicated_state_not_a_collision(probed_cl
     assert counts(run) == [(0, EPOCHS, EPOCHS), (1, EPOCHS, EPOCHS)]
     # Each result waits for Train's controller: train.report takes a large share of the
     # time. The largest when the machine is quiet; under CI's load its tiny model's steps
-    # stretch (compute 50 %, report 40 % seen), so a quarter or more is what holds.
+    # stretch (compute 50 %, report 40 % seen), so a quarter or more is what holds. One
+    # rank alone stretches further (CI: a rank's recent window held report 0.56 s of
+    # 3.5 s, 16 %), so of each rank a tenth or more: it waits at every report.
     assert report_part(run["time_shares"]) >= 0.25, run["time_shares"]
-    assert all(report_part(w["time_shares"]) >= 0.25 for w in run["workers"]), run["workers"]
+    shares = [w["time_shares"] for w in run["workers"]]
+    assert all(report_part(s) >= 0.1 for s in shares), shares
     assert len(run["checkpoints"]) == EPOCHS
     for c in run["checkpoints"]:  # both ranks' model.pt hashed alike: no collision
         assert (c["collisions"], c["replicated"]) == ({}, {"model.pt": [0, 1]})

@@ -22,6 +22,9 @@ from raytop.model import untrusted
 # stepped) plus clock ticks: a second of slack keeps a real driver proven, and a pid is
 # not reused within a second of the process it replaced starting.
 CREATE_TIME_TOLERANCE_S = 1.0
+# How long after its spawn a driver's command line may not show yet (the exec takes
+# milliseconds; a loaded machine's scheduler, a little more).
+SPAWNING_S = 10.0
 DRIVER_MODULE = "raytop.launch.driver"
 
 
@@ -116,11 +119,13 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
         and not ended
         and _is_number(recorded)
         and (abs(started - float(recorded)) <= CREATE_TIME_TOLERANCE_S)
+        and time.time() - started < SPAWNING_S
     ):
-        # The very process the launcher spawned and timed, whose command line is not the
-        # driver's yet: right after the spawn Linux shows it empty, or the launcher's, for
-        # a moment (measured: 1 read in 300). Cannot tell yet; never "ended" (a follower
-        # once said "the driver ended after 0 s" of a driver that went on running).
+        # The very process the launcher spawned and timed, seconds ago, whose command line
+        # is not the driver's yet: right after the spawn Linux shows it empty, or the
+        # launcher's, for a moment (measured: 1 read in 300). Cannot tell yet; never
+        # "ended" (a follower once said "the driver ended after 0 s" of a driver that went
+        # on running). Older than ``SPAWNING_S``, it is another process.
         why = "its command line does not show the driver yet: it is starting"
         return DriverCheck(pid, None, f"{refused} ({why}); not signalled")
     if DRIVER_MODULE not in argv or not any(_same_path(a, raytop_dir) for a in argv):

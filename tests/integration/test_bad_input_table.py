@@ -444,16 +444,15 @@ def _sleeper(*argv: str) -> subprocess.Popen:
     return proc
 
 
-def running_driver(start_time_off_by: float = 0.0, module: bool = True):
+def running_driver(start_time_off_by: float = 0.0):
     """A setup: the experiment's driver.json names a live process whose command line is
-    that of raytop's driver for this raytop dir (``module``) and whose start time is
-    recorded (off by ``start_time_off_by`` seconds: a reused pid)."""
+    that of raytop's driver for this raytop dir and whose start time is recorded (off by
+    ``start_time_off_by`` seconds: a reused pid)."""
 
     def setup(tmp: Path) -> list[subprocess.Popen]:
         path = experiment(tmp, **{".raytop/exit.json": None})
         raytop_dir = path / ".raytop"
-        argv = ("raytop.launch.driver", "--raytop-dir", str(raytop_dir)) if module else ()
-        proc = _sleeper(*argv)
+        proc = _sleeper("raytop.launch.driver", "--raytop-dir", str(raytop_dir))
         info = json.loads((raytop_dir / "driver.json").read_text())
         info.update(
             pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time() + start_time_off_by
@@ -465,6 +464,20 @@ def running_driver(start_time_off_by: float = 0.0, module: bool = True):
         return [proc]
 
     return setup
+
+
+def not_a_driver(tmp: Path) -> list[subprocess.Popen]:
+    """driver.json names a live process long past its spawn (this test process, its start
+    time recorded) that is not raytop's driver: a process seconds old whose command line
+    is not the driver's yet is a driver starting (``process_identity.SPAWNING_S``)."""
+    path = experiment(tmp, **{".raytop/exit.json": None})
+    info = json.loads((path / ".raytop" / "driver.json").read_text())
+    info.update(pid=os.getpid(), pid_create_time=psutil.Process().create_time())
+    (path / ".raytop" / "driver.json").write_text(json.dumps(info))
+    rows = json.loads((path / ".raytop" / "trials.json").read_text())
+    rows["trials"][0]["status"] = "RUNNING"
+    (path / ".raytop" / "trials.json").write_text(json.dumps(rows))
+    return []
 
 
 def foreign_cluster_record(tmp: Path) -> list[subprocess.Popen]:
@@ -1060,7 +1073,7 @@ CASES: list[Case] = [
         ("stop", E, "--yes"),
         2,
         r"exp: its driver is not running here|not the driver raytop started .*not signalled",
-        running_driver(module=False),
+        not_a_driver,
     ),
     Case("stop a finished experiment", ("stop", E, "--yes"), 2, r"exp.*not running", exp_with()),
     Case(

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from raytop import process_identity
 from raytop.jsonfile import write_json_atomic
 from raytop.launch import cluster
 from raytop.launch.control import ControlError, stop_experiment, stop_trial
@@ -124,6 +125,19 @@ def test_the_spawned_driver_before_its_command_line_shows_is_starting_not_ended(
     assert proc.poll() is None
     (rdir / "exit.json").write_text("{}")  # its own word that it ended outweighs the wait
     assert driver_alive(rdir) == (proc.pid, False)
+
+
+def test_a_process_long_past_its_spawn_that_is_not_the_driver_is_refused(
+    tmp_path, spawn, monkeypatch
+):
+    """Only seconds after the spawn is a command line that is not the driver's "starting"."""
+    rdir = _rdir(tmp_path)
+    proc = spawn([sys.executable, "-c", SLEEP, "another program"], "another program")
+    _record_driver(rdir, proc.pid, _create_time(proc))
+    later = _create_time(proc) + process_identity.SPAWNING_S + 1
+    monkeypatch.setattr(process_identity.time, "time", lambda: later)
+    assert driver_alive(rdir) == (proc.pid, False)
+    assert "does not name raytop.launch.driver" in (driver_identity_problem(rdir) or "")
 
 
 def test_a_record_without_start_time_is_not_proven(tmp_path, spawn):

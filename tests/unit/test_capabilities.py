@@ -218,6 +218,18 @@ def test_a_gcs_read_ray_cannot_make_raises_the_named_warning(monkeypatch, listen
     assert str(raised.value) == warning(gone)
 
 
+def test_a_ray_without_the_actor_request_raises_the_named_warning_before_building_it(
+    monkeypatch, listening
+):
+    """The actor filter is built of Ray's messages only after the capability check."""
+    fake = ray_module(monkeypatch, "ray.core.generated.gcs_service_pb2",
+                      GetAllActorInfoRequest=None)  # fmt: skip
+    monkeypatch.setattr(importlib.import_module("ray.core.generated"), "gcs_service_pb2", fake)
+    with pytest.raises(RayLacks) as raised:
+        GcsReader(listening).actors()
+    assert str(raised.value) == warning("GetAllActorInfoRequest")
+
+
 def test_a_ray_whose_reply_lacks_its_rows_field_raises_the_named_warning(monkeypatch, listening):
     """A field renamed in a reply is caught before the read, not read as no rows."""
     real = importlib.import_module("ray.core.generated.gcs_service_pb2")

@@ -141,15 +141,16 @@ class GcsReader(_OutsideClient):
             self._client = GcsTables(self.address)
         return self._client
 
-    def _read(self, table: str, needs: tuple[str, ...], parse: Any, **request: Any) -> Any:
-        """``parse`` of ``table``'s serialized rows, once this Ray has the capabilities it
-        ``needs`` (checked after the socket: an address that does not answer costs no
-        ``import ray``). Rows that do not parse fail the read as an unanswered one."""
+    def _read(self, table: str, needs: tuple[str, ...], parse: Any, request: Any = dict) -> Any:
+        """``parse`` of ``table``'s serialized rows, asked with ``request()``'s fields, once
+        this Ray has the capabilities it ``needs`` (checked after the socket: an address
+        that does not answer costs no ``import ray``; and before the request is built of
+        Ray's messages). Rows that do not parse fail the read as an unanswered one."""
         try:
             # Fail in milliseconds where nothing listens, not after gRPC's deadline.
             probe_tcp(self.address)
             require(needs)
-            return parse(self._tables().rows(table, READ_DEADLINE_S, **request))
+            return parse(self._tables().rows(table, READ_DEADLINE_S, **request()))
         except Exception as exc:
             self.reset()
             if isinstance(exc, ClusterUnreachable):
@@ -183,7 +184,7 @@ class GcsReader(_OutsideClient):
         cost seconds a refresh (docs/PERFORMANCE.md, "Synthetic scale")."""
         rows, self._known_actors = self._read(
             "actors", caps.ACTORS, lambda b: alive_actor_rows(b, self._known_actors),
-            filters=alive_filter(),
+            lambda: {"filters": alive_filter()},
         )  # fmt: skip
         return dict(row for row in rows if row is not None)
 

@@ -1,6 +1,6 @@
 """Stand-ins for the cluster's GCS internal KV store, with the calls raytop's readers make
 (``wire.gcs.GcsKv``'s get / get_from / multi_get / multi_get_from / keys_from /
-job_table / keys / put), over plain dicts of bytes;
+job_table / put), over plain dicts of bytes;
 and for Ray's dashboard head: a tiny HTTP server on 127.0.0.1 (``FakeDashboard``) that the
 real ``wire.dashboard`` client asks. The real ones are tested against a real cluster in
 tests/integration."""
@@ -45,9 +45,6 @@ class FakeKv:
 
     def job_table(self) -> list[dict]:
         return list(self.jobs)
-
-    def keys(self, prefix: str) -> list[str]:
-        return [k for k in self.data if k.startswith(prefix)]
 
     def put(self, key: str, value: bytes) -> None:
         self.data[key] = value

@@ -132,7 +132,7 @@ def test_a_missing_method_parameter_field_or_route_is_missing(monkeypatch, tmp_p
     assert caps.lacking(caps.READING) == [warning(n) for n in gone]
     assert caps.first_lack(caps.KV_KEYS) == (
         f"this Ray ({ray_version()}) has no GcsClient.internal_kv_keys: cluster KV unlisted: "
-        "no trial registrations, no submitted jobs that never connected"
+        "no submitted jobs that never connected"
     )
 
 
@@ -255,17 +255,22 @@ def test_a_ray_with_no_node_table_is_a_snapshot_warning_not_a_traceback(
     assert (snapshot.cluster.connected, snapshot.cluster.error) == (False, said)
 
 
-def test_placement_groups_are_read_without_registrations_ray_cannot_list():
+def test_placement_groups_are_read_without_registrations_ray_cannot_fetch():
     class Kv(FakeKv):
-        def keys(self, prefix):
-            raise RayLacks("this Ray has no GcsClient.internal_kv_keys")
+        def multi_get(self, keys):
+            raise RayLacks("this Ray has no GcsClient.internal_kv_multi_get")
 
     group = {"pg_id": "aa", "state": "CREATED", "creator_job_id": "01000000",
              "creator_actor_id": "", "bundles": [], "name": "", "strategy": "PACK",
              "scheduling_state": "FINISHED", "attempts": 1, "created_at": None,
              "creator_dead": False, "detached": False}  # fmt: skip
     reader = SimpleNamespace(placement_groups=lambda: [group])
-    groups = PlacementReader(reader, Kv()).read([], (), {})
+    trial = {
+        "address": "127.0.0.1:2",
+        "owner": "127.0.0.1:1",
+        "pg_id": "aa",
+    }  # a driver's actor: asked for
+    groups = PlacementReader(reader, Kv()).read([], (), {"a1": trial})
     assert [g.pg_id for g in groups] == ["aa"]
 
 

@@ -266,7 +266,11 @@ def test_trial_registrations_survive_any_value(values):
 
     kv = FakeKv({f"{TRIAL_PREFIX}a{i}": v for i, v in enumerate(values)})
     reader = PlacementReader(NoGroups(), kv)
-    good = reader._registrations()
+    actors = {
+        f"a{i}": {"address": f"10.0.0.1:{i}", "owner": "10.0.0.9:1", "pg_id": "pg"}
+        for i in range(3)
+    }
+    good = reader._registrations(actors, 0.0)
     assert len(good) + len(reader.warnings) == len(values)
 
 

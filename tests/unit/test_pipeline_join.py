@@ -161,9 +161,11 @@ def test_a_resumed_run_is_its_newest_controller_and_its_restore_is_read_from_sto
     assert back.evidence["checkpoint"] == "checkpoint_e4" and back.evidence["first_report"] == 0.0
 
 
-def test_one_collect_lists_the_trial_registrations_once(tmp_path, monkeypatch):
+def test_a_trials_registration_is_fetched_by_its_actor_once_and_never_listed(tmp_path, monkeypatch):
     """Placement and the runs of no experiment both need the trials' registrations: one
-    listing serves both (it names every trial that ever started)."""
+    fetch serves both, by the alive trial actor's own key (never a listing of every trial
+    that ever registered); a trial known is not asked for again, nor are the actors an
+    alive actor owns (a trial is its driver's) or in no group (a trial runs in its own)."""
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))  # a bare raytop: no registry
     group = {"pg_id": "pg1", "name": "", "strategy": "PACK", "state": "CREATED",
              "scheduling_state": "FINISHED", "attempts": 1, "created_at": None,
@@ -171,29 +173,26 @@ def test_one_collect_lists_the_trial_registrations_once(tmp_path, monkeypatch):
              "detached": False, "bundles": [{"index": 0, "resources": {"CPU": 1.0},
                                              "node_id": "n1"}]}  # fmt: skip
     actor = {"class_name": "ImplicitFunc", "job_id": "01000000", "pid": 7, "node_id": "n1",
-             "address": "127.0.0.1:1", "owner": "127.0.0.1:2"}  # fmt: skip
-
-    class Listed(FakeKv):
-        listings = 0
-
-        def keys(self, prefix: str) -> list[str]:
-            self.listings += 1
-            return super().keys(prefix)
+             "address": "127.0.0.1:1", "owner": "127.0.0.1:2", "pg_id": "pg1"}  # fmt: skip
+    controller = {**actor, "class_name": "TrainController", "pid": 8,
+                  "address": "127.0.0.1:3", "owner": "127.0.0.1:1"}  # fmt: skip
+    ledger = {**actor, "class_name": "Ledger", "pid": 9, "address": "127.0.0.1:4", "pg_id": ""}
 
     class WithGroups(Gcs):
         def placement_groups(self):
             return [group]
 
         def actors(self):
-            return {"a1": actor}
+            return {"a1": actor, "c1": controller, "l1": ledger}
 
     registration = {"experiment": "exp", "trial_id": "t1", "actor_id": "a1", "pg_id": "pg1"}
-    kv = Listed({kv_keys.TRIAL_PREFIX + "a1": json.dumps(registration).encode()})
+    kv = FakeKv({kv_keys.TRIAL_PREFIX + "a1": json.dumps(registration).encode()})
     collector = SnapshotCollector("127.0.0.1:1", gcs=(WithGroups(), kv))
-    for collections in (1, 2):
+    for _ in range(2):
         (placed,) = collector.collect().placement_groups
         assert (placed.owner_kind, placed.trial_id) == ("trial", "t1")
-        assert kv.listings == collections
+    asked = [keys for keys in kv.multi_gets if any(k.startswith("trial/") for k in keys)]
+    assert asked == [[kv_keys.TRIAL_PREFIX + "a1"]]
 
 
 def test_a_runs_checkpoints_are_worked_out_again_only_when_their_inputs_changed(tmp_path):

@@ -292,7 +292,11 @@ def test_bad_trial_registrations_are_warnings_naming_the_key():
         TRIAL_PREFIX + "a5": b"0" * (untrusted.MAX_KV_VALUE_BYTES + 1),
     })  # fmt: skip
     reader = PlacementReader(FakeGcs(), kv)
-    assert reader._registrations() == {"a1": good}
+    actors = {
+        f"a{i}": {"address": f"10.0.0.1:{i}", "owner": "10.0.0.9:1", "pg_id": "pg"}
+        for i in range(1, 6)
+    }
+    assert reader._registrations(actors, 0.0) == {"a1": good}
     assert sorted(reader.warnings) == [
         "trial/a2: top level: expected a dict, got a list",
         "trial/a3: not text (binary bytes?)",

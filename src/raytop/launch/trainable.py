@@ -54,17 +54,21 @@ def make_torch_trainable(spec: RunSpec) -> Callable[[dict[str, Any]], None]:
     user_env = {name: os.environ[name] for name in FLIGHT_RECORDER_VARS if name in os.environ}
 
     def raytop_torch_trial(config: dict[str, Any]) -> None:
-        # heavy: Ray Train/Tune, torch and the probes built on them, in the trial's worker
-        import ray.train
+        # heavy: Ray Tune, imported in the trial's own worker process (Tune made it)
         from ray import tune
+
+        # Registered first, before torch's import (seconds on a loaded node): placement
+        # names the trial's group from the moment its actor is alive.
+        ctx = tune.get_context()
+        register_trial(ctx.get_experiment_name(), ctx.get_trial_id())
+        # heavy: Ray Train, torch and the probes built on them
+        import ray.train
         from ray.train.torch import TorchConfig, TorchTrainer
         from ray.tune.integration.ray_train import TuneReportCallback
 
         from raytop.probe.report_probe import ReportProbe
         from raytop.probe.run_probe import RunProbe
 
-        ctx = tune.get_context()
-        register_trial(ctx.get_experiment_name(), ctx.get_trial_id())
         env = worker_env(spec, ctx.get_trial_id(), user_env=user_env, node_env=os.environ)
         if env:
             _make_dump_folder(spec, ctx.get_trial_id())

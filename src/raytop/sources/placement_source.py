@@ -57,7 +57,8 @@ class PlacementReader:
         self._reader = reader
         self._kv = kv
         self._trials: dict[str, dict[str, Any]] = {}  # actor id → registration
-        self._bad: dict[str, str] = {}  # key → why its registration is left out
+        self._bad: dict[str, str] = {}  # actor id → why its registration is left out
+        self._asking = _Asking()
         self.warnings: list[str] = []  # the keys left out, one line each
         self._listed = False  # in this collection (``new_read``)
         # id(a group's row) → (the row, its Bundles): the rows last read
@@ -67,29 +68,48 @@ class PlacementReader:
         self.creators: dict[str, tuple[str, str]] = {}
 
     def new_read(self) -> None:
-        """A collection begins: the registrations are listed again, once in it (``read``
-        and ``raytop_trial_at`` both need them; the listing names every trial that ever
-        started, 9,300 keys in a 10,000-trial sweep)."""
+        """A collection begins: registrations are asked for again, once in it (``read`` and
+        ``raytop_trial_at`` both need them)."""
         self._listed = False
 
-    def _registrations(self) -> dict[str, dict[str, Any]]:
+    def _registrations(self, actors: Mapping[str, Mapping[str, Any]],
+                       now: float) -> dict[str, dict[str, Any]]:  # fmt: skip
+        """The registrations of the alive actors that are raytop's trials, by actor id.
+
+        Only an alive trial actor's registration names anything (its group, its address),
+        and the trial writes it itself, once it runs: so it is fetched by key for the
+        alive actors that could be a trial and are not known yet, never by listing every
+        trial that ever registered (9,300 keys, 353 kB a refresh in a 10,000-trial
+        sweep). A raytop trial actor is made by its Tune driver, a driver, not an actor,
+        into the placement group Tune's default resource manager makes for every trial:
+        actors an alive actor owns (Train's controller, its workers and helpers), or in no
+        group (raytop's Ledger), are never asked for. One with no registration is asked
+        again on a schedule (``_Asking``), so a trial that registers late is still named."""
         if self._listed:
             return self._trials
         self._listed = True
+        # What no longer lives names nothing: forgotten, so a long sweep holds no more
+        # than its alive trials (and a bad registration's warning ends with its actor).
+        self._trials = {a: r for a, r in self._trials.items() if a in actors}
+        self._bad = {a: why for a, why in self._bad.items() if a in actors}
+        addresses = {row.get("address") for row in actors.values()}
+        candidates = [a for a, row in actors.items()
+                      if row.get("pg_id") and row.get("owner") not in addresses
+                      and a not in self._trials and a not in self._bad]  # fmt: skip
+        due = self._asking.due(candidates, now)
         try:
-            listed = self._kv.keys(TRIAL_PREFIX)
-            new = [k for k in listed if k[len(TRIAL_PREFIX) :] not in self._trials]
-            found = self._kv.multi_get([k for k in new if k not in self._bad])
+            found = self._kv.multi_get([TRIAL_PREFIX + a for a in due]) if due else {}
         except RayLacks:
             return self._trials
         for key, blob in found.items():
+            actor = key[len(TRIAL_PREFIX) :]
             try:
                 if not isinstance(blob, (bytes, str)):
                     raise untrusted.Invalid(f"expected bytes, got {type(blob).__name__}")
                 record = untrusted.parse(blob, untrusted.MAX_KV_VALUE_BYTES)
-                self._trials[key[len(TRIAL_PREFIX) :]] = untrusted_kv.trial_registration(record)
+                self._trials[actor] = untrusted_kv.trial_registration(record)
             except ValueError as exc:
-                self._bad[key] = untrusted.problem(key, exc)  # a registration is written once
+                self._bad[actor] = untrusted.problem(key, exc)  # a registration is written once
         self.warnings = list(self._bad.values())
         return self._trials
 
@@ -110,7 +130,7 @@ class PlacementReader:
         raw = [g for g in every if g["state"] != "REMOVED"]
         if not raw:
             return ()
-        trials = self._registrations()
+        trials = self._registrations(actors, now)
         by_pg = {t["pg_id"]: t for t in trials.values() if t.get("pg_id")}
         actor_at = {a["address"]: actor_id for actor_id, a in actors.items()}
         run_of_pg = {r.placement_group_id: r for r in runs if r.placement_group_id}
@@ -132,7 +152,7 @@ class PlacementReader:
 
     def raytop_trial_at(self, actors: dict[str, dict[str, Any]]) -> set[str]:
         """The addresses (``ip:port``) of the alive actors that are raytop's Tune trials."""
-        trials = self._registrations()
+        trials = self._registrations(actors, time.time())
         return {a["address"] for actor_id, a in actors.items() if actor_id in trials}
 
     @staticmethod
@@ -201,3 +221,31 @@ class _Known:
     run_of_pg: dict[str, TrainRun]
     experiment_of_job: dict[str, str]
     others: Others
+
+
+class _Asking:
+    """When to ask again for the registration of an alive actor that had none: at every
+    collection for its first ``EVERY_COLLECTION_S`` (a raytop trial registers as its
+    function starts, a moment after its actor is alive, later on a loaded node), then after
+    as long again as it has been seen, at most every ``AT_MOST_EVERY_S`` (an actor that
+    never registers: another Tune driver's trial). An actor no longer asked about is
+    forgotten."""
+
+    EVERY_COLLECTION_S = 15.0
+    AT_MOST_EVERY_S = 60.0
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[float, float]] = {}  # actor id → (first seen, next ask)
+
+    def due(self, actors: list[str], now: float) -> list[str]:
+        """Of ``actors`` (those with no registration yet), the ones to ask for now."""
+        seen, self._seen, due = self._seen, {}, []
+        for actor in actors:
+            first, next_ask = seen.get(actor, (now, now))
+            if now >= next_ask:
+                due.append(actor)
+                age = now - first
+                wait = 0.0 if age < self.EVERY_COLLECTION_S else min(age, self.AT_MOST_EVERY_S)
+                next_ask = now + wait
+            self._seen[actor] = (first, next_ask)
+        return due

@@ -199,9 +199,10 @@ _CLIENT = _add("GcsClient", "cluster KV and job table unreadable", _attribute(RA
 KV_GET = (_CLIENT, _kv("internal_kv_get", "cluster KV unreadable: no ledger index, no "
                        "dashboard address", "key", *_KV_PARAMS))  # fmt: skip
 KV_MULTI_GET = (_CLIENT, _kv("internal_kv_multi_get", "cluster KV unreadable: no ledger pages, "
-                             "job records or probe problems", "keys", *_KV_PARAMS))  # fmt: skip
-KV_KEYS = (_CLIENT, _kv("internal_kv_keys", "cluster KV unlisted: no trial registrations, no "
-                        "submitted jobs that never connected", "prefix", *_KV_PARAMS))  # fmt: skip
+                             "trial registrations, job records or probe problems", "keys",
+                             *_KV_PARAMS))  # fmt: skip
+KV_KEYS = (_CLIENT, _kv("internal_kv_keys", "cluster KV unlisted: no submitted jobs that never "
+                        "connected", "prefix", *_KV_PARAMS))  # fmt: skip
 KV_PUT = (_CLIENT, _kv("internal_kv_put", "cluster KV unwritable: no stacks or Flight Recorder "
                        "requests", "key", "value", "overwrite", *_KV_PARAMS))  # fmt: skip
 _JOBS_WITHOUT = "job table unreadable: no jobs, Tune drivers unknown"

@@ -283,10 +283,6 @@ class GcsKv(_OutsideClient):
                              **(skips if caps.has(caps.JOB_TABLE_SKIPS) else {}))  # fmt: skip
         return [job_row(entry) for entry in table.values()]
 
-    def keys(self, prefix: str) -> list[str]:
-        require(caps.KV_KEYS)
-        return [k.decode() for k in self._call("internal_kv_keys", prefix.encode())]
-
     def put(self, key: str, value: bytes) -> None:
         require(caps.KV_PUT)
         self._call("internal_kv_put", key.encode(), value, True)

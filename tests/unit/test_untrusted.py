@@ -99,12 +99,14 @@ def test_a_bad_ledger_page_names_where(page, message):
 
 def report_times_of(value) -> list:
     page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": value}}})
-    return page["ranks"]["0"]["report_times"]
+    entered, exited = page["ranks"]["0"]["report_times"]
+    assert len(entered) == len(exited)
+    return list(zip(entered, exited, strict=True))
 
 
 def test_a_ranks_report_history_is_read_capped_and_finite():
     assert report_times_of([[90.0, 90.5], [95, None]]) == [(90.0, 90.5), (95.0, None)]
-    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["report_times"] == []  # an older probe
+    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["report_times"] == ((), ())  # older probe
     # Over the cap: the newest kept, oldest first.
     many = [[float(t), t + 0.5] for t in range(100)]
     kept = report_times_of(many)
@@ -122,7 +124,7 @@ def test_a_ranks_report_history_is_read_capped_and_finite():
 )
 def test_a_bad_report_history_drops_the_field_not_the_rank(bad):
     page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": bad}}})
-    assert page["ranks"]["0"]["report_times"] == [] and page["ranks"]["0"]["pid"] == 11
+    assert page["ranks"]["0"]["report_times"] == ((), ()) and page["ranks"]["0"]["pid"] == 11
 
 
 def test_declared_resources_are_read_and_a_bad_map_drops_the_field():

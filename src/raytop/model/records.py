@@ -18,6 +18,8 @@ from typing import NamedTuple, TypedDict
 from raytop.model.stdlib import NotRequired
 
 MAX_REPORT_HISTORY = 32  # report times a probe keeps (and sends) per rank; readers keep as many
+# A rank's report history as read: (entered times, exit times or None), oldest first.
+ReportTimes = tuple[tuple[float, ...], tuple[float | None, ...]]
 
 # What a probe hashes of the files a rank puts into an uploaded checkpoint (blake2b, 16-byte
 # digest, hex): files up to HASH_MAX_FILE_BYTES each, at most HASH_MAX_CHECKPOINT_BYTES and
@@ -185,9 +187,10 @@ class RankRecord(TypedDict):
     gpu_ids: list[str]
     checkpoints: list[CheckpointUpload]
     syncs: list[BarrierWait]
-    # (entered_at, exited_at or None) of its last reports, oldest first, finite; empty when
-    # the probe sent none or sent them in a bad shape.
-    report_times: list[tuple[float, float | None]]
+    # Its last reports, oldest first, finite, as two columns of the same length: when it
+    # entered each, and when it returned (None: still inside); empty when the probe sent
+    # none or sent them in a bad shape.
+    report_times: ReportTimes
     # Its logical resources (resource → amount); empty when not sent or in a bad shape.
     declared: dict[str, float]
     # The checkpoint folder it started from; None when fresh, not sent, or not a plain name.

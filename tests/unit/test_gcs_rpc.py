@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ray.core.generated import gcs_pb2, gcs_service_pb2
 
-from raytop.wire import gcs
+from raytop.wire import gcs, gcs_rpc
 from raytop.wire.gcs import ClusterUnreachable, GcsReader
 from raytop.wire.gcs_rpc import ReplyError, split_reply
 
@@ -152,3 +152,26 @@ def test_a_gcs_that_does_not_answer_is_unreachable_after_the_read_deadline(fake_
     assert str(raised.value) == (
         f"Ray cluster at {fake_gcs.address} accepted the connection but did not answer in 0.5 s"
     )
+
+
+def test_a_reply_over_the_cap_is_not_read_and_said_in_one_line(fake_gcs, monkeypatch):
+    """A reply is untrusted: over ``MAX_REPLY_BYTES`` gRPC refuses it before it is held
+    (Ray's own channel would take 512 MiB), and raytop says so, naming the cap."""
+    monkeypatch.setattr(gcs_rpc, "MAX_REPLY_BYTES", 200)
+    fake_gcs.reply = gcs_service_pb2.GetAllNodeInfoReply(
+        status=gcs_service_pb2.GcsStatus(code=0),
+        node_info_list=[gcs_pb2.GcsNodeInfo(node_id=bytes([i]) * 28, labels={"x": "y" * 50})
+                        for i in range(4)],
+    ).SerializeToString()  # fmt: skip
+    assert len(fake_gcs.reply) > 200
+    with pytest.raises(ClusterUnreachable) as raised:
+        GcsReader(fake_gcs.address).nodes()
+    said = str(raised.value)
+    assert said == (
+        f"Ray cluster at {fake_gcs.address}: GetAllNodeInfo: a reply over 200 bytes, "
+        "raytop's cap for one table: not read"
+    )
+    assert "\n" not in said
+    fake_gcs.reply = node_reply()  # under the cap: read
+    (node,) = GcsReader(fake_gcs.address).nodes()
+    assert node["address"] == "10.0.0.7"

@@ -114,7 +114,7 @@ COMMON_PB2 = "ray.core.generated.common_pb2"
 INNER_GCS_CLIENT = "InnerGcsClient"
 
 # -- the GCS tables from outside the cluster (``wire.gcs.GcsReader``, ``wire.gcs_rpc``) --
-GCS_UTILS = "ray._private.gcs_utils"
+GRPC_UTILS = "ray._private.grpc_utils"
 GCS_SERVICE_PB2 = "ray.core.generated.gcs_service_pb2"
 GCS_GRPC = "ray.core.generated.gcs_service_pb2_grpc"
 
@@ -142,8 +142,8 @@ def _table(table: str, without: str) -> tuple[str, ...]:
 
 _TABLES_WITHOUT = "nodes, actors and placement groups unreadable"
 GCS_CHANNEL = (
-    _add("create_gcs_channel", _TABLES_WITHOUT,
-         _attribute(GCS_UTILS, "create_gcs_channel", "address")),
+    _add("init_grpc_channel", _TABLES_WITHOUT,
+         _attribute(GRPC_UTILS, "init_grpc_channel", "address", "options")),
     *_fields(GCS_SERVICE_PB2, "GcsStatus", ("code", "message"), _TABLES_WITHOUT),
 )  # fmt: skip
 NODES = (

@@ -19,7 +19,7 @@ from typing import Any
 from raytop.model import Node
 from raytop.wire import capabilities as caps
 from raytop.wire.gcs_auth import auth_refusal
-from raytop.wire.gcs_rpc import GcsTables, NoAnswer
+from raytop.wire.gcs_rpc import GcsTables, NoAnswer, TooLarge
 from raytop.wire.gcs_tables import (
     alive_actor_rows,
     alive_filter,
@@ -160,6 +160,8 @@ class GcsReader(_OutsideClient):
                     f"Ray cluster at {self.address} accepted the connection but did not "
                     f"answer in {READ_DEADLINE_S:g} s"
                 ) from None
+            if isinstance(exc, TooLarge):  # it answers: what it said is refused
+                raise ClusterUnreachable(f"Ray cluster at {self.address}: {exc}") from None
             raise unanswered(self.address, exc, " stopped answering") from exc
 
     def reset(self) -> None:

@@ -1,8 +1,11 @@
 """The GCS's tables over gRPC: nodes, available resources, actors, placement groups.
 
 Read the way Ray's own State API reads them (``ray.util.state``'s data source): Ray's
-generated stubs over a Python gRPC channel made by ``ray._private.gcs_utils.
-create_gcs_channel`` (Ray's TLS and token authentication included). Not through Ray's
+generated stubs over a Python gRPC channel made as ``ray._private.gcs_utils.
+create_gcs_channel`` makes it (Ray's ``init_grpc_channel``: its TLS and token
+authentication), but with a reply capped at ``MAX_REPLY_BYTES`` where Ray's own allows
+512 MiB: a reply is untrusted input, and one over the cap is an error naming it, never
+read. Not through Ray's
 C++ ``GlobalStateAccessor``: that client has no per-call timeout, and it ends the whole
 process on any reply that is not OK. A GCS that died while a read was in flight and came
 back on the same address answers the old client "WrongClusterID", and the accessor's
@@ -22,6 +25,10 @@ from typing import Any
 
 from raytop.wire.version import import_ray
 
+# The largest reply read: 64 MiB is ~8 times the four tables of a 10,000-trial sweep on
+# 500 nodes (benchmarks/scale_bench.py: 2,500 alive actors, 2,000 groups, 9 MB in all).
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+
 # service stub, method, request message, the reply's repeated field of rows
 TABLES: dict[str, tuple[str, str, str, str]] = {
     "nodes": ("NodeInfoGcsService", "GetAllNodeInfo", "GetAllNodeInfoRequest", "node_info_list"),
@@ -37,6 +44,10 @@ TABLES: dict[str, tuple[str, str, str, str]] = {
 class ReplyError(RuntimeError):
     """The GCS answered a read with a status that is not OK, or with bytes that are not
     its reply, or the call failed in gRPC."""
+
+
+class TooLarge(ReplyError):
+    """The GCS answered a read with a reply over ``MAX_REPLY_BYTES``: refused unread."""
 
 
 class NoAnswer(ReplyError):
@@ -122,12 +133,11 @@ class GcsTables:
         import_ray()
         # heavy: Ray's generated gRPC modules (~1 s), only once a cluster is read
         import grpc  # Ray's own dependency, as Ray's State API uses it
-        from ray._private.gcs_utils import create_gcs_channel
         from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
         self._pb = gcs_service_pb2
         self._grpc = grpc
-        self._channel = channel if channel is not None else create_gcs_channel(address)
+        self._channel = channel if channel is not None else _capped_channel(address)
         raw = _RawReplies(self._channel)
         self._calls = {
             table: getattr(getattr(gcs_service_pb2_grpc, f"{service}Stub")(raw), method)
@@ -146,6 +156,9 @@ class GcsTables:
         except self._grpc.RpcError as exc:
             if exc.code() == self._grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise NoAnswer(f"{method}: no answer in {timeout_s:g} s") from None
+            if exc.code() == self._grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise TooLarge(f"{method}: a reply over {MAX_REPLY_BYTES:,} bytes, raytop's "
+                               "cap for one table: not read") from None  # fmt: skip
             raise ReplyError(_said(method, exc)) from None
         status, rows = split_reply(
             bytes(data),
@@ -159,3 +172,18 @@ class GcsTables:
 
     def close(self) -> None:
         self._channel.close()
+
+
+def _capped_channel(address: str) -> Any:
+    """A channel to the GCS as Ray's ``create_gcs_channel`` makes one (its options: no
+    HTTP proxy, keepalive), but receiving at most ``MAX_REPLY_BYTES`` a reply."""
+    # heavy: Ray's gRPC helpers, only once a cluster is read
+    from ray._private import gcs_utils, ray_constants
+    from ray._private.grpc_utils import init_grpc_channel
+
+    ray_options = getattr(gcs_utils, "_GRPC_OPTIONS", None)
+    if ray_options is None:  # a Ray whose options are not there: its global ones at least
+        ray_options = list(getattr(ray_constants, "GLOBAL_GRPC_OPTIONS", ()))
+    options = [(k, v) for k, v in ray_options if k != "grpc.max_receive_message_length"]
+    options.append(("grpc.max_receive_message_length", MAX_REPLY_BYTES))
+    return init_grpc_channel(address, options=options)

@@ -123,9 +123,11 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
     ):
         # The very process the launcher spawned and timed, seconds ago, whose command line
         # is not the driver's yet: right after the spawn Linux shows it empty, or the
-        # launcher's, for a moment (measured: 1 read in 300). Cannot tell yet; never
-        # "ended" (a follower once said "the driver ended after 0 s" of a driver that went
-        # on running). Older than ``SPAWNING_S``, it is another process.
+        # launcher's, for a moment (measured: 1 read in 300). The launcher records a driver
+        # once its command line shows (``wait_until_shown``); a record written before (an
+        # older raytop, or a wait that ran out on a loaded node) can still name one. Cannot
+        # tell yet; never "ended" (a follower once said "the driver ended after 0 s" of a
+        # driver that went on running). Older than ``SPAWNING_S``, it is another process.
         why = "its command line does not show the driver yet: it is starting"
         return DriverCheck(pid, None, f"{refused} ({why}); not signalled")
     if DRIVER_MODULE not in argv or not any(_same_path(a, raytop_dir) for a in argv):
@@ -161,6 +163,24 @@ def running_experiments(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def driver_identity_problem(raytop_dir: Path) -> str | None:
     """One line when ``driver.json`` names a live pid that is not provably raytop's driver."""
     return check_driver(raytop_dir).problem
+
+
+def wait_until_shown(pid: int, ended: Any, marker: str, timeout_s: float = SPAWNING_S) -> bool:
+    """Wait until the process ``pid`` just spawned shows ``marker`` as an argument of its
+    command line (its exec done: right after a spawn Linux shows it empty, or the
+    spawner's, for a moment), it has ended (``ended()`` true), or ``timeout_s`` passed.
+    True once shown. The launcher records a driver only then, so a record names a
+    process that provably is the driver from its first read on."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if marker in psutil.Process(pid).cmdline():
+                return True
+        except (psutil.Error, OSError):
+            pass
+        if ended() or time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
 
 
 def process_create_time(pid: int) -> float | None:

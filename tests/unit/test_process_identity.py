@@ -352,3 +352,39 @@ def test_the_embedded_head_is_started_on_loopback_and_without_ray_s_30_s_drain(h
     assert seen["env"]["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] == "0"
     assert seen["env"]["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
     assert "--node-ip-address=127.0.0.1" in seen["cmd"]
+
+
+LATE_EXEC = ("import os, sys, time; time.sleep(0.4); "
+             "os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(30)', "
+             "'the-marker'])")  # fmt: skip
+
+
+def test_the_launcher_waits_until_the_spawned_command_line_shows_the_driver():
+    """``wait_until_shown``: a process that shows its marker only once it has exec'd (here
+    0.4 s after its spawn) is waited for; one that ends first, or never shows it, is not
+    waited for beyond its end or the timeout."""
+    proc = subprocess.Popen([sys.executable, "-c", LATE_EXEC])
+    try:
+        started = time.monotonic()
+        shown = process_identity.wait_until_shown(proc.pid, lambda: proc.poll() is not None,
+                                                  "the-marker")  # fmt: skip
+        assert shown and time.monotonic() - started >= 0.3
+        assert "the-marker" in psutil.Process(proc.pid).cmdline()
+    finally:
+        proc.kill()
+        proc.wait()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = time.monotonic()
+    assert not process_identity.wait_until_shown(ended.pid, lambda: ended.poll() is not None,
+                                                 "the-marker")  # fmt: skip
+    assert time.monotonic() - started < 5
+    never = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        started = time.monotonic()
+        assert not process_identity.wait_until_shown(
+            never.pid, lambda: never.poll() is not None, "the-marker", timeout_s=0.3
+        )
+        assert 0.3 <= time.monotonic() - started < 5
+    finally:
+        never.kill()
+        never.wait()

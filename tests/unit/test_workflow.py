@@ -51,7 +51,8 @@ def test_a_launch_saves_the_spec_it_validated(tmp_path, monkeypatch):
 
     monkeypatch.setenv("RAYTOP_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(launcher, "preflight", lambda spec: None)
-    monkeypatch.setattr(launcher.subprocess, "Popen", lambda *a, **k: SimpleNamespace(pid=1))
+    ended = SimpleNamespace(pid=1, poll=lambda: 0)  # a driver that ended at once
+    monkeypatch.setattr(launcher.subprocess, "Popen", lambda *a, **k: ended)
     path = tmp_path / "spec.toml"
     text = (
         f'[experiment]\nname = "exp"\nstorage_path = "{tmp_path}"\n'

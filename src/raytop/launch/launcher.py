@@ -1,10 +1,10 @@
 """Starting the detached Tune driver, which outlives the terminal that started it.
 
 ``launch(spec, target)`` starts ``python -m raytop.launch.driver`` (``launch/driver.py``,
-the process itself) in its own session with its output in ``<raytop_dir>/driver.log`` and
-writes ``driver.json`` (pid and its start time, host, spec, address, experiment path,
-and the trials the sweep will have in all: Tune creates them lazily, so a face shows
-"2 of 4 trials" while only two exist).
+the process itself) in its own session with its output in ``<raytop_dir>/driver.log`` and,
+once the process's command line shows the driver, writes ``driver.json`` (pid and its
+start time, host, spec, address, experiment path, and the trials the sweep will have in
+all: Tune creates them lazily, so a face shows "2 of 4 trials" while only two exist).
 The raytop dir sits inside the experiment folder for local storage (see ``raytop.rundir``).
 """
 
@@ -24,7 +24,7 @@ from raytop.launch.cluster import LOOPBACK_ENV, Target
 from raytop.launch.planning import trial_count
 from raytop.launch.preflight import preflight
 from raytop.launch.spec import RunSpec
-from raytop.process_identity import DRIVER_MODULE, process_create_time
+from raytop.process_identity import DRIVER_MODULE, process_create_time, wait_until_shown
 from raytop.rundir import STOP_MARKER, TRIALS_INDEX, TRIALS_WHOLE, raytop_dir_for
 
 # Set for launched drivers unless the user set them; Ray propagates RAY_TRAIN_* variables
@@ -82,6 +82,8 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd=spec.spec_dir,
         )  # fmt: skip
+    # Recorded once its command line shows the driver: a reader then proves it at once.
+    wait_until_shown(proc.pid, lambda: proc.poll() is not None, DRIVER_MODULE)
     write_json_atomic(
         raytop_dir / "driver.json",
         {

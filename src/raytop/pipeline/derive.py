@@ -74,7 +74,7 @@ def with_rank_states(run: TrainRun, t: Thresholds) -> TrainRun:
     activities = [w.activity for w in run.workers if w.activity is not None]
     seconds = summed(a.time_s for a in activities)
     attempt = shares(seconds)
-    return dataclasses.replace(
+    return evolve(
         run, workers=workers, gone=gone, time_shares=attempt,
         time_sampled_s=round(sum(seconds.values()), 2),
         recent_time_shares=shares(summed(a.recent_time_s for a in activities)),

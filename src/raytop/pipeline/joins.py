@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from raytop.model import Experiment, PlacementGroup, TrainRun, Trial
+from raytop.model.evolve import evolve
 from raytop.model.snapshot import best_trial
 from raytop.rundir import train_run_name
 
@@ -46,7 +47,7 @@ def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) ->
 
     # A trial whose reason stays is kept as it is: 10,000 copies a refresh cost ~100 ms.
     trials = tuple(
-        t if (why := reason(t)) == t.pending_reason else dataclasses.replace(t, pending_reason=why)
+        t if (why := reason(t)) == t.pending_reason else evolve(t, pending_reason=why)
         for t in exp.trials
     )
     return dataclasses.replace(exp, trials=trials)
@@ -68,7 +69,7 @@ def attach_runs(
         for trial in exp.trials:
             run = by_name.get(train_run_name(exp.name, trial.trial_id))
             if run is not None:
-                mine.append(dataclasses.replace(run, trial_id=trial.trial_id))
+                mine.append(evolve(run, trial_id=trial.trial_id))
                 attached.add(run.run_name)
         result.append(dataclasses.replace(exp, runs=tuple(mine)))
     return result, tuple(r for r in runs if r.run_name not in attached)

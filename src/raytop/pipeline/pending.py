@@ -9,10 +9,9 @@ and before ``pipeline.joins.with_pending_reasons`` hands the reasons to waiting 
 
 from __future__ import annotations
 
-import dataclasses
-
 from raytop.diagnose.placement import Capacity, why_pending
 from raytop.model import Node, PlacementGroup
+from raytop.model.evolve import evolve
 
 
 def with_why_pending(
@@ -26,8 +25,6 @@ def with_why_pending(
     listed, every = list(nodes), list(groups)
     capacity = Capacity(listed, every)  # asked once, for every waiting group
     return tuple(
-        g
-        if g.placed
-        else dataclasses.replace(g, why_pending=why_pending(g, listed, every, capacity))
+        g if g.placed else evolve(g, why_pending=why_pending(g, listed, every, capacity))
         for g in groups
     )

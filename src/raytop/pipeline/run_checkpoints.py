@@ -12,12 +12,12 @@ on the time (an upload still in flight, whose duration grows) is never kept.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import CheckpointRecord, TrainRun
+from raytop.model.evolve import evolve
 from raytop.model.nccl_ras import HANG_DETECTOR_DIR
 from raytop.pipeline.derive import with_ray_detector, with_restored_checkpoint
 from raytop.sources.checkpoints import CheckpointSnapshots
@@ -68,7 +68,7 @@ class RunCheckpoints:
             ray_hang, warning = self._hangs.read(str(run.run_path))
             if warning:
                 self._snapshots.warnings.append(warning)
-        run = dataclasses.replace(run, checkpoints=checkpoints, ray_hang=ray_hang)
+        run = evolve(run, checkpoints=checkpoints, ray_hang=ray_hang)
         return with_restored_checkpoint(with_ray_detector(run), snapshot)
 
     def forget_unseen(self) -> None:

@@ -281,10 +281,11 @@ class FakeGcsClient:
                                      driver_ip_address="127.0.0.1")  # fmt: skip
         entry.driver_address.ip_address = "127.0.0.1"
         entry.config.ray_namespace = "anonymous"
+        if submission_id is not None:
+            entry.config.metadata["job_submission_id"] = submission_id
         with self._lock:
             self.jobs[entry.job_id] = entry
         if submission_id is not None:  # and its record, as Ray's job manager writes it
-            entry.config.metadata["job_submission_id"] = submission_id
             record = {"status": "RUNNING", "entrypoint": entrypoint, "message": "Job is running",
                       "start_time": int(started_at * 1000), "driver_exit_code": None}  # fmt: skip
             key = f"_ray_internal_job_info_{submission_id}".encode()

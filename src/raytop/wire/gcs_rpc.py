@@ -47,7 +47,8 @@ class ReplyError(RuntimeError):
 
 
 class TooLarge(ReplyError):
-    """The GCS answered a read with a reply over ``MAX_REPLY_BYTES``: refused unread."""
+    """The read ended RESOURCE_EXHAUSTED: as a rule a reply over ``MAX_REPLY_BYTES``,
+    refused by gRPC before it is held."""
 
 
 class NoAnswer(ReplyError):
@@ -157,8 +158,10 @@ class GcsTables:
             if exc.code() == self._grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise NoAnswer(f"{method}: no answer in {timeout_s:g} s") from None
             if exc.code() == self._grpc.StatusCode.RESOURCE_EXHAUSTED:
-                raise TooLarge(f"{method}: a reply over {MAX_REPLY_BYTES:,} bytes, raytop's "
-                               "cap for one table: not read") from None  # fmt: skip
+                # gRPC's own words say why (a reply over the cap: "Received message larger
+                # than max"); the cap is said beside them, not claimed as the cause.
+                raise TooLarge(f"{_said(method, exc)}: not read (raytop reads at most "
+                               f"{MAX_REPLY_BYTES:,} bytes a table)") from None  # fmt: skip
             raise ReplyError(_said(method, exc)) from None
         status, rows = split_reply(
             bytes(data),

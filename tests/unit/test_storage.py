@@ -7,9 +7,11 @@ import json
 import os
 import time
 
+import pytest
+
 from raytop.sources.local_storage import LocalStorage
 from raytop.sources.remote_storage import RemoteStorage
-from raytop.sources.storage import Storages
+from raytop.sources.storage import RESOLVE_AGAIN_S, Storages
 
 
 def wait_until(predicate, timeout_s: float = 10.0) -> None:
@@ -99,6 +101,31 @@ def test_paths_are_located_in_the_deepest_known_root(tmp_path):
     assert elsewhere is not experiment and rel == ""
     remote, rel = Storages().locate("s3://bucket/exp/train_runs/r1")
     assert isinstance(remote, RemoteStorage) and rel == ""
+
+
+@pytest.mark.parametrize("watch", [False, True])
+def test_a_folder_re_pointed_is_followed_within_its_resolution_time(tmp_path, watch):
+    """A symlinked run folder re-pointed from one experiment to another: a one-shot reader
+    follows it at its next collection; a watching one keeps the resolution it made for
+    ``RESOLVE_AGAIN_S`` (a refresh resolves no path again), then follows it."""
+    now = [0.0]
+    storages = Storages(watch=watch, clock=lambda: now[0])
+    first, second = storages.root(str(tmp_path / "a")), storages.root(str(tmp_path / "b"))
+    (tmp_path / "a" / "run").mkdir(parents=True)
+    (tmp_path / "b" / "run").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "a")
+    storages.new_read()
+    assert storages.locate(str(link / "run")) == (first, "run")
+    link.unlink()
+    link.symlink_to(tmp_path / "b")
+    now[0] += RESOLVE_AGAIN_S - 0.1
+    storages.new_read()
+    assert storages.locate(str(link / "run")) == (second if not watch else first, "run")
+    now[0] += 0.1
+    storages.new_read()
+    assert storages.locate(str(link / "run")) == (second, "run")
+    storages.close()
 
 
 def test_a_polled_remote_refreshes_in_the_background_without_blocking(tmp_path):

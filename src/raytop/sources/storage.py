@@ -24,6 +24,9 @@ Paths are relative to the storage's root (``"experiment_state-….json"``,
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from raytop.model.paths import is_uri
 from raytop.sources.local_storage import LocalStorage
 from raytop.sources.remote_storage import REMOTE_PERIOD_S, RemoteStorage
@@ -39,6 +42,8 @@ def open_storage(root: str, watch: bool = True) -> Storage:
 
 
 MAX_LOCATED = 65_536  # paths whose storage is remembered (``Storages.locate``)
+# How long a watching ``Storages`` keeps a path's resolution (``Storages.new_read``).
+RESOLVE_AGAIN_S = 5.0
 
 
 class Storages:
@@ -47,19 +52,31 @@ class Storages:
     watching (local) or polling (remote) between reads, for faces that read again and
     again (the TUI, ``run --no-tui``); without it every read goes to storage."""
 
-    def __init__(self, watch: bool = False) -> None:
+    def __init__(self, watch: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.watch = watch
         self._by_root: dict[str, Storage] = {}
-        # path as asked → its (storage, rel), within one collection (``new_read``): it
-        # locates every run's folder twice or more, and resolving a local path
-        # (``real_path``) is ~30 µs of system calls (500 runs: ~25 ms a refresh). Each
-        # collection resolves afresh, so a folder re-pointed (a symlink) is followed as
-        # before; a root added forgets them too (a deeper root may answer now).
+        # path as asked → its (storage, rel) (``new_read`` says for how long): a
+        # collection locates every run's folder twice or more, and resolving a local path
+        # (``real_path``) is ~30 µs of system calls (250 runs: ~7 ms a refresh, most of
+        # what a refresh reads of storage when nothing changed). A root added forgets
+        # them (a deeper root may answer now).
         self._located: dict[str, tuple[Storage, str]] = {}
+        self._clock = clock
+        self._resolved_at: float | None = None
 
     def new_read(self) -> None:
-        """A collection begins: paths are resolved again."""
-        self._located.clear()
+        """A collection begins. Without ``watch`` (a one-shot command) every collection
+        resolves its paths afresh; a watching one (the TUI, ``run --no-tui``) again every
+        ``RESOLVE_AGAIN_S``, so a folder re-pointed (a symlink) is followed within that,
+        as its files are re-read within their watch's safety net."""
+        now = self._clock()
+        if (
+            not self.watch
+            or self._resolved_at is None
+            or now - self._resolved_at >= RESOLVE_AGAIN_S
+        ):
+            self._located.clear()
+            self._resolved_at = now
 
     def root(self, path: str) -> Storage:
         key = path if is_uri(path) else real_path(path)

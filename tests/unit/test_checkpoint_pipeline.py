@@ -1,5 +1,8 @@
 """Each checkpoint's journey from the probes' upload records and the run's snapshot."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from raytop.diagnose.check import exit_code
 from raytop.diagnose.checkpoints import checkpoint_findings, pipeline
 from raytop.model import TrainRun
@@ -86,6 +89,50 @@ def test_barrier_time_per_rank_and_throughput():
     assert record.rank_uploads == {0: (10.0, 12.0)}
     in_flight = pipeline({0: [upload("c2", 10.0, None, {"m.pt": 10})]}, None, set(), now=11.0)
     assert in_flight[0].throughput_bps is None
+
+
+def _barrier_times_one_walk_each(uploads: dict, syncs: dict) -> dict[str, dict[int, float]]:
+    """Each checkpoint's barrier waits as first written (the ranks' entries walked again for
+    each checkpoint): the oracle of the single walk."""
+    by_dir: dict[str, dict] = {}
+    for rank, records in uploads.items():
+        for record in records:
+            by_dir.setdefault(record["dir_name"], {})[rank] = record
+    found = {}
+    for dir_name, ranks in by_dir.items():
+        report = next(iter(ranks.values()))["report"]
+        waits = {r: rec["sync_s"] for r, rec in ranks.items() if rec.get("sync_s") is not None}
+        for rank, entries in syncs.items():
+            for index, start, end in entries:
+                if index == report and end is not None and rank not in waits:
+                    waits[rank] = end - start
+        found[dir_name] = dict(sorted(waits.items()))
+    return found
+
+
+_times = st.floats(0, 100, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 5), st.lists(
+        st.tuples(st.sampled_from(["c1", "c2", "c3"]), st.integers(1, 4),
+                  st.none() | st.floats(0, 5, allow_nan=False)), max_size=3)),
+    st.dictionaries(st.integers(0, 7), st.lists(
+        st.tuples(st.integers(1, 5), _times, st.none() | _times), max_size=6)),
+)  # fmt: skip
+def test_barrier_times_match_a_walk_per_checkpoint(attached, syncs):
+    """Whatever the ranks attached (a checkpoint's report is its first rank's) and whatever
+    barrier entries they sent (repeated reports, unfinished ones), each checkpoint's waits
+    are those of walking every rank's entries for its report."""
+    uploads = {
+        rank: [{**upload(d, 1.0, 2.0, report=report), "sync_s": wait}
+               for d, report, wait in records]
+        for rank, records in attached.items() if records
+    }  # fmt: skip
+    records = pipeline(uploads, None, None, now=10.0, syncs=syncs)
+    expected = _barrier_times_one_walk_each(uploads, syncs)
+    assert {r.dir_name: r.sync_s for r in records} == expected
 
 
 def test_no_upload_checkpoints_have_no_upload_time():

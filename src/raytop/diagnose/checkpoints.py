@@ -38,19 +38,32 @@ SLOW_INTERVALS = 10
 SLOW_FLOOR_S = 30.0
 
 
+def _waits_by_report(
+    syncs: dict[int, list[BarrierWait]], reports: set[int]
+) -> dict[int, dict[int, float]]:
+    """Report number (of ``reports``) → rank → how long the rank waited in that report's
+    barrier (its first finished entry for it): the ranks' entries walked once per pipeline,
+    not again for each checkpoint (at 2,000 ranks, 32 entries each, that walk was ~6 ms a
+    checkpoint)."""
+    by_report: dict[int, dict[int, float]] = {}
+    for rank, entries in syncs.items():
+        for index, start, end in entries:
+            if index in reports and end is not None:
+                by_report.setdefault(index, {}).setdefault(rank, end - start)
+    return by_report
+
+
 def _barrier_times(
     report: int | None,
     ranks: dict[int, CheckpointUpload],
-    syncs: dict[int, list[BarrierWait]],
+    waits_by_report: dict[int, dict[int, float]],
 ) -> dict[int, float]:
     """Rank → how long it waited in the report barrier of the checkpoint's report: from
     its upload record, else (a rank that attached nothing) from its recent barrier times."""
     waits = {r: rec["sync_s"] for r, rec in ranks.items() if rec.get("sync_s") is not None}
     if report is not None:
-        for rank, entries in syncs.items():
-            for index, start, end in entries:
-                if index == report and end is not None and rank not in waits:
-                    waits[rank] = end - start
+        for rank, wait in waits_by_report.get(report, {}).items():
+            waits.setdefault(rank, wait)
     return dict(sorted(waits.items()))
 
 
@@ -65,11 +78,13 @@ def pipeline(
     checkpoint_manager_snapshot.json; ``on_storage``: the checkpoint folders in the run's
     storage folder (None: unknown, e.g. remote storage); ``syncs``: per rank, its recent
     report-barrier waits. Oldest checkpoint first."""
-    syncs = syncs or {}
     by_dir: dict[str, dict[int, CheckpointUpload]] = {}
     for rank, records in uploads.items():
         for record in records:
             by_dir.setdefault(record["dir_name"], {})[rank] = record  # last attempt wins
+    # Each checkpoint's report is its first rank's (below): only those reports' waits.
+    reports = {next(iter(ranks.values()))["report"] for ranks in by_dir.values()}
+    waits_by_report = _waits_by_report(syncs or {}, reports)
     snapshot = snapshot or {}
     committed = [r.get("checkpoint_dir_name") for r in snapshot.get("checkpoint_results", [])]
     validated = set(snapshot.get("validated_checkpoint_dir_names", []))
@@ -145,7 +160,7 @@ def pipeline(
                 upload_s=longest,
                 uploading_since=min((r["start"] for r in in_flight), default=None),
                 throughput_bps=throughput,
-                sync_s=_barrier_times(report, ranks, syncs),
+                sync_s=_barrier_times(report, ranks, waits_by_report),
                 rank_uploads={
                     r: (rec["start"], rec["end"])
                     for r, rec in sorted(ranks.items())

@@ -42,7 +42,7 @@ import json, sys, time
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.collect import SnapshotCollector
 address, seconds, experiments = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
-collector = SnapshotCollector(address, experiments=[(e, None) for e in experiments],
+collector = SnapshotCollector(address, experiments=[(e, None) for e in experiments], watch=True,
                               thresholds=Thresholds(stall_after_s=5))
 end = time.monotonic() + seconds
 while time.monotonic() < end:

@@ -97,7 +97,7 @@ class SnapshotCollector:
         if gcs is not None:
             self._reader, kv = gcs
         else:
-            self._reader = GcsReader(address) if address else None
+            self._reader = GcsReader(address, follow=watch) if address else None
             kv = GcsKv(address) if address else None
             if dashboard is None and kv is not None:
                 dashboard = DashboardClient(kv)
@@ -360,6 +360,8 @@ class SnapshotCollector:
         """Stop watching storage: the TUI and ``run --no-tui`` call it when they are done
         with a watching collector, so its watcher threads do not outlive it."""
         self._storages.close()
+        if isinstance(self._reader, GcsReader):  # and its GCS's change signals
+            self._reader.close()
 
     def request_stacks(
         self,

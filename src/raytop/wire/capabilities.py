@@ -167,6 +167,28 @@ ACTORS = (
              "address", "owner_address", "placement_group_id"), _ACTORS_WITHOUT),
     *_fields(COMMON_PB2, "Address", ("node_id", "ip_address", "port"), _ACTORS_WITHOUT),
 )  # fmt: skip
+PUBSUB_PB2 = "ray.core.generated.pubsub_pb2"
+# The GCS's actor and node channels, subscribed to as Ray's own subscribers do
+# (``wire.gcs_pubsub``); without them a watching raytop reads both tables whole at every
+# refresh, as it did before: a choice, no loss.
+_PUBSUB_FIELDS = (
+    (GCS_SERVICE_PB2, "GcsSubscriberCommandBatchRequest", ("subscriber_id", "commands")),
+    (GCS_SERVICE_PB2, "GcsSubscriberPollRequest",
+     ("subscriber_id", "max_processed_sequence_id", "publisher_id")),
+    (GCS_SERVICE_PB2, "GcsSubscriberPollReply", ("pub_messages", "publisher_id")),
+    (PUBSUB_PB2, "Command", ("channel_type", "subscribe_message", "unsubscribe_message")),
+    (PUBSUB_PB2, "PubMessage", ("channel_type", "sequence_id")),
+)  # fmt: skip
+TABLE_CHANGES = _add(
+    "the GCS's actor and node channels",
+    "actors and nodes are read whole at every refresh",
+    lambda: (
+        _attribute(GCS_GRPC, "ControlPlanePubSubGcsServiceStub")()
+        and all(_attribute(PUBSUB_PB2, c)() for c in ("GCS_ACTOR_CHANNEL", "GCS_NODE_INFO_CHANNEL"))
+        and all(_field(m, msg, f)() for m, msg, fields in _PUBSUB_FIELDS for f in fields)
+    ),
+    choice=True,
+)
 _GROUPS_WITHOUT = "placement groups unreadable"
 PLACEMENT_GROUPS = (
     *GCS_CHANNEL,

@@ -19,7 +19,8 @@ from typing import Any
 from raytop.model import Node
 from raytop.wire import capabilities as caps
 from raytop.wire.gcs_auth import auth_refusal
-from raytop.wire.gcs_rpc import GcsTables, NoAnswer, TooLarge
+from raytop.wire.gcs_pubsub import Changes
+from raytop.wire.gcs_rpc import GcsTables, NoAnswer, TooLarge, capped_channel
 from raytop.wire.gcs_tables import (
     alive_actor_rows,
     alive_filter,
@@ -126,15 +127,23 @@ class GcsReader(_OutsideClient):
     """Reads nodes, actors and placement groups straight from the GCS (``wire.gcs_rpc``);
     makes a new channel after a failure.
 
-    The actor and placement group tables come whole at every read (the GCS has no "what
-    changed since"): a row whose serialized bytes did not change since the last read is
-    not parsed again (its dict is reused: callers only read them)."""
+    The tables come whole at every read (the GCS has no "what changed since"): a row whose
+    serialized bytes did not change since the last read is not parsed again (its dict is
+    reused: callers only read them). With ``follow`` (a raytop that reads again and again:
+    the TUI, ``run --no-tui``) the actor and node tables are read again only once the GCS
+    published a change of them, the placement groups then or every 5 s (``wire.gcs_pubsub``),
+    and the last read is answered meanwhile; one-shot commands read everything, once."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, follow: bool = False) -> None:
         super().__init__(address)
         self._known_actors: dict[bytes, tuple[str, dict[str, Any]] | None] = {}
         self._known_groups: dict[bytes, dict[str, Any]] = {}
         self._known_nodes: dict[bytes, dict[str, Any]] = {}
+        self._follow = follow
+        self._changes: Changes | None = None
+        self._alive: dict[str, dict[str, Any]] | None = None  # the last actor read's
+        self._node_rows: list[dict[str, Any]] | None = None  # the last node read's
+        self._groups: list[dict[str, Any]] | None = None  # the last group read's
 
     def _tables(self) -> GcsTables:
         if self._client is None:
@@ -153,6 +162,8 @@ class GcsReader(_OutsideClient):
             return parse(self._tables().rows(table, READ_DEADLINE_S, **request()))
         except Exception as exc:
             self.reset()
+            if self._changes is not None:  # what is held may be stale from now on
+                self._changes.lost()
             if isinstance(exc, ClusterUnreachable):
                 raise
             if isinstance(exc, NoAnswer):  # no refusal to ask about: nothing answers
@@ -170,11 +181,36 @@ class GcsReader(_OutsideClient):
                 self._client.close()
         self._client = None
 
+    def close(self) -> None:
+        """Stop following the GCS's changes (the collector's ``close``)."""
+        if self._changes is not None:
+            self._changes.close()
+            self._changes = None
+        self.reset()
+
+    def _changed(self, table: str) -> bool:
+        """Whether ``table`` is to be read whole now (``wire.gcs_pubsub``): always, unless
+        this reader follows the GCS's changes and this Ray has its channels."""
+        if self._changes is None:
+            # Begun once a read answered: where nothing listens, no thread, no import.
+            if not self._follow or self._client is None or not caps.has(caps.TABLE_CHANGES):
+                return True
+            self._changes = Changes(self._pubsub_channel)
+            self._changes.start()
+        return self._changes.changed(table)
+
+    def _pubsub_channel(self) -> Any:
+        """A channel of its own for the long polls (the reads' is made anew after a failure)."""
+        return capped_channel(self.address)
+
     def placement_groups(self) -> list[dict[str, Any]]:
-        rows, self._known_groups = self._read(
-            "groups", caps.PLACEMENT_GROUPS, lambda b: placement_group_rows(b, self._known_groups)
-        )
-        return rows
+        if self._changed("groups") or self._groups is None:
+            self._groups = None
+            self._groups, self._known_groups = self._read(
+                "groups", caps.PLACEMENT_GROUPS,
+                lambda b: placement_group_rows(b, self._known_groups),
+            )  # fmt: skip
+        return list(self._groups)
 
     def actors(self) -> dict[str, dict[str, Any]]:
         """Alive actors: ``{actor_id: {class_name, job_id, pid, node_id, address, owner}}``
@@ -184,20 +220,26 @@ class GcsReader(_OutsideClient):
         (``maximum_gcs_destroyed_actor_cached_count``), and a sweep of thousands of trials
         leaves that many (its trial actors, controllers and workers); reading them all
         cost seconds a refresh (docs/PERFORMANCE.md, "Synthetic scale")."""
-        rows, self._known_actors = self._read(
-            "actors", caps.ACTORS, lambda b: alive_actor_rows(b, self._known_actors),
-            lambda: {"filters": alive_filter()},
-        )  # fmt: skip
-        return dict(row for row in rows if row is not None)
+        if self._changed("actors") or self._alive is None:
+            self._alive = None  # a read that fails holds nothing stale
+            rows, self._known_actors = self._read(
+                "actors", caps.ACTORS, lambda b: alive_actor_rows(b, self._known_actors),
+                lambda: {"filters": alive_filter()},
+            )  # fmt: skip
+            self._alive = dict(row for row in rows if row is not None)
+        return dict(self._alive)
 
     def nodes(self) -> list[dict[str, Any]]:
         """``[{node_id, address, alive, is_head, resources_total, resources_available,
         labels}]``."""
-        rows, self._known_nodes = self._read(
-            "nodes", caps.NODES, lambda b: node_rows(b, self._known_nodes)
-        )
+        if self._changed("nodes") or self._node_rows is None:
+            self._node_rows = None
+            self._node_rows, self._known_nodes = self._read(
+                "nodes", caps.NODES, lambda b: node_rows(b, self._known_nodes)
+            )
         available = self._read("available", caps.NODES, available_per_node)
-        return [{**row, "resources_available": available.get(row["node_id"], {})} for row in rows]
+        return [{**row, "resources_available": available.get(row["node_id"], {})}
+                for row in self._node_rows]  # fmt: skip
 
 
 def nodes_from_gcs(rows: list[dict[str, Any]]) -> tuple[Node, ...]:

@@ -138,7 +138,7 @@ class GcsTables:
 
         self._pb = gcs_service_pb2
         self._grpc = grpc
-        self._channel = channel if channel is not None else _capped_channel(address)
+        self._channel = channel if channel is not None else capped_channel(address)
         raw = _RawReplies(self._channel)
         self._calls = {
             table: getattr(getattr(gcs_service_pb2_grpc, f"{service}Stub")(raw), method)
@@ -177,7 +177,7 @@ class GcsTables:
         self._channel.close()
 
 
-def _capped_channel(address: str) -> Any:
+def capped_channel(address: str) -> Any:
     """A channel to the GCS as Ray's ``create_gcs_channel`` makes one (its options: no
     HTTP proxy, keepalive), but receiving at most ``MAX_REPLY_BYTES`` a reply."""
     # heavy: Ray's gRPC helpers, only once a cluster is read

@@ -249,8 +249,51 @@ class Listener:
         self.sock.close()
 
 
+class FakePublisher:
+    """A gRPC channel standing for the GCS's publisher, which a watching raytop subscribes
+    to for its change signals (``wire.gcs_pubsub``): it answers the subscription and holds
+    each poll until its deadline, as the GCS does when nothing is published (nothing in
+    these shapes changes an actor or a node after the start)."""
+
+    def __init__(self, meter: Meter) -> None:
+        import grpc
+        from ray.core.generated import gcs_service_pb2
+
+        class Ended(grpc.RpcError):
+            def __init__(self, code: Any) -> None:
+                self._code = code
+
+            def code(self) -> Any:
+                return self._code
+
+        self._grpc, self._pb, self._ended = grpc, gcs_service_pb2, Ended
+        self.meter = meter
+        self._closed = threading.Event()
+
+    def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        name = method.rsplit("/", 1)[-1]
+        if name == "GcsSubscriberCommandBatch":
+            return lambda request, timeout=None: self._count(
+                name, self._pb.GcsSubscriberCommandBatchReply()
+            )
+        return self._poll
+
+    def _count(self, name: str, reply: Any) -> Any:
+        self.meter.count(name, reply.ByteSize())
+        return reply
+
+    def _poll(self, request: Any, timeout: float | None = None) -> Any:
+        closed = self._closed.wait(timeout)
+        status = self._grpc.StatusCode
+        raise self._ended(status.CANCELLED if closed else status.DEADLINE_EXCEEDED)
+
+    def close(self) -> None:
+        self._closed.set()
+
+
 def gcs_reader(address: str, channel: FakeGcs) -> Any:
-    """A real ``GcsReader`` whose gRPC channel is ``channel``."""
+    """A real ``GcsReader`` whose gRPC channel is ``channel``; following the GCS's changes
+    as a watching raytop does, through ``FakePublisher``."""
     from raytop.wire.gcs import GcsReader
     from raytop.wire.gcs_rpc import GcsTables
 
@@ -260,7 +303,10 @@ def gcs_reader(address: str, channel: FakeGcs) -> Any:
                 self._client = GcsTables(self.address, channel=channel)
             return self._client
 
-    return StandInReader(address)
+        def _pubsub_channel(self) -> Any:
+            return FakePublisher(channel.meter)
+
+    return StandInReader(address, follow=True)
 
 
 # -- the KV store: a stand-in for Ray's GcsClient ------------------------------------------
@@ -878,12 +924,15 @@ def _summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "n": len(samples),
         "wall_p50_s": statistics.median(wall), "wall_p95_s": percentile(wall, 0.95),
         "cpu_p50_s": statistics.median(cpu), "cpu_p95_s": percentile(cpu, 0.95),
-        "calls": samples[-1]["calls"],  # the same every refresh (see calls_min/max)
+        "calls": samples[-1]["calls"],  # the last refresh's (calls_min/max: their range)
         "calls_min": min(s["total_calls"] for s in samples),
         "calls_max": max(s["total_calls"] for s in samples),
         "connections": max(s["connections"] for s in samples),
         "cluster_bytes_p50": statistics.median(s["total_bytes"] for s in samples),
         "cluster_bytes_max": max(s["total_bytes"] for s in samples),
+        # Tables read whole only on a change signal, or every few seconds (placement
+        # groups: 5 s; ``wire.gcs_pubsub``): some refreshes read them, most do not.
+        "cluster_bytes_mean": statistics.mean(s["total_bytes"] for s in samples),
         "bytes_by_call": samples[-1]["bytes"],
         "storage_files_p50": statistics.median(s["storage_files"] for s in samples),
         "storage_bytes_p50": statistics.median(s["storage_bytes"] for s in samples),
@@ -922,7 +971,14 @@ def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> 
         snapshot, first = timed_collect(cluster, collector, meter)
         results["first (cold)"] = _summary([first])
         time.sleep(1.5)  # the watcher is up (its first timeout yield)
-        collector.collect()
+        # Until the GCS's change signals are followed (``wire.gcs_pubsub``: subscribed,
+        # then each table read once more): a watching raytop's steady state.
+        for _ in range(20):
+            cluster.take()
+            collector.collect()
+            if "GetAllActorInfo" not in cluster.take()["calls"]:
+                break
+            time.sleep(0.05)
         for name, change in kinds.items():
             samples = []
             for _ in range(refreshes):
@@ -1313,15 +1369,16 @@ def report(results: list[dict[str, Any]]) -> None:
         print(f"   snapshot: {snap['runs']} runs of {snap['workers']} ranks, "
               f"{snap['findings']} findings {snap['finding_kinds']}")  # fmt: skip
         print(f"   {'refresh':<24}{'CPU p50':>10}{'CPU p95':>10}{'wall p50':>10}"
-              f"{'wall p95':>10}{'calls':>7}{'conns':>6}{'cluster B p50':>15}"
+              f"{'wall p95':>10}{'calls':>7}{'conns':>6}{'cluster B p50/mean/max':>27}"
               f"{'storage B p50/max':>22}")  # fmt: skip
         for kind, k in r["collect"].items():
             calls = (f"{k['calls_min']}" if k["calls_min"] == k["calls_max"]
                      else f"{k['calls_min']}-{k['calls_max']}")  # fmt: skip
             storage = f"{_size(k['storage_bytes_p50'])} / {_size(k['storage_bytes_max'])}"
+            cluster = " / ".join(_size(k[f"cluster_bytes_{s}"]) for s in ("p50", "mean", "max"))
             print(f"   {kind:<24}{_ms(k['cpu_p50_s']):>10}{_ms(k['cpu_p95_s']):>10}"
                   f"{_ms(k['wall_p50_s']):>10}{_ms(k['wall_p95_s']):>10}{calls:>7}"
-                  f"{k['connections']:>6}{_size(k['cluster_bytes_p50']):>15}"
+                  f"{k['connections']:>6}{cluster:>27}"
                   f"{storage:>22}")  # fmt: skip
         steady = r["collect"]["nothing changed"]
         print(f"   calls per refresh: {steady['calls']}")

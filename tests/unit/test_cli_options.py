@@ -143,9 +143,13 @@ def test_refresh_help_says_it_is_for_slow_links() -> None:
 
 
 def raytop_env(tmp_path, **more: str) -> dict[str, str]:
+    """No cluster to be found: no address, and a Ray temp dir of its own (Ray's "latest
+    cluster on this host" file is there: the worker's, beside the suite's shared cluster,
+    made ``raytop`` attach to that cluster, and two reads of a live run differed)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RAY_ADDRESS", "NO_COLOR", "RAYTOP_THEME", "RAYTOP_READ_ONLY")}  # fmt: skip
-    return {**env, "RAYTOP_HOME": str(tmp_path / "home"), **more}
+    return {**env, "RAYTOP_HOME": str(tmp_path / "home"), "RAY_TMPDIR": str(tmp_path / "ray"),
+            **more}  # fmt: skip
 
 
 def test_without_a_tty_raytop_prints_the_status_and_a_hint(tmp_path) -> None:
@@ -225,7 +229,6 @@ def test_no_color_text_on_a_terminal_has_no_escapes(tmp_path, command) -> None:
     The bare command gets TERM=dumb so it prints instead of opening the TUI."""
     env = raytop_env(tmp_path, NO_COLOR="1", TERM="dumb" if not command else "xterm-256color")
     _code, out = run_in_pty(command, env)
-    # `check` says "healthy: ..." when the suite's own cluster is up, "cluster ..." when not.
     assert out.strip(), "no output at all"
     assert "\x1b" not in out, repr(out)
 

@@ -18,6 +18,7 @@ import pytest
 from ray.core.generated import gcs_service_pb2, pubsub_pb2
 
 from raytop.wire import gcs_pubsub
+from raytop.wire.gcs import GcsReader
 from raytop.wire.gcs_pubsub import FULL_READ_EVERY_S, Changes
 from tests.unit.test_folder_watch import wait_until
 
@@ -220,3 +221,25 @@ def test_close_unsubscribes_and_ends_the_thread(publisher, changes):
     assert publisher.subscribed[signals._subscriber_id] == set()
     assert not any(t.name == "raytop-gcs-changes" and t.is_alive()
                    for t in threading.enumerate())  # fmt: skip
+
+
+def test_a_group_whose_creator_is_gone_is_read_again_until_ray_removes_it(monkeypatch):
+    """No message says Ray removed a dead creator's group: while one is held, a following
+    reader reads the groups at every refresh (else the view calls it leaked for seconds);
+    with none, only on a signal."""
+    reader = GcsReader("127.0.0.1:1", follow=True)
+    dead = {"pg_id": "a", "creator_dead": True, "detached": False}
+    answers = [[dead], [dead], [], []]
+    read: list[str] = []
+
+    def answer(table, *args, **kwargs):
+        read.append(table)
+        return answers.pop(0), {}
+
+    monkeypatch.setattr(reader, "_read", answer)
+    monkeypatch.setattr(reader, "_changed", lambda table: False)  # no signal at all
+    assert reader.placement_groups() == [dead]  # the first read
+    assert reader.placement_groups() == [dead]  # read again: still there
+    assert reader.placement_groups() == []  # read again: removed
+    assert reader.placement_groups() == []  # none dead: not read
+    assert read == ["groups"] * 3

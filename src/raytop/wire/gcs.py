@@ -204,7 +204,11 @@ class GcsReader(_OutsideClient):
         return capped_channel(self.address)
 
     def placement_groups(self) -> list[dict[str, Any]]:
-        if self._changed("groups") or self._groups is None:
+        # A group whose creator is gone is removed by Ray moments later, unannounced: while
+        # one is held it is read again at every refresh, or the view would call it leaked
+        # until the next read (as it did for up to 5 s).
+        if (self._changed("groups") or self._groups is None
+                or any(g["creator_dead"] and not g["detached"] for g in self._groups)):  # fmt: skip
             self._groups = None
             self._groups, self._known_groups = self._read(
                 "groups", caps.PLACEMENT_GROUPS,

@@ -27,6 +27,11 @@ each):
 
 Each job gets a HOME of its own: examples share experiment names (``hyperband_test``) and
 write under ``~/ray_results``; raytop reads each home's ``ray_results`` (``--storage``).
+Two of them are one name: the second is submitted only once the first's Tune run has saved
+its state, and a second later. Two Tune runs of one name that start in the same second on
+one node share Ray's staging folder, and each one's storage then holds the other's trials
+and experiment state (docs/RAY_FACTS.md, ``tune-staging-collision``): the suite saw
+``custom_func_checkpointing``'s folder with ``logging_example``'s state, its trials pending.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
+from functools import partial
 
 from tests.conftest import job_status, run_raytop, submit_job, wait_for
 
@@ -47,9 +54,20 @@ ENDED = ("SUCCEEDED", "FAILED", "STOPPED")
 PYTHON = shlex.quote(sys.executable)  # the venv's, whatever the cluster's PATH holds
 
 
+# Examples whose Tune run is named as an earlier one's: each submitted after that one.
+AFTER = {"logging_example": "custom_func_checkpointing"}
+
+
 def test_rays_own_tune_examples_raise_no_alarm(probed_cluster, tmp_path):
     homes, jobs = [], {}
-    for name in EXAMPLES:
+
+    def state_saved(name: str) -> bool:
+        return any((tmp_path / name / "ray_results").glob("*/experiment_state-*.json"))
+
+    for name in sorted(EXAMPLES, key=lambda n: n in AFTER):
+        if name in AFTER:
+            wait_for(partial(state_saved, AFTER[name]), 120, f"{AFTER[name]}'s Tune state")
+            time.sleep(1.1)  # Ray names its staging folder to the second
         home = tmp_path / name
         home.mkdir()
         homes.append(home)

@@ -96,6 +96,7 @@ def test_rays_own_tune_examples_raise_no_alarm(probed_cluster, tmp_path):
         why["trials"] = [(t["trial_id"], t["status"]) for t in exp["trials"]]
         assert exp["status"] == "FINISHED", (exp["name"], exp["status"], why)
         assert exp["trials"] and all(t["status"] == "TERMINATED" for t in exp["trials"])
+        assert not [w for w in exp["warnings"] if "no trial of" in w], why  # no other run's
     alarms = [f for f in snapshot["findings"] if f["severity"] in ("error", "warning")]
     assert alarms == [], json.dumps(alarms, indent=1)[:4000]
     check = run_raytop("check", "--address", probed_cluster.address, *storage, env=alone)

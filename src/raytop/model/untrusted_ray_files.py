@@ -63,9 +63,13 @@ def tune_state_rows(name: str, data: Any) -> list[Any]:
     return rows
 
 
+MAX_LOGDIR_CHARS = 255  # a folder name, as file systems allow
+
+
 def tune_state_trial(entry: Any) -> dict[str, Any]:
     """One ``[trial, meta]`` pair of ``trial_data`` → the keyword arguments of
-    ``model.Trial`` (scalar config values and metrics only)."""
+    ``model.Trial`` (scalar config values and metrics only), and ``logdir``: the trial's
+    folder name (``relative_logdir``), None when absent or not a plain name."""
     if not isinstance(entry, (list, tuple)) or len(entry) != 2:
         raise Invalid(f"an entry of trial_data is {_state_kind(entry)}, not a [trial, meta] pair")
     trial = _state_object(entry[0], "a trial of trial_data")
@@ -86,8 +90,12 @@ def tune_state_trial(entry: Any) -> dict[str, Any]:
         _finite(last.get("training_iteration")),
         _finite(meta.get("num_failures")),
     )
+    logdir = trial.get("relative_logdir")
+    plain = isinstance(logdir, str) and 0 < len(logdir) <= MAX_LOGDIR_CHARS and "/" not in logdir
     return {
         "trial_id": trial_id,
+        # the trial's folder name, when a plain one (``model.tune_folders``); not a Trial field
+        "logdir": logdir if plain and logdir not in (".", "..") else None,
         "status": status if isinstance(status, str) else "PENDING",
         "config": cut_deep({k: v for k, v in config.items() if not isinstance(v, dict)}),
         "metrics": {

@@ -27,11 +27,13 @@ from raytop.model.paths import (
     split_path,
 )
 from raytop.model.stdlib import tomllib
+from raytop.model.tune_folders import MAX_NAMED, another_run_warning, unnamed_recent
 from raytop.process_identity import check_driver
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
 from raytop.sources.history import STATE_FILES, same_place
 from raytop.sources.probe_table import ProbeTable, odd_ids, odd_trial_ids
 from raytop.sources.storage import Storages
+from raytop.sources.storage_base import Entry
 
 STATE_OK, STATE_MISSING, STATE_TORN = "ok", "missing", "torn"
 STATE_INVALID, STATE_INCOMPLETE = "invalid", "incomplete"
@@ -90,23 +92,42 @@ def launched_kind(raytop_dir: Path | None) -> tuple[str | None, str | None]:
     return kind, None
 
 
-def _parse_state(name: str, data: Any) -> tuple[list[Trial], list[str]]:
-    """The trials of Tune's state file ``name`` and one warning per problem (naming it):
-    a row that does not validate (``model.untrusted``) is left out, the others stay."""
+Dirs = frozenset[str] | None  # the trials' folder names in a state; None: not all known
+
+
+def _has_params(listing: list[Entry] | None) -> bool:
+    """A trial's folder: Tune writes ``params.json`` in each as the trial starts."""
+    return any(e.name == "params.json" and not e.is_dir for e in listing or ())
+
+
+def _parse_state(name: str, data: Any) -> tuple[list[Trial], list[str], Dirs]:
+    """The trials of Tune's state file ``name``, one warning per problem (naming it), and
+    the trials' folder names (None unless every trial's is known): a row that does not
+    validate (``model.untrusted``) is left out, the others stay."""
     try:
         rows = untrusted_ray_files.tune_state_rows(name, data)
     except untrusted.Invalid as exc:
-        return [], [str(exc)]
-    trials, problems = [], []
+        return [], [str(exc)], None
+    trials: list[Trial] = []
+    problems: list[str] = []
+    dirs: set[str] = set()
+    every_dir = True
     for row in rows:
         try:
-            trials.append(Trial(**untrusted_ray_files.tune_state_trial(row)))
+            fields = untrusted_ray_files.tune_state_trial(row)
+            logdir = fields.pop("logdir")
+            trials.append(Trial(**fields))
         except (untrusted.Invalid, OverflowError) as exc:
             problems.append(f"{name}: {exc}")
+            logdir = None
+        if logdir is None:
+            every_dir = False
+        else:
+            dirs.add(logdir)
     # Tune lists them in no set order (a dict of its live trials' checkpoints): by id, as
     # Tune numbers them (``<experiment hash>_<5 digits>``).
     trials.sort(key=lambda t: t.trial_id)
-    return trials, problems
+    return trials, problems, frozenset(dirs) if every_dir else None
 
 
 class ExperimentReader:
@@ -125,7 +146,9 @@ class ExperimentReader:
         self._storage = self._storages.root(self.path)
         # The trials of the last state read, its problems and its odd-trial-id warning: a
         # watched, unchanged file is not parsed again.
-        self._parsed: tuple[Any, list[Trial], list[str], list[str]] | None = None
+        self._parsed: (
+            tuple[Any, list[Trial], list[str], list[str], frozenset[str] | None] | None
+        ) = None
         # How Tune's state read the last time: (one of the STATE_* values, reason or None).
         self.state: tuple[str, str | None] = (STATE_UNKNOWN, None)
         # The driver's liveness at the last read: when it turns to ended, the probe's
@@ -201,16 +224,29 @@ class ExperimentReader:
         if data is None:
             return None, warnings
         if self._parsed is not None and self._parsed[0] is data:  # unchanged since last time
-            trials, problems, odd = self._parsed[1], self._parsed[2], self._parsed[3]
+            trials, problems, odd, dirs = self._parsed[1:]
         else:
-            trials, problems = _parse_state(name, data)
+            trials, problems, dirs = _parse_state(name, data)
             odd = odd_trial_ids(name, odd_ids(trials))
-            self._parsed = (data, trials, problems, odd)
+            self._parsed = (data, trials, problems, odd, dirs)
             self.tune_started_at = untrusted_ray_files.tune_start_time(data)
         self.state_mtime = times[name]
         if warning is None:
             self.state = (STATE_INVALID, problems[0]) if problems else (STATE_OK, None)
-        return list(trials), warnings + problems + odd
+        mixed = self._another_run(name, listed, dirs)
+        return list(trials), warnings + problems + odd + mixed
+
+    def _another_run(self, name: str, listed: list[Entry], dirs: Dirs) -> list[str]:
+        """The warning that another Tune run's trial folders are here (``model.tune_folders``):
+        folders no trial of the state names, written since its run started, each a trial's
+        (its ``params.json``, which Tune writes in every trial folder)."""
+        folders = ((e.name, e.mtime) for e in listed if e.is_dir)
+        recent = unnamed_recent(dirs, folders, self.tune_started_at)
+        strangers = [d for d in recent if _has_params(self._storage.listing(d))]
+        if not strangers:
+            return []
+        shown = [d if is_plain_name(d) else quoted(d) for d in strangers[:MAX_NAMED]]
+        return [another_run_warning(name, strangers, shown)]
 
     def _job_id(self) -> str | None:
         if self.raytop_dir is None:

@@ -956,6 +956,8 @@ WATCH_SETTLE_S = 0.3  # the watcher's 50 ms debounce and its 10 ms step, with ro
 
 def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> dict[str, Any]:
     """The refresh kinds (see the module's docstring), each ``refreshes`` times."""
+    from raytop.wire.gcs import CREATOR_GONE_REREAD_S
+
     kinds = {
         "nothing changed": cluster.index_heartbeat,
         "1% of ranks reported": lambda: cluster.report(0.01),
@@ -968,6 +970,7 @@ def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> 
     }
     results: dict[str, Any] = {}
     with storage_meter() as meter:
+        began = time.monotonic()
         snapshot, first = timed_collect(cluster, collector, meter)
         results["first (cold)"] = _summary([first])
         time.sleep(1.5)  # the watcher is up (its first timeout yield)
@@ -979,6 +982,9 @@ def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> 
             if "GetAllActorInfo" not in cluster.take()["calls"]:
                 break
             time.sleep(0.05)
+        # The stand-in's leaked groups (creator gone, never removed) are old by then in a
+        # steady state: past the window in which a new one is read at every refresh.
+        time.sleep(max(0.0, began + CREATOR_GONE_REREAD_S - time.monotonic()))
         for name, change in kinds.items():
             samples = []
             for _ in range(refreshes):

@@ -18,7 +18,7 @@ import pytest
 from ray.core.generated import gcs_service_pb2, pubsub_pb2
 
 from raytop.wire import gcs_pubsub
-from raytop.wire.gcs import GcsReader
+from raytop.wire.gcs import CREATOR_GONE_REREAD_S, GcsReader
 from raytop.wire.gcs_pubsub import FULL_READ_EVERY_S, Changes
 from tests.unit.test_folder_watch import wait_until
 
@@ -243,3 +243,35 @@ def test_a_group_whose_creator_is_gone_is_read_again_until_ray_removes_it(monkey
     assert reader.placement_groups() == []  # read again: removed
     assert reader.placement_groups() == []  # none dead: not read
     assert read == ["groups"] * 3
+
+
+def test_a_group_still_held_after_the_window_is_a_leak_read_at_the_usual_pace(monkeypatch):
+    """A group Ray never removes (a real leak) is read at every refresh only for
+    ``CREATOR_GONE_REREAD_S`` after its creator was first seen gone, then on a signal (or
+    the usual 5 s): a lasting leak does not cost a whole read of the groups each refresh.
+    Another group's creator dying later opens the window again."""
+    reader = GcsReader("127.0.0.1:1", follow=True)
+    now = [1000.0]
+    reader.clock = lambda: now[0]
+    leaked = {"pg_id": "a", "creator_dead": True, "detached": False}
+    later = {"pg_id": "b", "creator_dead": True, "detached": False}
+    held = [[leaked]]
+    read: list[float] = []
+
+    def answer(table, *args, **kwargs):
+        read.append(now[0])
+        return list(held[0]), {}
+
+    signal = [False]
+    monkeypatch.setattr(reader, "_read", answer)
+    monkeypatch.setattr(reader, "_changed", lambda table: signal[0])
+    for step in range(0, 30, 2):  # a refresh every 2 s for 30 s
+        now[0] = 1000.0 + step
+        assert reader.placement_groups() == [leaked]
+    assert read == [1000.0 + s for s in range(0, int(CREATOR_GONE_REREAD_S), 2)]
+    now[0], signal[0], held[0] = 1040.0, True, [leaked, later]  # a signal: read, b is new
+    reader.placement_groups()
+    signal[0] = False
+    now[0] = 1042.0
+    reader.placement_groups()  # b's window: read again, a's long closed
+    assert read[-2:] == [1040.0, 1042.0]

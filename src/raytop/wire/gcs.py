@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import time
 from typing import Any
 
 from raytop.model import Node
@@ -48,6 +49,9 @@ __all__ = [
 # that accepts the connection but does not answer (stopping, frozen, overloaded) is shown
 # as not connected after it, and the next poll asks again on a new channel.
 READ_DEADLINE_S = 10.0
+# How long after a group is first read with its creator gone the groups are read at every
+# refresh (``GcsReader.placement_groups``): Ray removes such a group moments later.
+CREATOR_GONE_REREAD_S = 10.0
 
 
 class ClusterUnreachable(RuntimeError):
@@ -144,6 +148,9 @@ class GcsReader(_OutsideClient):
         self._alive: dict[str, dict[str, Any]] | None = None  # the last actor read's
         self._node_rows: list[dict[str, Any]] | None = None  # the last node read's
         self._groups: list[dict[str, Any]] | None = None  # the last group read's
+        # When each held group was first read with its creator gone (``placement_groups``).
+        self._creator_gone_at: dict[str, float] = {}
+        self.clock = time.monotonic
 
     def _tables(self) -> GcsTables:
         if self._client is None:
@@ -204,16 +211,25 @@ class GcsReader(_OutsideClient):
         return capped_channel(self.address)
 
     def placement_groups(self) -> list[dict[str, Any]]:
-        # A group whose creator is gone is removed by Ray moments later, unannounced: while
-        # one is held it is read again at every refresh, or the view would call it leaked
-        # until the next read (as it did for up to 5 s).
+        # A group whose creator is gone is removed by Ray moments later, unannounced: for
+        # CREATOR_GONE_REREAD_S after one is first read so, the groups are read again at
+        # every refresh, or the view would call it leaked until the next read (as it did
+        # for up to 5 s). One still held after that is a leak (``placement_leaked``), read
+        # again at the usual pace: a leak that lasts does not cost a read every refresh.
+        now = self.clock()
         if (self._changed("groups") or self._groups is None
-                or any(g["creator_dead"] and not g["detached"] for g in self._groups)):  # fmt: skip
+                or any(now - at < CREATOR_GONE_REREAD_S
+                       for at in self._creator_gone_at.values())):  # fmt: skip
             self._groups = None
             self._groups, self._known_groups = self._read(
                 "groups", caps.PLACEMENT_GROUPS,
                 lambda b: placement_group_rows(b, self._known_groups),
             )  # fmt: skip
+            gone = self._creator_gone_at
+            self._creator_gone_at = {
+                g["pg_id"]: gone.get(g["pg_id"], now)
+                for g in self._groups if g["creator_dead"] and not g["detached"]
+            }  # fmt: skip
         return list(self._groups)
 
     def actors(self) -> dict[str, dict[str, Any]]:

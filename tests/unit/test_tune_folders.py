@@ -49,7 +49,7 @@ OWN = {f"train_func_4e74d_0000{i}_{i}_height=35.5,width=24": START + 11 for i in
 def test_another_runs_trial_folders_written_while_it_ran_are_named(tmp_path):
     other = {f"easy_objective_4e82c_0000{i}_123": START + 11 for i in range(5)}
     (line,) = warned(experiment(tmp_path, OWN, other))
-    assert "easy_objective_4e82c_00000_123" in line and "and 2 more" in line, line
+    assert line.startswith("5 trial folders here (easy_objective_4e82c_00000_123, …)"), line
     assert "experiment_state-2026-12-06_19-57-47.json" in line and "same second" in line
 
 

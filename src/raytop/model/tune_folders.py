@@ -17,7 +17,7 @@ from collections.abc import Iterable
 # A folder written within this much before the run's recorded start still counts as
 # written while it ran: Tune records its start after the storage is set up.
 START_SLACK_S = 5.0
-MAX_NAMED = 3  # folders named in the warning; the rest counted
+NAME_CHARS = 40  # of the one folder named in the warning
 
 
 def unnamed_recent(
@@ -40,14 +40,14 @@ def unnamed_recent(
     )  # fmt: skip
 
 
-def another_run_warning(state_name: str, strangers: list[str], shown: list[str]) -> str:
-    """One line naming the trial folders of another run (``shown``: their names, already
-    made safe to print; ``strangers``: all of them)."""
-    more = len(strangers) - len(shown)
-    names = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+def another_run_warning(state_name: str, strangers: list[str], shown: str) -> str:
+    """One line on the trial folders of another run (``strangers``; ``shown``: the first
+    one's name, already made safe to print)."""
+    count = f"{len(strangers)} trial folders" if len(strangers) > 1 else "a trial folder"
     return (
-        f"trial folder(s) {names} belong to no trial of {state_name} and were written while "
-        "its run ran: another Tune run of this name wrote here (two runs of one name that "
-        "start in the same second share Ray's staging folder), so this folder mixes two "
-        "runs' trials and its state may be the other run's; do not resume from it"
+        f"{count} here ({shown}{', …' if len(strangers) > 1 else ''}) belong to no trial of "
+        f"{state_name} and were written while its run ran: another Tune run of this name "
+        "wrote here (Ray gives runs of one name started in the same second one staging "
+        "folder); this folder mixes two runs and its state may be the other's: do not "
+        "resume from it"
     )

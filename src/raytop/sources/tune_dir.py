@@ -27,7 +27,7 @@ from raytop.model.paths import (
     split_path,
 )
 from raytop.model.stdlib import tomllib
-from raytop.model.tune_folders import MAX_NAMED, another_run_warning, unnamed_recent
+from raytop.model.tune_folders import NAME_CHARS, another_run_warning, unnamed_recent
 from raytop.process_identity import check_driver
 from raytop.rundir import RAYTOP_DIR_NAME, STOP_MARKER
 from raytop.sources.history import STATE_FILES, same_place
@@ -245,8 +245,9 @@ class ExperimentReader:
         strangers = [d for d in recent if _has_params(self._storage.listing(d))]
         if not strangers:
             return []
-        shown = [d if is_plain_name(d) else quoted(d) for d in strangers[:MAX_NAMED]]
-        return [another_run_warning(name, strangers, shown)]
+        first = strangers[0]
+        plain = is_plain_name(first) and len(first) <= NAME_CHARS
+        return [another_run_warning(name, strangers, first if plain else quoted(first, NAME_CHARS))]
 
     def _job_id(self) -> str | None:
         if self.raytop_dir is None:

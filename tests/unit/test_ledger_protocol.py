@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from raytop.model import untrusted_ledger_page as ledger_page_module
 from raytop.probe import ledger as ledger_module
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import BEAT_PREFIX, CHUNK_RANKS, INDEX_KEY, PAGE_PREFIX
@@ -193,3 +194,33 @@ def test_the_ranks_held_are_bounded_whatever_the_attempts(monkeypatch):
     published.send(*({**report(r), "attempt_id": "a3"} for r in range(CHUNK_RANKS + 11)))
     assert list(published.ledger.pages) == ["r1.a3"]
     assert published.ledger.ranks_held == CHUNK_RANKS + 11
+
+
+def test_one_ranks_report_revalidates_that_rank_alone_and_the_others_keep_their_records(
+    monkeypatch,
+):
+    """A report republishes its rank's whole chunk; the reader keeps the records (and so
+    the ``Worker``s) of the chunk's other ranks, by the number the Ledger gives each rank
+    (``model.untrusted_ledger_page``), and reads what a fresh reader reads."""
+    published = Published(monkeypatch)
+    published.send(*(report(r) for r in range(WORLD)))
+    reader = LedgerReader(published.kv)
+    (before,), _ = reader.read(now=100.0)
+    checked: list[str] = []
+    real = ledger_page_module.rank_record
+
+    def counted(record, where):
+        checked.append(where)
+        return real(record, where)
+
+    monkeypatch.setattr(ledger_page_module, "rank_record", counted)
+    rank = CHUNK_RANKS + 5
+    published.send(report(rank, entered=2))
+    (run,), _ = reader.read(now=101.0)
+    assert checked == [f"ranks.{rank}"]  # the chunk came whole; one rank was checked
+    same = [w.rank for w, b in zip(run.workers, before.workers, strict=True)
+            if w.rank != rank and w.pid == b.pid]  # fmt: skip
+    assert len(same) == WORLD - 1 and run.workers[rank].reports_entered == 2
+    checked.clear()
+    assert read_afresh(published, 101.0) == run  # a fresh reader checks every rank
+    assert len(checked) == WORLD

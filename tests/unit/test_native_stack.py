@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from raytop.model import untrusted_kv
+from raytop.model import untrusted_ledger_page
 from raytop.probe import native_stack as ns
 from raytop.probe import rank_commands
 from raytop.probe.rank_state import RankState
@@ -167,7 +167,7 @@ def test_the_probe_answers_a_native_request_in_its_next_message(monkeypatch):
     page = {"run_id": "r", "run_name": "exp-t1", "attempt_id": "a", "world_size": 2,
             "first_seen_at": 1.0, "placement_group_id": None,
             "ranks": {"0": {**message, "received_at": time.time()}}}  # fmt: skip
-    record = untrusted_kv.ledger_page(json.loads(json.dumps(page)))["ranks"]["0"]
+    record = untrusted_ledger_page.ledger_page(json.loads(json.dumps(page)))["ranks"]["0"]
     worker = worker_from_record(record, now=time.time())
     assert (worker.native_stack_request, worker.native_stack) == ("q2", message["native_stack"])
 
@@ -177,6 +177,6 @@ def test_a_native_field_of_the_wrong_kind_drops_the_field_not_the_rank():
             "native_stack_request": ["q"]}  # fmt: skip
     page = {"run_id": "r", "run_name": "n", "attempt_id": "a", "world_size": 1,
             "first_seen_at": 1.0, "placement_group_id": None, "ranks": {"0": rank}}  # fmt: skip
-    record = untrusted_kv.ledger_page(page)["ranks"]["0"]
+    record = untrusted_ledger_page.ledger_page(page)["ranks"]["0"]
     assert record["native_stack"] is None and record["native_stack_request"] is None
     assert record["entered"] == 1

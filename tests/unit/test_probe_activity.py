@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from raytop.model import untrusted_kv
+from raytop.model import untrusted_ledger_page
 from raytop.probe.activity import ActivitySampler, classify
 
 SITE = f"{os.sep}venv{os.sep}lib{os.sep}site-packages{os.sep}"
@@ -109,10 +109,10 @@ GOOD = {"kind": "collective", "where": "torch.distributed.all_reduce", "since": 
 def test_a_bad_activity_drops_the_field_never_the_rank(bad):
     from tests.unit.test_untrusted import PAGE, RANK
 
-    page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "activity": bad}}})
+    page = untrusted_ledger_page.ledger_page({**PAGE, "ranks": {"0": {**RANK, "activity": bad}}})
     assert page["ranks"]["0"]["activity"] is None and page["ranks"]["0"]["pid"] == 11
-    good = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "activity": GOOD}}})
+    good = untrusted_ledger_page.ledger_page({**PAGE, "ranks": {"0": {**RANK, "activity": GOOD}}})
     assert good["ranks"]["0"]["activity"] == GOOD
     long = {**GOOD, "where": "x" * 500}
-    cut = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "activity": long}}})
+    cut = untrusted_ledger_page.ledger_page({**PAGE, "ranks": {"0": {**RANK, "activity": long}}})
     assert len(cut["ranks"]["0"]["activity"]["where"]) == 200

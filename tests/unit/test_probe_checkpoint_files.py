@@ -15,7 +15,7 @@ from contextlib import ExitStack
 import pytest
 
 from raytop.diagnose.checkpoints import pipeline
-from raytop.model import untrusted_kv
+from raytop.model import untrusted_ledger_page
 from raytop.model.records import CheckpointUpload
 from raytop.probe import checkpoint_files, report_probe, run_probe
 from raytop.probe.checkpoint_files import FileHasher, list_files, start_upload
@@ -117,7 +117,7 @@ def read_back(*records: CheckpointUpload):
              for rank, record in enumerate(records)}  # fmt: skip
     page = {"run_id": "r", "run_name": "exp-t1", "attempt_id": "a", "world_size": 2,
             "first_seen_at": 1.0, "placement_group_id": None, "ranks": ranks}  # fmt: skip
-    read = untrusted_kv.ledger_page(json.loads(json.dumps(page)))["ranks"]
+    read = untrusted_ledger_page.ledger_page(json.loads(json.dumps(page)))["ranks"]
     uploads = {int(k): v["checkpoints"] for k, v in read.items()}
     (checkpoint,) = pipeline(uploads, None, None, now=time.time())
     return checkpoint

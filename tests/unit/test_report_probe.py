@@ -8,7 +8,7 @@ import time
 
 import psutil
 
-from raytop.model import untrusted_kv
+from raytop.model import untrusted_ledger_page
 from raytop.model.records import MAX_REPORT_HISTORY
 from raytop.probe.rank_state import RankState
 from raytop.sources.ledger_records import worker_from_record
@@ -44,7 +44,7 @@ def test_the_probe_sends_its_last_reports_bounded_and_the_reader_keeps_them():
     page = {"run_id": "r", "run_name": "exp-t1", "attempt_id": "a", "world_size": 2,
             "first_seen_at": 1.0, "placement_group_id": None,
             "ranks": {"1": {**message, "received_at": time.time()}}}  # fmt: skip
-    record = untrusted_kv.ledger_page(json.loads(json.dumps(page)))["ranks"]["1"]
+    record = untrusted_ledger_page.ledger_page(json.loads(json.dumps(page)))["ranks"]["1"]
     worker = worker_from_record(record, now=time.time())
     assert worker.report_times == tuple(entered for entered, _ in history)
     assert worker.report_exits[-1] is None and None not in worker.report_exits[:-1]

@@ -17,6 +17,7 @@ from raytop.jsonfile import write_json_atomic
 from raytop.model import untrusted, untrusted_kv
 from raytop.model.progress import MAX_METRIC_HISTORY
 from raytop.model.records import MAX_REPORT_HISTORY
+from raytop.model.untrusted_ledger_page import ledger_page
 from raytop.sources.local_storage import LocalStorage
 from raytop.sources.placement_source import PlacementReader
 from raytop.sources.storage import Storages
@@ -44,9 +45,9 @@ def invalid(validator, value) -> str:
 
 
 def test_what_the_ledger_writes_is_accepted():
-    page = untrusted_kv.ledger_page(json.loads(json.dumps(PAGE)))
+    page = ledger_page(json.loads(json.dumps(PAGE)))
     assert page["ranks"]["0"]["pid"] == 11 and page["ranks"]["0"]["stack"] is None
-    absent = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {"rank": 0, "entered": None}}})
+    absent = ledger_page({**PAGE, "ranks": {"0": {"rank": 0, "entered": None}}})
     assert absent["ranks"]["0"]["entered"] == 0 and absent["ranks"]["0"]["checkpoints"] == []
     index = {"started_at": 1.0, "published_at": 2.0, "pages": {"r.a": 3}}
     # a ledger older than the RunProbe publishes no run records, one older than beats none
@@ -94,11 +95,11 @@ def test_beats_are_checked_and_a_bad_activity_drops_only_itself():
     ],
 )  # fmt: skip
 def test_a_bad_ledger_page_names_where(page, message):
-    assert invalid(untrusted_kv.ledger_page, page) == message
+    assert invalid(ledger_page, page) == message
 
 
 def report_times_of(value) -> list:
-    page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": value}}})
+    page = ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": value}}})
     entered, exited = page["ranks"]["0"]["report_times"]
     assert len(entered) == len(exited)
     return list(zip(entered, exited, strict=True))
@@ -106,7 +107,10 @@ def report_times_of(value) -> list:
 
 def test_a_ranks_report_history_is_read_capped_and_finite():
     assert report_times_of([[90.0, 90.5], [95, None]]) == [(90.0, 90.5), (95.0, None)]
-    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["report_times"] == ((), ())  # older probe
+    assert ledger_page(PAGE)["ranks"]["0"]["report_times"] == (
+        (),
+        (),
+    )  # older probe
     # Over the cap: the newest kept, oldest first.
     many = [[float(t), t + 0.5] for t in range(100)]
     kept = report_times_of(many)
@@ -123,18 +127,18 @@ def test_a_ranks_report_history_is_read_capped_and_finite():
     "bad", ["x", {"0": 1}, [[1.0]], [[1.0, 2.0, 3.0]], [["1", 2.0]], [[1.0, "2"]], [3.0], 7]
 )
 def test_a_bad_report_history_drops_the_field_not_the_rank(bad):
-    page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": bad}}})
+    page = ledger_page({**PAGE, "ranks": {"0": {**RANK, "report_times": bad}}})
     assert page["ranks"]["0"]["report_times"] == ((), ()) and page["ranks"]["0"]["pid"] == 11
 
 
 def test_declared_resources_are_read_and_a_bad_map_drops_the_field():
     def declared(value):
-        page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "declared": value}}})
+        page = ledger_page({**PAGE, "ranks": {"0": {**RANK, "declared": value}}})
         assert page["ranks"]["0"]["pid"] == 11  # the rank stays, whatever the field holds
         return page["ranks"]["0"]["declared"]
 
     assert declared({"CPU": 1, "GPU": 0.5}) == {"CPU": 1.0, "GPU": 0.5}
-    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["declared"] == {}  # an older probe
+    assert ledger_page(PAGE)["ranks"]["0"]["declared"] == {}  # an older probe
     too_many = {f"r{i}": 1.0 for i in range(untrusted_kv.MAX_DECLARED + 1)}
     for bad in ([1], "CPU", {"CPU": "1"}, {"CPU": True}, {"CPU": -1}, {"CPU": float("nan")},
                 {"": 1.0}, {"x" * 200: 1.0}, too_many):  # fmt: skip
@@ -143,19 +147,19 @@ def test_declared_resources_are_read_and_a_bad_map_drops_the_field():
 
 def test_the_restored_checkpoint_is_a_plain_folder_name_or_dropped():
     def restored(value):
-        page = untrusted_kv.ledger_page({**PAGE, "ranks": {"0": {**RANK, "restored_from": value}}})
+        page = ledger_page({**PAGE, "ranks": {"0": {**RANK, "restored_from": value}}})
         assert page["ranks"]["0"]["pid"] == 11  # the rank stays, whatever the field holds
         return page["ranks"]["0"]["restored_from"]
 
     assert restored("checkpoint_000003") == "checkpoint_000003"
-    assert untrusted_kv.ledger_page(PAGE)["ranks"]["0"]["restored_from"] is None  # older probe
+    assert ledger_page(PAGE)["ranks"]["0"]["restored_from"] is None  # older probe
     for bad in ("", "../../etc", "a/b", "a\\b", "..", "x" * 256, "a\nb", 3, ["c"], {"c": 1}):
         assert restored(bad) is None, bad
 
 
 def test_too_many_ranks_or_pages_are_refused():
     ranks = {str(r): {**RANK, "rank": r} for r in range(untrusted.MAX_RANKS + 1)}
-    assert "over the cap of 10000" in invalid(untrusted_kv.ledger_page, {**PAGE, "ranks": ranks})
+    assert "over the cap of 10000" in invalid(ledger_page, {**PAGE, "ranks": ranks})
     pages = {f"r.{i}": 1 for i in range(untrusted.MAX_LEDGER_PAGES + 1)}
     index = {"started_at": 1.0, "published_at": 2.0, "pages": pages}
     assert f"pages: {len(pages)} entries" in invalid(untrusted_kv.ledger_index, index)
@@ -216,10 +220,13 @@ def test_storage_keeps_the_last_good_copy_on_a_shape_error(tmp_path):
     path = tmp_path / "ledger.json"
     path.write_text(json.dumps(PAGE))
     storage = LocalStorage(tmp_path, watch=False)
-    good = untrusted_kv.ledger_page(PAGE)
-    assert storage.read_json("ledger.json", validate=untrusted_kv.ledger_page) == (good, None)
+    good = ledger_page(PAGE)
+    assert storage.read_json("ledger.json", validate=ledger_page) == (
+        good,
+        None,
+    )
     path.write_text(json.dumps({**PAGE, "world_size": "two"}))
-    data, warning = storage.read_json("ledger.json", validate=untrusted_kv.ledger_page)
+    data, warning = storage.read_json("ledger.json", validate=ledger_page)
     assert data == good
     assert warning == (
         "ledger.json: world_size: expected an integer, got a string; using the last good copy"

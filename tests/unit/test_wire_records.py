@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from raytop.diagnose.checkpoints import pipeline
-from raytop.model import untrusted_kv
+from raytop.model import untrusted_ledger_page
 from raytop.model.records import BarrierWait
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire import kv_keys
@@ -44,7 +44,7 @@ def test_the_key_names_are_the_ones_already_in_the_store():
 
 
 def test_an_old_page_validates_into_the_records():
-    page = untrusted_kv.ledger_page(json.loads(OLD_PAGE))
+    page = untrusted_ledger_page.ledger_page(json.loads(OLD_PAGE))
     rank = page["ranks"]["1"]
     assert (rank["rank"], rank["entered"], rank["received_at"], rank["stack"]) == (
         1, 2, 1017.0, "stack text"

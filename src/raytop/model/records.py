@@ -238,6 +238,9 @@ class LedgerPage(TypedDict):
     first_seen_at: float
     placement_group_id: str | None
     ranks: dict[str, RankRecord]
+    # rank → the Ledger's version when that rank's record last changed (empty from a Ledger
+    # before them): what lets a reader keep an unchanged rank's record
+    rank_versions: NotRequired[dict[str, int]]
 
 
 class LedgerIndex(TypedDict):

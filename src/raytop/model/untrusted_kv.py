@@ -1,6 +1,7 @@
 """Validators of the values raytop takes from the cluster's KV store: the report ledger's
-index and pages (each rank's record; its checkpoint uploads and barrier waits are
-``untrusted_kv_checkpoints``'s) and the trial registrations.
+index, each rank's record (its checkpoint uploads and barrier waits are
+``untrusted_kv_checkpoints``'s; a page of them, ``untrusted_ledger_page``'s), the beats and
+the run records, and the trial registrations.
 
 A value may come from another raytop version or from a buggy probe; each validator returns
 the typed record raytop's readers rely on (``model.records``) or raises ``Invalid`` naming
@@ -28,7 +29,6 @@ from raytop.model.records import (
     AttemptRecord,
     HangDetectorRecord,
     LedgerIndex,
-    LedgerPage,
     ProbeProblem,
     RankBeat,
     RankRecord,
@@ -75,7 +75,7 @@ def ledger_index(data: Any) -> LedgerIndex:
     )
 
 
-def _rank_record(record: Any, where: str) -> RankRecord:
+def rank_record(record: Any, where: str) -> RankRecord:
     """One rank's record (a ``RankReport`` as the Ledger stored it, from any raytop
     version): every field the readers use, typed; fields they do not use are left out."""
     raw = obj(record, where)
@@ -201,7 +201,7 @@ def _folder_name(value: Any) -> str | None:
     return value
 
 
-def _rank_keys(ranks: dict[str, Any]) -> None:
+def rank_keys(ranks: dict[str, Any]) -> None:
     if len(ranks) > MAX_RANKS:
         raise Invalid(f"ranks: {len(ranks)} entries, over the cap of {MAX_RANKS}")
     for key in ranks:
@@ -217,7 +217,7 @@ def ledger_beats(data: Any) -> dict[str, RankBeat]:
     heartbeat figures (``RankBeat``) of each rank of the chunk (or of the attempt, from a
     Ledger before beats came in chunks)."""
     ranks = obj(obj(data).get("ranks") or {}, "ranks")
-    _rank_keys(ranks)
+    rank_keys(ranks)
     beats = {}
     for key, beat in ranks.items():
         where = f"ranks.{key}"
@@ -242,23 +242,6 @@ def ledger_beats(data: Any) -> dict[str, RankBeat]:
             optimizer_steps=optimizer_steps, step_rate=step_rate,
         )  # fmt: skip
     return beats
-
-
-def ledger_page(data: Any) -> LedgerPage:
-    """``ledger/page/<run_id>.<attempt_id>[~<chunk>]``: one attempt and the record of each
-    rank (of that chunk)."""
-    raw = obj(data)
-    run_id, run_name, attempt_id = (text(raw, key) for key in ("run_id", "run_name", "attempt_id"))
-    world_size = integer(raw, "world_size", maximum=MAX_RANKS)
-    first_seen_at = number(raw, "first_seen_at")
-    placement_group_id = text(raw, "placement_group_id", optional=True)
-    ranks = obj(raw.get("ranks") or {}, "ranks")
-    _rank_keys(ranks)
-    return LedgerPage(
-        run_id=run_id, run_name=run_name, attempt_id=attempt_id, world_size=world_size,
-        first_seen_at=first_seen_at, placement_group_id=placement_group_id,
-        ranks={key: _rank_record(record, f"ranks.{key}") for key, record in ranks.items()},
-    )  # fmt: skip
 
 
 ATTEMPT_STATUSES = frozenset({"running", "errored", "finished", "aborted", "resized"})

@@ -121,6 +121,9 @@ class Ledger:
             self.ranks_held += before is None
             chunk["ranks"][str(rank)] = record
             chunk["version"] = self.version
+            # the rank's own number: a reader keeps the others' records of this chunk
+            # (``model.untrusted_ledger_page``)
+            chunk.setdefault("rank_versions", {})[str(rank)] = self.version
         while len(self.pages) > MAX_PAGES or (
             self.ranks_held > MAX_RANK_RECORDS and len(self.pages) > 1
         ):
@@ -151,7 +154,9 @@ class Ledger:
         key, n = split_chunk_key(kv_key[len(PAGE_PREFIX) :])
         page = self.pages[key]
         header = {k: v for k, v in page.items() if k not in ("chunks", "beat_chunks")}
-        return json.dumps({**header, "ranks": page["chunks"][n]["ranks"]}).encode()
+        chunk = page["chunks"][n]
+        return json.dumps({**header, "ranks": chunk["ranks"],
+                           "rank_versions": chunk.get("rank_versions", {})}).encode()  # fmt: skip
 
     async def _publish_loop(self) -> None:
         last_index = 0.0

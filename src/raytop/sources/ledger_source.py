@@ -37,6 +37,7 @@ from raytop.model.records import (
     RankRecord,
     RunAttempts,
 )
+from raytop.model.untrusted_ledger_page import ledger_page
 from raytop.sources.ledger_records import (
     age,
     attempts_from_record,
@@ -61,6 +62,11 @@ def _parse(raw: Any, max_bytes: int) -> Any:
     if not isinstance(raw, (bytes, str)):
         raise untrusted.Invalid(f"expected bytes, got {type(raw).__name__}")
     return untrusted.parse(raw, max_bytes)
+
+
+def _beats(data: Any, _previous: Any) -> dict[str, RankBeat]:
+    """A chunk's beats (``untrusted_kv.ledger_beats``): each read whole, as every beat moves."""
+    return untrusted_kv.ledger_beats(data)
 
 
 def _attempt_index(history: tuple[Attempt, ...], attempt_id: str, pages: int) -> int:
@@ -121,8 +127,8 @@ class LedgerReader:
         pages, beats = index["pages"], index.get("beats", {})
         # (prefix, listed versions, check, last good values, their versions) of each kind
         kinds = (
-            (PAGE_PREFIX, pages, untrusted_kv.ledger_page, self._pages, self._versions),
-            (BEAT_PREFIX, beats, untrusted_kv.ledger_beats, self._beats, self._beat_versions),
+            (PAGE_PREFIX, pages, ledger_page, self._pages, self._versions),
+            (BEAT_PREFIX, beats, _beats, self._beats, self._beat_versions),
         )
         changed = [prefix + k for prefix, listed, _, _, held in kinds
                    for k, v in listed.items() if held.get(k) != v]  # fmt: skip
@@ -134,7 +140,7 @@ class LedgerReader:
                 if not key.startswith(prefix) or name not in listed:
                     continue  # not asked for
                 try:
-                    value = check(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES))
+                    value = check(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES), kept.get(name))
                 except ValueError as exc:
                     # Its last good copy (if any) stays; it is fetched again next time.
                     warnings.append(untrusted.problem(key, exc))

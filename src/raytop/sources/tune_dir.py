@@ -144,11 +144,9 @@ class ExperimentReader:
             self.raytop_dir = candidate if candidate.is_dir() else None
         self._storages = storages or Storages()
         self._storage = self._storages.root(self.path)
-        # The trials of the last state read, its problems and its odd-trial-id warning: a
-        # watched, unchanged file is not parsed again.
-        self._parsed: (
-            tuple[Any, list[Trial], list[str], list[str], frozenset[str] | None] | None
-        ) = None
+        # The trials of the last state read, its problems, its odd-trial-id warning and its
+        # trials' folder names: a watched, unchanged file is not parsed again.
+        self._parsed: tuple[Any, list[Trial], list[str], list[str], Dirs] | None = None
         # How Tune's state read the last time: (one of the STATE_* values, reason or None).
         self.state: tuple[str, str | None] = (STATE_UNKNOWN, None)
         # The driver's liveness at the last read: when it turns to ended, the probe's

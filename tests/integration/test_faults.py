@@ -1,5 +1,5 @@
-"""Fault cases on a real local cluster (issue 8: R1, R2, R6; R4 is
-``tests/integration/test_resume.py``). Each test prints its figures as ``FIGURE name=value``
+"""Fault cases on a real local cluster (issue 8: R1, R2, R6; R4 is in
+``tests/integration/test_tui_tmux.py``). Each test prints its figures as ``FIGURE name=value``
 lines (``pytest -rP`` shows them); docs/RELIABILITY.md quotes them with the command.
 
 The watcher below is the collector the TUI holds: one long-lived ``SnapshotCollector``,

@@ -1,7 +1,13 @@
 """End to end, as a user meets it: ``raytop run`` of the bundled torch sweep in a real
 terminal (tmux), per-rank report counts growing on screen, Enter down to a rank, ``q``
-leaves the run going, and a bare ``raytop`` re-attaches; a stopped experiment resumed from
-the TUI's Resume screen, after its preview and a confirmation."""
+leaves the run going, and a bare ``raytop`` re-attaches; then the sweep's driver is killed
+(``kill -9``) mid-run and ``raytop resume --yes`` finishes every trial, each Train run from
+its latest checkpoint, deleting nothing; a stopped experiment resumed from the TUI's Resume
+screen, after its preview and a confirmation.
+
+The crash and resume are done to the bundled sweep itself, not to a run of their own: a
+torch sweep costs ~100 CPU-s of start-ups on the 2 cores the suite shares, and this one
+already has two trials mid-run, with checkpoints, once re-attached."""
 
 from __future__ import annotations
 
@@ -9,11 +15,20 @@ import json
 import re
 import shutil
 import sys
+import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import experiment_status, launch_run, run_raytop, status_json, wait_for
+from tests.conftest import (
+    experiment_status,
+    kill_driver,
+    launch_run,
+    run_raytop,
+    status_json,
+    wait_for,
+)
 from tests.tmux import Pane
 
 pytestmark = [
@@ -22,6 +37,7 @@ pytestmark = [
 ]
 
 
+LAST_EPOCH = 7  # the bundled sweep's epochs = 8
 RANK_COUNT = re.compile(r"\br(\d+) +(\d+)\b")
 
 
@@ -31,7 +47,7 @@ def rank_counts(screen: str) -> dict[int, int]:
     return {int(rank): int(count) for rank, count in RANK_COUNT.findall(screen)}
 
 
-def running(pid: int) -> bool:
+def running_pid(pid: int) -> bool:
     """Whether ``pid`` runs (an ended process nobody reaped, a zombie, does not)."""
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -39,11 +55,17 @@ def running(pid: int) -> bool:
         return False
 
 
-def test_torch_sweep_counts_grow_live_drill_to_a_rank_quit_and_reattach(ray_cluster, example_copy):
+def test_torch_sweep_counts_grow_live_drill_to_a_rank_quit_reattach_crash_and_resume(
+    ray_cluster, example_copy
+):
     """The bundled example as it ships (paced epochs): the overview's per-rank report counts
     grow before the first trial ends, Enter drills trial → Train run → rank, ``q`` leaves the
-    run going, a bare ``raytop`` re-attaches to it, and the sweep runs to completion with
-    no finding (this is the bundled torch example's run-to-completion test too)."""
+    run going, a bare ``raytop`` re-attaches to it. Then its driver is killed with SIGKILL
+    while a trial is mid-run with a checkpoint committed: the experiment is INTERRUPTED,
+    ``raytop resume --yes`` runs it to completion, each unfinished Train run continuing from
+    its latest checkpoint, no file but the checkpoints Train itself retires (``num_to_keep``)
+    is gone, and no finding at all on the finished sweep (this is the bundled torch
+    example's run-to-completion test too)."""
     spec = example_copy("torch_sweep.toml", "torch_sweep_loop.py")
     experiment = spec.parent / "results" / "torch_sweep"
     raytop = [sys.executable, "-m", "raytop"]
@@ -94,21 +116,96 @@ def test_torch_sweep_counts_grow_live_drill_to_a_rank_quit_and_reattach(ray_clus
             attach.wait_for(lambda s: "EXITED=0" in s, 20, "raytop to exit")
         finally:
             attach.close()
-        # The bundled example runs to completion (the same sweep the overview showed):
-        # every trial TERMINATED after its 8 epochs, and no finding at all on a healthy run.
-        # Waited for by its driver's pid (no collection a poll): the sweep is mostly sleep.
-        driver = json.loads((experiment / ".raytop" / "driver.json").read_text())["pid"]
-        wait_for(lambda: not running(driver), 300, "the sweep's driver to end")
-        done = experiment_status(ray_cluster.address, experiment)
-        assert done["status"] == "FINISHED", done["status"]
-        assert [(t["status"], t["iterations"], t["metrics"]["epoch"]) for t in done["trials"]] \
-            == [("TERMINATED", 8, 7)] * 4  # fmt: skip
-        assert status_json(ray_cluster.address, experiment)["findings"] == []
+        _crash_and_resume(ray_cluster.address, experiment)
     finally:
         if experiment.is_dir() and (
             experiment_status(ray_cluster.address, experiment)["status"] == "RUNNING"
         ):
             run_raytop("stop", str(experiment), "--yes")  # a failed test's run (nothing deleted)
+
+
+def _crash_and_resume(address: str, experiment: Path) -> None:
+    """SIGKILL the sweep's driver while a trial is mid-run with a checkpoint, then
+    ``raytop resume --yes`` it to completion (the test above)."""
+    running = run_raytop("check", "--teardown", "--experiment", str(experiment))
+    assert running.returncode == 14 and "the Tune driver is running" in running.stdout
+
+    def mid_run() -> bool:
+        trials = experiment_status(address, experiment)["trials"]
+        busy = {t["trial_id"] for t in trials if t["status"] == "RUNNING"}
+        return any(trial in busy for trial in committed_epochs(experiment))
+
+    wait_for(mid_run, 60, "a running trial with a committed checkpoint")
+    driver = json.loads((experiment / ".raytop" / "driver.json").read_text())["pid"]
+    kill_driver(experiment)
+    wait_for(lambda: not running_pid(driver), 30, "the killed driver to end")
+    time.sleep(5)  # its trials and Train workers go down with it (owner death)
+    crashed = experiment_status(address, experiment)
+    assert crashed["status"] == "INTERRUPTED"
+    # What each Train run had committed when its driver died (read now: the workers may
+    # commit one more as they go down), and which trials were left to finish.
+    latest = committed_epochs(experiment)
+    unfinished = {t["trial_id"] for t in crashed["trials"] if t["status"] != "TERMINATED"}
+    mid = {trial: epoch for trial, epoch in latest.items() if trial in unfinished}
+    assert min(mid.values(), default=LAST_EPOCH) < LAST_EPOCH, (
+        f"no unfinished trial had a checkpoint before its last epoch: {latest}, {crashed['trials']}"
+    )
+    before = files(experiment)
+
+    resumed = run_raytop("resume", str(experiment), "--yes", "--no-tui", "--address", address,
+                         timeout=600)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert resumed.stdout.count("resume from checkpoint_") == len(mid), resumed.stdout
+
+    # The bundled example ran to completion: every trial TERMINATED after its 8 epochs,
+    # each unfinished Train run went on from its latest checkpoint (the epoch did not go
+    # back to 0), and no finding at all on the healthy sweep.
+    done = experiment_status(address, experiment)
+    assert done["status"] == "FINISHED", done["status"]
+    assert [(t["status"], t["metrics"]["epoch"]) for t in done["trials"]] == [
+        ("TERMINATED", LAST_EPOCH)
+    ] * 4  # fmt: skip
+    for trial in done["trials"]:
+        # A run whose last epoch was committed as its driver died had nothing left to do:
+        # its last result is the one from before the crash.
+        if trial["trial_id"] in unfinished and mid.get(trial["trial_id"]) != LAST_EPOCH:
+            assert trial["metrics"]["start_epoch"] == mid.get(trial["trial_id"], -1) + 1
+    assert status_json(address, experiment)["findings"] == []
+    safe = run_raytop("check", "--teardown", "--experiment", str(experiment))
+    assert safe.returncode == 0, safe.stdout
+    retired_only(before - files(experiment), experiment)
+
+
+def committed_epochs(experiment: Path) -> dict[str, int]:
+    """Trial id → the epoch of its Train run's latest committed checkpoint (runs with none
+    yet, or whose snapshot is being rewritten, are left out)."""
+    found = {}
+    for snapshot in experiment.glob("train_runs/*/checkpoint_manager_snapshot.json"):
+        try:
+            latest = json.loads(snapshot.read_text())["latest_checkpoint_result"]
+            found[snapshot.parent.name.rsplit("-", 1)[-1]] = int(latest["metrics"]["epoch"])
+        except (OSError, ValueError, KeyError, TypeError):
+            # Rewritten in place (docs/RAY_FACTS.md#checkpoint-snapshot), or no checkpoint yet.
+            continue
+    return found
+
+
+def files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+
+def retired_only(missing: set[str], experiment: Path) -> None:
+    """Every file gone since the crash was in a checkpoint folder older than each one its
+    Train run still keeps: the bundled sweep keeps 2 (``num_to_keep``), and Train retires
+    the older ones as new ones commit. Nothing else may go: not a trial's files, not the
+    Tune state, not a run's latest checkpoints."""
+    for path in sorted(missing):
+        parts = path.split("/")
+        assert len(parts) > 3 and parts[0] == "train_runs" and parts[2].startswith(
+            "checkpoint_"
+        ), f"a file deleted by the resume: {path}"  # fmt: skip
+        kept = sorted(p.name for p in (experiment / "train_runs" / parts[1]).glob("checkpoint_*"))
+        assert kept and parts[2] < kept[0], f"a kept checkpoint's file deleted: {path}, {kept}"
 
 
 def _report_counts(cluster, experiment) -> dict[tuple[str, int], int]:

@@ -84,11 +84,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     a cluster of its own in its own ``RAY_TMPDIR``; they mostly wait on a cluster's
     outage, so off the shared cluster's serial path they cost the suite little). Measured,
     a third worker, or the shared cluster's tests split over two clusters at once, made
-    it slower (docs/PERFORMANCE.md)."""
+    it slower (docs/PERFORMANCE.md).
+
+    The tests marked ``waits`` (they mostly wait on a timeout) are a group of their own:
+    ungrouped, xdist's scheduler (largest group first) ran them with the other pure tests
+    at the suite's end, where both workers run those and a waiting one leaves its core
+    idle; as a group of about ten they run mid-suite, beside a Ray test that takes both
+    cores."""
     for item in items:
         own = [group for name, group in OWN_CLUSTER_GROUPS.items() if name in item.fixturenames]
         if item.get_closest_marker("own_cluster"):
             own = ["ray-own"]
+        elif item.get_closest_marker("waits"):
+            own = ["waits"]
         if own:
             item.add_marker(pytest.mark.xdist_group(own[0]))
         elif item.get_closest_marker("ray") or CLUSTER_FIXTURES & set(item.fixturenames):

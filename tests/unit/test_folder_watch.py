@@ -84,6 +84,7 @@ def test_the_watch_never_follows_a_symlink_out_of_the_experiment(tmp_path, stora
     assert inode(Path("/")) not in watched and inode(Path("/etc")) not in watched
 
 
+@pytest.mark.waits  # a file's max age
 def test_a_file_outside_is_re_read_at_max_age_as_on_nfs(tmp_path, storages):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "s.json").write_text("1")

@@ -127,6 +127,7 @@ SECRET_URIS = [
 ]
 
 
+@pytest.mark.waits  # the userinfo cases wait ~6 s a read for S3 retries
 @pytest.mark.parametrize("uri", SECRET_URIS, ids=["userinfo", "query"])
 @pytest.mark.parametrize(
     "command",

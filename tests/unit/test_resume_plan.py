@@ -159,6 +159,7 @@ def test_a_symlink_loop_is_no_experiment_not_a_crash(tmp_path):
     )
 
 
+@pytest.mark.waits  # ~6 s of S3 retries
 def test_unreachable_storage_is_said_to_be_unreachable(tmp_path, monkeypatch):
     """Not "no Tune experiment there": the storage did not answer, and why. pyarrow takes
     ~6 s (its retries) to give up on a refused connection; one listing is made, not two."""

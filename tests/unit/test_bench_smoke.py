@@ -118,6 +118,34 @@ def test_the_cpu_by_process_tool_counts_a_child_and_names_kinds(capsys):
     assert tool.kind("/v/bin/python -m raytop.launch.driver spec.toml") == "raytop:driver"
 
 
+def test_the_cpu_by_process_tool_counts_cpu_by_test_file(tmp_path, capsys):
+    """``--timeline``: a process a test started counts to that test's file; one started by
+    the next test to the next file; the test process's own CPU to itself; a process of
+    another tree, to nothing."""
+    tool = load("cpu_by_process")
+    seen = {
+        (10, "a"): tool.Seen(5.0, "pytest worker", 1, 100.0),
+        (11, "b"): tool.Seen(2.0, "ray start", 10, 105.0),
+        (12, "c"): tool.Seen(3.0, "raylet", 11, 106.0),  # a cluster the first test started
+        (13, "d"): tool.Seen(4.0, "raytop run", 10, 125.0),
+        (14, "e"): tool.Seen(1.0, "the driver", 13, 126.0),
+        (20, "f"): tool.Seen(9.0, "elsewhere", 1, 110.0),
+    }
+    rows = [{"pid": 10, "test": "tests/a.py::t", "start": 101.0},
+            {"pid": 10, "test": "tests/b.py::t", "start": 120.0}]  # fmt: skip
+    assert tool.by_test(seen, rows) == {
+        "(test process 10 itself)": 5.0, "tests/a.py": 5.0, "tests/b.py": 5.0,
+    }  # fmt: skip
+    timeline = tmp_path / "timeline"
+    burn = ("import os, json, time\n"
+            "end = time.process_time() + 1.0\nwhile time.process_time() < end: pass\n"
+            "open(os.environ['RAYTOP_TIMELINE'], 'a').write(json.dumps({'pid': os.getpid(),"
+            " 'test': 'tests/x.py::t', 'start': 0}) + '\\n')")  # fmt: skip
+    assert tool.main(["--timeline", str(timeline), sys.executable, "-c", burn]) == 0
+    out = capsys.readouterr().out
+    assert "by test file:" in out and "(test process" in out, out
+
+
 def test_the_timeline_is_recorded_by_worker_and_summed_per_file(tmp_path):
     """tests/timeline.py's lines, summed by benchmarks/timeline.py: each worker's span and
     busy time, its files by seconds, most first; a torn last line is skipped."""

@@ -2,8 +2,9 @@
 terminal (tmux), per-rank report counts growing on screen, Enter down to a rank, ``q``
 leaves the run going, and a bare ``raytop`` re-attaches; then the sweep's driver is killed
 (``kill -9``) mid-run and ``raytop resume --yes`` finishes every trial, each Train run from
-its latest checkpoint, deleting nothing; a stopped experiment resumed from the TUI's Resume
-screen, after its preview and a confirmation.
+its latest checkpoint, raytop deleting nothing (only the checkpoints Train itself retires
+go); a stopped experiment resumed from the TUI's Resume screen, after its preview and a
+confirmation.
 
 The crash and resume are done to the bundled sweep itself, not to a run of their own: a
 torch sweep costs ~100 CPU-s of start-ups on the 2 cores the suite shares, and this one

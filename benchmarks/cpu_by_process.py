@@ -114,11 +114,13 @@ def by_test(seen: dict[tuple[int, str], Seen], rows: list[dict]) -> Counter[str]
     found: Counter[str] = Counter()
     for (pid, _), process in seen.items():
         owner, at, here = pid, process.born, process
+        walked = {pid}  # a reused pid must not walk in a circle
         while owner not in tests:
             earlier = [p for p in lives.get(here.parent, []) if p.born <= at + 1]
-            if not earlier:
+            if not earlier or here.parent in walked:
                 break
             owner, here = here.parent, max(earlier, key=lambda p: p.born)
+            walked.add(owner)
         if owner not in tests:
             continue
         if owner == pid:

@@ -130,6 +130,8 @@ def test_the_cpu_by_process_tool_counts_cpu_by_test_file(tmp_path, capsys):
         (13, "d"): tool.Seen(4.0, "raytop run", 10, 125.0),
         (14, "e"): tool.Seen(1.0, "the driver", 13, 126.0),
         (20, "f"): tool.Seen(9.0, "elsewhere", 1, 110.0),
+        (30, "g"): tool.Seen(1.0, "a reused pid", 31, 90.0),  # 30 and 31: each the other's
+        (31, "h"): tool.Seen(1.0, "parent", 30, 95.0),  # parent, by reuse: counted to none
     }
     rows = [{"pid": 10, "test": "tests/a.py::t", "start": 101.0},
             {"pid": 10, "test": "tests/b.py::t", "start": 120.0}]  # fmt: skip

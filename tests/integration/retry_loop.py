@@ -1,10 +1,12 @@
-"""The train loop of tests/integration/test_retries.py: 2 ranks, a checkpoint each epoch.
-Each trial is one ``case`` of ``CASES`` (several cases share one experiment, one trial
-each, so one Tune driver serves them): rank ``fail_rank`` raises at ``fail_epoch`` on the
-first attempt only (``fail = "once"``: a marker file in the case's own folder under
-``marker_dir`` remembers it), on the first two (``"twice"``), on every attempt
-(``"always"``) or never. ``ignore_checkpoint``: every attempt starts at epoch 0, whatever
-it restored."""
+"""The train loop of tests/integration/test_retries.py: one rank, a checkpoint each epoch.
+Each attempt starts its worker group afresh, a Python process per rank importing Train and
+torch (~4.5 CPU-s each), and retries are what these tests are about, not world sizes (the
+multi-node test retries two ranks, a node killed under one). Each trial is one ``case`` of
+``CASES`` (several cases share one experiment, one trial each, so one Tune driver serves
+them): rank ``fail_rank`` raises at ``fail_epoch`` on the first attempt only (``fail =
+"once"``: a marker file in the case's own folder under ``marker_dir`` remembers it), on the
+first two (``"twice"``), on every attempt (``"always"``) or never. ``ignore_checkpoint``:
+every attempt starts at epoch 0, whatever it restored."""
 
 import json
 import os
@@ -34,7 +36,7 @@ CASES = {
 
 
 def train_loop(config: dict) -> None:
-    case = {"epoch_s": 0.2, "fail_rank": 1, **CASES[config["case"]]}
+    case = {"epoch_s": 0.2, "fail_rank": 0, **CASES[config["case"]]}
     rank = ray.train.get_context().get_world_rank()
     start = 0
     restored = ray.train.get_checkpoint()
@@ -47,7 +49,7 @@ def train_loop(config: dict) -> None:
     for epoch in range(start, case["epochs"]):
         time.sleep(case["epoch_s"])
         if rank == case["fail_rank"] and epoch == case["fail_epoch"]:
-            _after_rank0_reported(markers, epoch - 1)
+            _after_reported(markers, epoch - 1)
             if case["fail"] == "always":
                 raise RuntimeError(f"boom at epoch {epoch} in pid {os.getpid()}")
             if case["fail"] == "once" and not os.path.exists(marker):
@@ -68,12 +70,12 @@ def train_loop(config: dict) -> None:
             ray.train.report({"epoch": epoch})
 
 
-def _after_rank0_reported(markers: str, epoch: int) -> None:
+def _after_reported(markers: str, epoch: int) -> None:
     """Wait until rank 0's report (and checkpoint) of ``epoch`` is in Train's queue, and a
-    second more. Train registers a checkpoint only once every rank's result of that round
-    is in; a rank that raised before rank 0's upload was done would lose it to the retry,
-    which restores the round before. Under a loaded CI machine that upload took more than
-    this loop's 0.2 s epoch."""
+    second more. Train registers a checkpoint only once its controller has polled every
+    rank's result of that round; a rank that raised before then would lose it to the
+    retry, which restores the round before. Under a loaded CI machine rank 0's upload took
+    more than this loop's 0.2 s epoch."""
     if epoch < 0:
         return
     deadline = time.monotonic() + 120

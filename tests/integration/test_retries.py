@@ -8,7 +8,8 @@ is flagged as going backwards; an errored trial is resumed from its checkpoint
 Cases that need the same retry budget (``[failure] max_failures`` is the experiment's)
 share one experiment, a trial each (``retry_loop.CASES``): one Tune driver for both, the
 trials side by side; a launched run costs ~40 CPU-s, mostly start-ups, on the 2 cores the
-suite shares."""
+suite shares. For the same reason each Train run has one rank (``retry_loop``): every
+attempt starts its worker group again."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ metric = "epoch"
 mode = "max"
 
 [scaling]
-num_workers = 2
+num_workers = 1
 
 [failure]
 max_failures = {max_failures}
@@ -136,7 +137,7 @@ def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(retried):
     assert not kinds & {"retry_loop", "progress_backwards", "budget_exhausted"}, kinds
     # The Run screen's title and attempts list, from this real snapshot.
     (shown,) = [r for r in Snapshot.from_json(snapshot).all_runs() if r.run_id == run["run_id"]]
-    assert "attempt 2 · world size 2 · worker retries 1/1 used" in describe_run(shown).plain
+    assert "attempt 2 · world size 1 · worker retries 1/1 used" in describe_run(shown).plain
     listed = describe_attempts(shown).plain
     assert "#1 errored" in listed and "RuntimeError: boom once at epoch 1" in listed, listed
     assert "#2 finished" in listed, listed

@@ -107,11 +107,33 @@ def stop(spec: Path, experiment: Path, driver) -> None:
         driver.wait(timeout=30)
 
 
-POLL_S = 8.0  # a liveness probe's period: each check is a new process (~0.75 CPU-s), ~35 in all
+def judged(address: str, experiment: Path) -> tuple[int, str]:
+    """What ``raytop check --address A --experiment E`` decides, its exit code and lines,
+    made in this process by the command's own parts (resolve, collector, ``health``), and
+    from any thread (``raytop_in_process`` swaps this process's stdout: the test's thread
+    only). The poller's ~35 checks as new processes cost ~0.75 CPU-s each (Python, Ray's
+    client) of the 2 cores the suite shares; the command itself confirms the verdict at
+    the end (``test_zz_…``)."""
+    from raytop.faces.check import health
+    from raytop.faces.command_line import collector_for, experiment_paths
+    from raytop.launch.cluster import resolve
+    from raytop.model.thresholds import Thresholds
+
+    chosen = experiment_paths((str(experiment),))
+    collector = collector_for(resolve(address), chosen, Thresholds.given(None))
+    try:
+        lines, code = health(collector.collect())
+    finally:
+        collector.close()
+    return code, "\n".join(lines)
+
+
+POLL_S = 8.0  # a liveness probe's period
 
 
 class Poller(threading.Thread):
-    """``raytop check`` on the healthy run again and again, as a liveness probe would."""
+    """``raytop check``'s verdict on the healthy run again and again, as a liveness probe
+    would ask it (``judged``)."""
 
     def __init__(self, address: str, experiment: Path) -> None:
         super().__init__(daemon=True)
@@ -122,7 +144,7 @@ class Poller(threading.Thread):
     def run(self) -> None:
         while not self.halt.wait(POLL_S):
             if self.experiment.is_dir():
-                code, text = checked(self.address, self.experiment)
+                code, text = judged(self.address, self.experiment)
                 self.results.append((time.time(), code, text))
 
 
@@ -306,7 +328,7 @@ def test_a_rank_three_times_slower_is_a_straggler_not_a_hang(healthy, hang_clust
         stop(spec, experiment, driver)
 
 
-def test_zz_the_healthy_run_raised_no_alarm_in_five_minutes(healthy):
+def test_zz_the_healthy_run_raised_no_alarm_in_five_minutes(healthy, hang_cluster):
     spec, experiment, poller, started = healthy
     remaining = HEALTHY_S - (time.monotonic() - started)
     if remaining > 0:
@@ -320,3 +342,5 @@ def test_zz_the_healthy_run_raised_no_alarm_in_five_minutes(healthy):
     span = results[-1][0] - results[0][0]
     print(f"\nhealthy: {len(results)} checks over {span:.0f}s, no alarm")
     assert span >= HEALTHY_S - 30
+    code, text = checked(hang_cluster.address, experiment)  # the command, as a probe runs it
+    assert code == check.HEALTHY and "straggler" not in text, text

@@ -70,8 +70,8 @@ down: $(STAMP)
 ## make test-compat: another Python and Ray line than the suite's (default Python 3.12,
 ## Ray 2.60.0): a venv that has that Ray first, raytop installed into it (its Ray kept, no
 ## torch), then a real-cluster smoke (compat/test_ray_line.py). Its two halves are
-## targets of their own (compat-venv, compat-smoke): CI builds the venv while the suite
-## installs, on the core pip leaves idle, and runs the smoke after the suite.
+## targets of their own (compat-venv, compat-smoke): CI runs both beside the suite, from
+## its install on (the core pip leaves idle), and shows their output after the suite's.
 # python3.12 itself, or pyenv's 3.12 (whose python3.12 shim refuses unless selected).
 COMPAT_PYTHON ?= $(or $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12)),python3.12)
 COMPAT_RAY    ?= 2.60.0

@@ -109,22 +109,16 @@ def stop(spec: Path, experiment: Path, driver) -> None:
 
 def judged(address: str, experiment: Path) -> tuple[int, str]:
     """What ``raytop check --address A --experiment E`` decides, its exit code and lines,
-    made in this process by the command's own parts (resolve, collector, ``health``), and
-    from any thread (``raytop_in_process`` swaps this process's stdout: the test's thread
-    only). The poller's ~35 checks as new processes cost ~0.75 CPU-s each (Python, Ray's
-    client) of the 2 cores the suite shares; the command itself confirms the verdict at
-    the end (``test_zz_…``)."""
-    from raytop.faces.check import health
-    from raytop.faces.command_line import collector_for, experiment_paths
+    made in this process by the command's own ``verdict``, and from any thread
+    (``raytop_in_process`` swaps this process's stdout: the test's thread only). The
+    poller's ~35 checks as new processes cost ~0.75 CPU-s each (Python, Ray's client) of
+    the 2 cores the suite shares; the command itself confirms the verdict at the end
+    (``test_zz_…``)."""
+    from raytop.faces.check import verdict
     from raytop.launch.cluster import resolve
     from raytop.model.thresholds import Thresholds
 
-    chosen = experiment_paths((str(experiment),))
-    collector = collector_for(resolve(address), chosen, Thresholds.given(None))
-    try:
-        lines, code = health(collector.collect())
-    finally:
-        collector.close()
+    lines, code = verdict(resolve(address), (str(experiment),), Thresholds.given(None))
     return code, "\n".join(lines)
 
 

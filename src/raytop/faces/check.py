@@ -41,10 +41,21 @@ def check(experiments: tuple[str, ...], waiting_after: float, teardown_only: boo
         echo_lines([f"cluster_unreachable: {exc}"])
         sys.exit(CLUSTER_UNREACHABLE)
     thresholds = Thresholds.given(stall_after, waiting_after_s=waiting_after)
-    snapshot = collector_for(target, experiment_paths(experiments), thresholds).collect()
-    lines, code = health(snapshot)
+    lines, code = verdict(target, experiments, thresholds)
     echo_lines(lines)
     sys.exit(code)
+
+
+def verdict(target, experiments: tuple[str, ...], thresholds: Thresholds) -> tuple[list[str], int]:
+    """``check``'s lines and exit code for the training on ``target`` (a resolved cluster),
+    printing nothing: one collection, its collector closed after (a caller that asks again
+    and again, such as a liveness poller in a long-lived process, leaves no GCS client or
+    storage watcher behind)."""
+    collector = collector_for(target, experiment_paths(experiments), thresholds)
+    try:
+        return health(collector.collect())
+    finally:
+        collector.close()
 
 
 def health(snapshot: Snapshot) -> tuple[list[str], int]:

@@ -53,6 +53,18 @@ FAST_HEALTH_CHECKS = {
     "RAY_health_check_failure_threshold": "3",
 }
 
+# A worker node's ports, each picked free by raytop's own picker (Ray's defaults are shared by
+# every node on the host); the node counts as started once its processes listen on all.
+PORT_FLAGS = (
+    "node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
+    "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
+)  # fmt: skip
+
+
+class NodePortTaken(AssertionError):
+    """A worker node ended during its start: another process had taken one of its ports."""
+
+
 WORKER_NODE = """
 import sys, types
 import ray._private.ray_constants as constants
@@ -122,21 +134,32 @@ class LocalCluster:
         self.wait_alive(1 + len(names), "every node in `raytop status --json`", via_cli=True)
 
     def add_worker(self, name: str) -> WorkerNode:
-        """Start (or start again) worker node ``name`` and wait until the GCS has it alive."""
+        """Start (or start again) worker node ``name`` and wait until the GCS has it alive
+        and its processes listen on every port it was given; a start that lost a port to
+        another process (``launch.head_start``, as for the head) is tried again."""
+        from raytop.launch.cluster import PORT_ATTEMPTS
+
+        for _ in range(PORT_ATTEMPTS - 1):
+            try:
+                return self._start_worker(name)
+            except NodePortTaken as exc:
+                print(f"{exc}; starting it again on new ports")
+        return self._start_worker(name)
+
+    def _start_worker(self, name: str) -> WorkerNode:
         from raytop.launch.cluster import LOOPBACK_ENV, NO_DRAIN_ENV
+        from raytop.launch.head_start import serves
 
         old = self.workers.get(name)
+        ports = {flag: free_port() for flag in PORT_FLAGS}
         cmd = [
             sys.executable, "-c", WORKER_NODE, "start", "--block",
             f"--address={self.address}", "--node-ip-address=127.0.0.1",
             f"--num-cpus={self.cpus_per_node}", "--num-gpus=0",
             f"--resources={json.dumps({name: 1})}",
             "--object-store-memory=100000000",
-            f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
             "--min-worker-port=0", "--max-worker-port=0",  # the OS picks each worker's port
-            f"--dashboard-agent-listen-port={free_port()}",
-            f"--dashboard-agent-grpc-port={free_port()}",
-            f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
+            *(f"--{flag}={port}" for flag, port in ports.items()),
             "--disable-usage-stats",
         ]  # fmt: skip
         log = self.home / f"{name}.log"
@@ -156,7 +179,9 @@ class LocalCluster:
                 for n in self.alive_nodes()
                 if name in n["resources_total"] and n["node_id"] != (old and old.node_id)
             ]
-            return ids[0] if ids else None
+            if not ids or not all(serves(process.pid, port) for port in ports.values()):
+                return None
+            return ids[0]
 
         node.node_id = self._wait(joined, f"worker node {name} to join")
         return node
@@ -195,6 +220,11 @@ class LocalCluster:
                 return value
             exited = [w for w in self.workers.values() if w.killed_at is None and not w.running()]
             if exited:
+                from raytop.launch.head_start import exit_reason
+
+                why = exit_reason(exited[0].log)
+                if why.port_taken:
+                    raise NodePortTaken(f"worker node {exited[0].name} exited: {why.reason}")
                 tail = exited[0].log.read_text(errors="replace")[-2000:]
                 raise AssertionError(f"worker node {exited[0].name} exited: {tail}")
             time.sleep(0.5)

@@ -346,6 +346,7 @@ def test_the_embedded_head_is_started_on_loopback_and_without_ray_s_30_s_drain(h
 
     monkeypatch.setattr(cluster.subprocess, "Popen", Started)
     monkeypatch.setattr(cluster.ray_adapter, "GcsReader", Answers)
+    monkeypatch.setattr(cluster, "serves", lambda pid, port: pid == os.getpid())
     target = cluster.start_embedded(cluster.ClusterSection(num_cpus=1))
     (home / "cluster.json").unlink()  # it names this test's own pid: never to be stopped
     assert target.loopback_only

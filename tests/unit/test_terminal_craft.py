@@ -17,7 +17,7 @@ import pytest
 from raytop.faces import terminal
 from raytop.faces.progress import ProgressLine
 from raytop.faces.text import follow
-from raytop.launch.cluster import finished_of, waiting_of
+from raytop.launch.start_progress import finished_of, waiting_of
 from raytop.launch.workflow import wait_for_driver
 from raytop.pipeline.collect import SnapshotCollector
 from raytop.probe.trial_table import TrialSegments

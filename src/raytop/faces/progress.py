@@ -5,7 +5,7 @@ On a terminal: one line rewritten in place (``\\r``), "starting the embedded Ray
 log, a pipe, CI): one line per phase change, never one per poll. No escape sequences
 either way (``NO_COLOR``-clean): the old line is overwritten with spaces.
 
-``ProgressLine`` is what ``launch`` reports to (``launch.cluster.Progress``): called with a
+``ProgressLine`` is what ``launch`` reports to (``launch.start_progress.Progress``): called with a
 line (``say``), ``waiting(task, what)`` on every poll, ``finished(line)`` at the end.
 """
 

@@ -21,14 +21,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import psutil
 
 from raytop.home import raytop_home
 from raytop.jsonfile import open_log, read_json, write_json_atomic
+from raytop.launch.head_start import exit_reason, serves
 from raytop.launch.spec import ClusterSection
+from raytop.launch.start_progress import finished_of, waiting_of
 from raytop.model import untrusted
+from raytop.model.visible import visible
 from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
 from raytop.wire import gcs as ray_adapter
 from raytop.wire.address_file import address_file, forget
@@ -37,6 +39,7 @@ from raytop.wire.version import check_ray_version
 
 EMBEDDED_START_TIMEOUT_S = 90.0
 EMBEDDED_STOP_TIMEOUT_S = 45.0
+PORT_ATTEMPTS = 3  # starts of the head, when another process took a port it was given
 
 # Ray 2.58's `ray start` rewrites a loopback --node-ip-address to the host's routable address
 # and binds its servers there and on every interface, unless this is in its environment
@@ -216,37 +219,6 @@ def _ray_executable() -> str:
     return str(beside) if beside.exists() else (shutil.which("ray") or "ray")
 
 
-class Progress(Protocol):
-    """What a slow start reports to (``faces.progress.ProgressLine`` draws it): lines;
-    while waiting, the task and what it waits for, on every poll; the final line."""
-
-    def __call__(self, line: str) -> None: ...
-
-    def waiting(self, task: str, what: str) -> None: ...
-
-    def finished(self, line: str) -> None: ...
-
-
-def waiting_of(progress: Callable[[str], None]) -> Callable[[str, str], None]:
-    """``progress.waiting``; for a plain line callable, one line per phase change."""
-    step = getattr(progress, "waiting", None)
-    if step is not None:
-        return step
-    last: list[tuple[str, str]] = []
-
-    def lines(task: str, what: str) -> None:
-        if last[-1:] != [(task, what)]:
-            last[:] = [(task, what)]
-            progress(f"{task}: {what}")
-
-    return lines
-
-
-def finished_of(progress: Callable[[str], None]) -> Callable[[str], None]:
-    """``progress.finished``; for a plain line callable, the callable itself."""
-    return getattr(progress, "finished", progress)
-
-
 EMBEDDED_TASK = "starting the embedded Ray cluster"
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
 
@@ -266,11 +238,26 @@ def auth_env() -> dict[str, str]:
     return {} if AUTH_MODE_ENV in os.environ else {AUTH_MODE_ENV: "disabled"}
 
 
+class HeadPortTaken(ClusterUnreachable):
+    """The head ended during start because another process had bound one of its ports
+    between raytop picking it and Ray binding it (``head_start``)."""
+
+
 def start_embedded(
     cluster: ClusterSection, progress: Callable[[str], None] = lambda _msg: None
 ) -> Target:
-    """Start a local head node on loopback with logical resources and wait for it.
-    ``progress``: plain lines, or a ``Progress`` that also shows the wait as it goes."""
+    """Start a local head node on loopback with logical resources and wait for it; a start
+    that lost one of its ports to another process is tried again on new ones, saying so.
+    ``progress``: plain lines, or a ``start_progress.Progress`` that also shows the wait."""
+    for _ in range(PORT_ATTEMPTS - 1):
+        try:
+            return _start_head(cluster, progress)
+        except HeadPortTaken as exc:
+            progress(f"{exc}; starting it again on new ports")
+    return _start_head(cluster, progress)
+
+
+def _start_head(cluster: ClusterSection, progress: Callable[[str], None]) -> Target:
     port = _free_port()
     address = f"127.0.0.1:{port}"
     cmd = [
@@ -285,7 +272,7 @@ def start_embedded(
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={_free_port()}",
         f"--dashboard-agent-listen-port={_free_port()}",
-        f"--ray-client-server-port={_free_port()}",
+        f"--ray-client-server-port={(client_port := _free_port())}",
         "--disable-usage-stats",
     ]  # fmt: skip
     if cluster.num_cpus is not None:
@@ -317,14 +304,20 @@ def start_embedded(
         waiting(EMBEDDED_TASK, what)
         if proc.poll() is not None:
             _cluster_record_path().unlink(missing_ok=True)
-            raise ClusterUnreachable(
-                f"the embedded Ray cluster exited during start (code {proc.returncode}); "
-                f"see {log_path}"
+            why = exit_reason(log_path)
+            raise (HeadPortTaken if why.port_taken else ClusterUnreachable)(
+                f"the embedded Ray cluster exited during start (code {proc.returncode})"
+                f"{': ' + visible(why.reason) if why.reason else ''}; see {log_path}"
             )
         try:
-            if any(n["alive"] for n in reader.nodes()):
+            alive = any(n["alive"] for n in reader.nodes())
+            if alive and serves(proc.pid, client_port):  # head_start: it may end until then
                 break
-            what = "the GCS answers; waiting for the head node"
+            what = (
+                f"the head node is up; waiting for its Ray client server (port {client_port})"
+                if alive
+                else "the GCS answers; waiting for the head node"
+            )
         except ClusterUnreachable:
             pass
         if time.monotonic() > deadline:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from raytop.diagnose.plan import DEADLOCK, NEVER_PLACEABLE
 from raytop.launch import cluster, launcher
-from raytop.launch.cluster import Target, finished_of, waiting_of
+from raytop.launch.cluster import Target
 from raytop.launch.launcher import Launched
 from raytop.launch.planning import (
     SweepPlan,
@@ -28,6 +28,7 @@ from raytop.launch.planning import (
 )
 from raytop.launch.preflight import preflight
 from raytop.launch.spec import RunSpec, SpecError, with_experiment
+from raytop.launch.start_progress import finished_of, waiting_of
 from raytop.model import Cluster
 from raytop.process_identity import driver_alive
 from raytop.rundir import TRIALS_INDEX, TRIALS_WHOLE, raytop_dir_for
@@ -171,7 +172,7 @@ def wait_for_driver(
 ) -> bool:  # fmt: skip
     """Wait while a launched driver comes up: it connects to Ray (``job.json``), then its
     first trial is in its table (``trials/index.json``; an older raytop's driver wrote
-    ``trials.json``). Each phase goes to ``progress`` (a ``launch.cluster.Progress`` shows
+    ``trials.json``). Each phase goes to ``progress`` (a ``launch.start_progress.Progress`` shows
     the wait in place); the end is one line. True once
     a trial is there; False when the driver ended first (``exit.json``, or its process
     gone) or ``timeout_s`` passed: the caller follows the run either way."""

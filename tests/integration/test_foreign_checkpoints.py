@@ -101,10 +101,11 @@ def test_rays_torch_linear_example_is_replicated_state_not_a_collision(probed_cl
     assert counts(run) == [(0, EPOCHS, EPOCHS), (1, EPOCHS, EPOCHS)]
     # Each result waits for Train's controller: train.report takes a large share of the
     # time. The largest when the machine is quiet; under CI's load its tiny model's steps
-    # stretch (compute 50 %, report 40 % seen), so a quarter or more is what holds. One
-    # rank alone stretches further (CI: a rank's recent window held report 0.56 s of
-    # 3.5 s, 16 %), so of each rank a tenth or more: it waits at every report.
-    assert report_part(run["time_shares"]) >= 0.25, run["time_shares"]
+    # stretch (compute 50 %, report 40 % seen; in a rehearsal of the whole suite, compute
+    # 75 %, report 20 %). One rank alone stretches further (CI: a rank's recent window held
+    # report 0.56 s of 3.5 s, 16 %). So of the run and of each rank a tenth or more: it
+    # waits at every report, which a run whose report cost nothing would not show.
+    assert report_part(run["time_shares"]) >= 0.1, run["time_shares"]
     shares = [w["time_shares"] for w in run["workers"]]
     assert all(report_part(s) >= 0.1 for s in shares), shares
     assert len(run["checkpoints"]) == EPOCHS

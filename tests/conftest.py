@@ -50,15 +50,9 @@ CLUSTER_FIXTURES = frozenset({"ray_cluster", "two_cpu_cluster"})
 # while that one's serial tests are the suite's critical path (the hang tests mostly
 # sleep: a 5-minute healthy run beside the hung ones, timed against the wall clock, not
 # the CPU; the three-node cluster and the history sweep start and stop clusters of theirs).
-# The three-node tests join the ``own_cluster`` ones (``ray-own``): they mostly wait on
-# nodes, as those wait on an outage. A group of two, xdist ran them last of the groups
-# (largest first), after the shared cluster's, beside the one-process pure tests: ~2
-# minutes with a core mostly idle at the suite's end (measured in a rehearsal's per-minute
-# idle share, docs/PERFORMANCE.md); in ``ray-own`` they run mid-suite beside the shared
-# cluster's tests, and the pure tests end the suite on both cores.
 OWN_CLUSTER_GROUPS = {
     "hang_cluster": "ray-hangs",
-    "three_node_cluster": "ray-own",
+    "three_node_cluster": "ray-multinode",
     "finished_sweep": "ray-history",
     "probed_cluster": "ray-probed",
 }

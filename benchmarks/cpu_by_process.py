@@ -96,7 +96,11 @@ def sample(tree: set[int], seen: dict[tuple[int, str], Seen]) -> None:
         cpu_s = (int(fields[11]) + int(fields[12])) / TICKS
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]
         known = seen.get((pid, started))
-        seen[(pid, started)] = Seen(cpu_s, command or comm, known.parent if known else parent,
+        # An ended process nobody has reaped yet (a zombie) has an empty command line: it
+        # keeps the one it was last seen with, else its CPU went to a kind named after its
+        # executable ("python": 449 CPU-s of a whole-suite run, drivers and actors alike).
+        command = command or (known.command if known else comm)
+        seen[(pid, started)] = Seen(cpu_s, command, known.parent if known else parent,
                                     BOOT + int(started) / TICKS)  # fmt: skip
 
 

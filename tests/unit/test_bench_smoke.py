@@ -118,6 +118,19 @@ def test_the_cpu_by_process_tool_counts_a_child_and_names_kinds(capsys):
     assert tool.kind("/v/bin/python -m raytop.launch.driver spec.toml") == "raytop:driver"
 
 
+def test_the_cpu_by_process_tool_keeps_the_kind_of_a_child_left_unreaped(capsys):
+    """A child that ended and is not reaped for a few samples (a zombie: its command line
+    is empty) is counted under the command it ran, not under its executable's name."""
+    tool = load("cpu_by_process")
+    burn = "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass"
+    parent = (f"import subprocess, sys, time\np = subprocess.Popen([sys.executable, '-c', "
+              f"{burn!r}])\ntime.sleep(4)\np.wait()")  # fmt: skip
+    assert tool.main([sys.executable, "-c", parent]) == 0
+    kinds = capsys.readouterr().out
+    assert "python -c import time" in kinds, kinds  # the child's own command line
+    assert not [line for line in kinds.splitlines() if line.split()[1:] == ["python"]], kinds
+
+
 def test_the_cpu_by_process_tool_counts_cpu_by_test_file(tmp_path, capsys):
     """``--timeline``: a process a test started counts to that test's file; one started by
     the next test to the next file; the test process's own CPU to itself; a process of

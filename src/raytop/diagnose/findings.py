@@ -4,6 +4,9 @@ module's findings about a snapshot and folds the repeats (``diagnose.repeats``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from raytop.diagnose.checkpoints import checkpoint_findings
 from raytop.diagnose.hang import hang_findings, stall_limit
 from raytop.diagnose.ledger import lost_ranks, run_findings
@@ -20,6 +23,7 @@ from raytop.model import (
     LedgerStatus,
     Severity,
     Snapshot,
+    TrainRun,
 )
 from raytop.model.thresholds import Thresholds
 
@@ -127,10 +131,51 @@ def ledger_findings(ledger: LedgerStatus | None, has_runs: bool) -> list[Finding
     return findings
 
 
-def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[Finding, ...]:
+@dataclass(frozen=True)
+class RunContext:
+    """What a run's judgement needs beside the run: whether its trial ended (then it is
+    over, whatever its ranks last said), whether the ledger is publishing (its counts
+    judged at all), when what it holds is known true, and the dead nodes."""
+
+    ended: bool
+    ledger_available: bool
+    known_at: float
+    dead_nodes: frozenset[str]
+
+
+# Its checkpoints', its attempts' and its ranks' findings, apart: ``diagnose`` lists each
+# kind for every run in turn.
+RunFindings = tuple[list[Finding], list[Finding], list[Finding]]
+RunJudge = Callable[[TrainRun, Thresholds, RunContext], RunFindings]
+
+
+def judge_run(run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
+    """Every finding about one instrumented run: a function of the run and ``context``
+    alone, so that a caller may keep it while both are the same (``pipeline.kept_runs``)."""
+    checkpoints = checkpoint_findings(run, thresholds.checkpoint_slow_after_s)
+    attempts = attempt_findings(run, context.ended)
+    ranks: list[Finding] = []
+    if not context.ledger_available:
+        return checkpoints, attempts, ranks
+    if not context.ended and not run.over:
+        limit = stall_limit(run, thresholds)  # the run's own, made once
+        ranks = run_findings(run, thresholds, context.dead_nodes, limit)
+        if not lost_ranks(run, context.dead_nodes):  # a lost rank explains every wait
+            ranks += hang_findings(run, thresholds, context.known_at, limit)
+        ranks += ray_hang_findings(run, ranks, thresholds, over=False, limit=limit)
+        ranks += time_sink_findings(run) + slow_rank_findings(run)
+    else:
+        ranks = ray_hang_findings(run, [], thresholds, over=True)
+    return checkpoints, attempts, ranks
+
+
+def diagnose(
+    snapshot: Snapshot, thresholds: Thresholds | None = None, judge: RunJudge = judge_run
+) -> tuple[Finding, ...]:
     """Every finding about a snapshot (its own ``findings`` are ignored), the repeats of
     one kind on one subject folded into one with their count. Its runs' rank facts are the
-    pipeline's (``pipeline.derive``): judged here, never worked out again."""
+    pipeline's (``pipeline.derive``): judged here, never worked out again. ``judge``: how
+    each run is judged (``judge_run``, or a caller's that keeps its results)."""
     thresholds = thresholds or Thresholds()
     findings = cluster_findings(snapshot.cluster)
     for experiment in snapshot.experiments:
@@ -143,25 +188,18 @@ def diagnose(snapshot: Snapshot, thresholds: Thresholds | None = None) -> tuple[
         snapshot.placement_groups, snapshot.cluster.nodes, thresholds.waiting_after_s
     )
     findings += ledger_findings(snapshot.ledger, bool(runs))
-    for run in runs:
-        findings += checkpoint_findings(run, thresholds.checkpoint_slow_after_s)
     ended = {
         t.trial_id for e in snapshot.experiments for t in e.trials if t.ended
     }  # a run whose trial ended is over, whatever its ranks last said
-    for run in runs:
-        findings += attempt_findings(run, run.trial_id in ended)
-    if snapshot.ledger is not None and snapshot.ledger.available:
-        known_at = snapshot.ledger.known_at(snapshot.taken_at)
-        dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
-        for run in runs:
-            if run.trial_id not in ended and not run.over:
-                limit = stall_limit(run, thresholds)  # the run's own, made once
-                own = run_findings(run, thresholds, dead_nodes, limit)
-                if not lost_ranks(run, dead_nodes):  # a lost rank explains every wait
-                    own += hang_findings(run, thresholds, known_at, limit)
-                findings += own
-                findings += ray_hang_findings(run, own, thresholds, over=False, limit=limit)
-                findings += time_sink_findings(run) + slow_rank_findings(run)
-            else:
-                findings += ray_hang_findings(run, [], thresholds, over=True)
+    ledger = snapshot.ledger
+    available = ledger is not None and ledger.available
+    known_at = ledger.known_at(snapshot.taken_at) if ledger is not None else snapshot.taken_at
+    dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
+    judged = [
+        judge(run, thresholds, RunContext(run.trial_id in ended, available, known_at, dead_nodes))
+        for run in runs
+    ]
+    for part in range(3):  # every run's checkpoints, then attempts, then ranks
+        for each in judged:
+            findings += each[part]
     return tuple(fold(findings))

@@ -16,9 +16,9 @@ from raytop.model.train_state import StateRun
 from raytop.model.workloads import OlderExperiments
 from raytop.pipeline import joins
 from raytop.pipeline.captures import capture_targets, save_capture
-from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
+from raytop.pipeline.kept_runs import KeptRuns
 from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.pipeline.no_probe import NoProbeReasons
 from raytop.pipeline.others import OtherRuns
@@ -82,14 +82,13 @@ class SnapshotCollector:
         ``dashboard`` for ``wire.dashboard.DashboardClient`` (with ``gcs``, none unless
         given: the nodes elsewhere then have no host figures), which also serves Train's
         own state of its runs unless ``train_runs`` stands in for that (without either,
-        runs with no probe are what the actor table says).
-        ``storage_roots`` (``--storage``): every Tune experiment folder under each is
-        shown too, completed with its history from storage (``pipeline.history``); with
-        no cluster the snapshot says "no cluster: history from storage", not a fault.
-        ``tune_home``: Tune's default storage folders, whose live and recent experiments
-        are shown too (``sources.tune_home``; default: ``default_roots()`` when no
-        experiment is named, none when some are; ``[]``: none);
-        ``show_all_experiments`` reads their older ones too."""
+        runs with no probe are what the actor table says). ``storage_roots``
+        (``--storage``): every Tune experiment folder under each is shown too, completed
+        with its history from storage (``pipeline.history``); with no cluster the snapshot
+        says "no cluster: history from storage", not a fault. ``tune_home``: Tune's default
+        storage folders, whose live and recent experiments are shown too
+        (``sources.tune_home``; default: ``default_roots()`` when no experiment is named,
+        none when some are; ``[]``: none)."""
         self.address = address
         self.embedded = embedded
         self.thresholds = thresholds or Thresholds()
@@ -113,6 +112,7 @@ class SnapshotCollector:
         self._storages = Storages(watch)
         self._snapshots = CheckpointSnapshots(self._storages)
         self._checkpoints = RunCheckpoints(self._snapshots, self._ledger) if kv else None
+        self._kept = KeptRuns()  # each run's states and findings, while it is the same
         self._lock = threading.Lock()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
@@ -205,11 +205,8 @@ class SnapshotCollector:
 
     def _gcs_cluster(self) -> Cluster:
         if self._reader is None:
-            return Cluster(
-                address=None,
-                connected=False,
-                error=self._unreachable_reason or "no Ray cluster found (none named, none running)",
-            )
+            why = self._unreachable_reason or "no Ray cluster found (none named, none running)"
+            return Cluster(address=None, connected=False, error=why)
         try:
             nodes = nodes_from_gcs(self._reader.nodes())
         except ClusterUnreachable as exc:
@@ -233,8 +230,9 @@ class SnapshotCollector:
             runs, status = self._ledger.read()
         except ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
-        derived = tuple(with_rank_states(self._checkpoints.of(r), self.thresholds) for r in runs)
+        derived = tuple(self._kept.derive(self._checkpoints.of(r), self.thresholds) for r in runs)
         self._checkpoints.forget_unseen()
+        self._kept.forget_unseen()  # a run judged is one derived: its id is seen here
         return derived, status
 
     def _actors(self, cluster: Cluster) -> dict[str, dict[str, Any]]:
@@ -310,7 +308,7 @@ class SnapshotCollector:
             ledger = dataclasses.replace(
                 ledger, warnings=(*ledger.warnings, *self._placement.warnings)
             )
-        experiments, unmatched = joins.attach_runs(experiments, runs)
+        experiments, unmatched = joins.attach_runs(experiments, runs, self._kept.with_trial)
         experiments = [
             self._history.complete(e, self._from_storage[i]) if i in self._from_storage else e
             for i, e in enumerate(experiments)
@@ -354,7 +352,8 @@ class SnapshotCollector:
                 if count
             ),
         )
-        return dataclasses.replace(snapshot, findings=diagnose(snapshot, self.thresholds))
+        findings = diagnose(snapshot, self.thresholds, self._kept.judge)
+        return dataclasses.replace(snapshot, findings=findings)
 
     def close(self) -> None:
         """Stop watching storage: the TUI and ``run --no-tui`` call it when they are done

@@ -6,6 +6,7 @@ cleaned of stale stacks."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from raytop.model import Experiment, PlacementGroup, TrainRun, Trial
 from raytop.model.evolve import evolve
@@ -53,14 +54,21 @@ def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) ->
     return dataclasses.replace(exp, trials=trials)
 
 
+def with_trial(run: TrainRun, trial_id: str) -> TrainRun:
+    return evolve(run, trial_id=trial_id)
+
+
 def attach_runs(
-    experiments: list[Experiment], runs: tuple[TrainRun, ...]
+    experiments: list[Experiment],
+    runs: tuple[TrainRun, ...],
+    tag: Callable[[TrainRun, str], TrainRun] = with_trial,
 ) -> tuple[list[Experiment], tuple[TrainRun, ...]]:
     """Give each experiment the Train runs of its trials (named ``<experiment>-<trial id>``
     by the raytop trainable); return the runs of no watched experiment separately. A run
     resumed by a new controller keeps its name under a new run id: the newest (the last
     of its name in ``runs``, which the ledger reader orders oldest first) is the trial's,
-    and the earlier ones are not "other runs"."""
+    and the earlier ones are not "other runs". ``tag``: how a run gets its trial's id
+    (``with_trial``, or a caller's that hands out the same tagged run for the same run)."""
     by_name = {r.run_name: r for r in runs}
     attached: set[str] = set()
     result = []
@@ -69,7 +77,7 @@ def attach_runs(
         for trial in exp.trials:
             run = by_name.get(train_run_name(exp.name, trial.trial_id))
             if run is not None:
-                mine.append(evolve(run, trial_id=trial.trial_id))
+                mine.append(tag(run, trial.trial_id))
                 attached.add(run.run_name)
         result.append(dataclasses.replace(exp, runs=tuple(mine)))
     return result, tuple(r for r in runs if r.run_name not in attached)

@@ -7,7 +7,9 @@ it was the largest part of a refresh where nothing changed (``benchmarks/scale_b
 so a run keeps its last result while its pages (the very objects the ledger reader holds:
 it replaces a page only when it changed), its snapshot (the same object until the file
 changes) and its folders' names are the ones it was worked out from. A result that depends
-on the time (an upload still in flight, whose duration grows) is never kept.
+on the time (an upload still in flight, whose duration grows) is never kept. And a run the
+ledger reader hands out again (the same object: nothing new said of it) with the same
+checkpoints gets the very run it got last time, so the stages after keep theirs too.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class RunCheckpoints:
         self._kept: dict[tuple[str, str], tuple[tuple, Any, Any, tuple[CheckpointRecord, ...]]]
         self._kept = {}
         self._seen: set[tuple[str, str]] = set()
+        # (run id, attempt id) → (the run, its checkpoints, Ray's verdict, Train's snapshot,
+        # the run made of them)
+        self._made: dict[tuple[str, str], tuple[TrainRun, tuple, Any, Any, TrainRun]] = {}
 
     def of(self, run: TrainRun) -> TrainRun:
         """``run`` with its checkpoint pipeline and its restored checkpoint filled in."""
@@ -68,11 +73,24 @@ class RunCheckpoints:
             ray_hang, warning = self._hangs.read(str(run.run_path))
             if warning:
                 self._snapshots.warnings.append(warning)
-        run = evolve(run, checkpoints=checkpoints, ray_hang=ray_hang)
-        return with_restored_checkpoint(with_ray_detector(run), snapshot)
+        made = self._made.get(key)
+        if (
+            made is not None
+            and made[0] is run
+            and made[1] is checkpoints
+            and made[2] == ray_hang
+            and made[3] is snapshot
+        ):
+            return made[4]
+        filled = evolve(run, checkpoints=checkpoints, ray_hang=ray_hang)
+        filled = with_restored_checkpoint(with_ray_detector(filled), snapshot)
+        self._made[key] = (run, checkpoints, ray_hang, snapshot, filled)
+        return filled
 
     def forget_unseen(self) -> None:
         """After a collection: drop what is kept for runs it did not see."""
         for gone in set(self._kept) - self._seen:
             del self._kept[gone]
+        for gone in set(self._made) - self._seen:
+            del self._made[gone]
         self._seen.clear()

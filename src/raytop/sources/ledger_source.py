@@ -56,6 +56,12 @@ from raytop.wire.kv_keys import (
 )
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
+# How long a run the ledger says nothing new of is handed out as the very same ``TrainRun``
+# (its ages as of when it was made): the Ledger republishes once a second, so its ages
+# move on once a second anyway, and every stage after the reader keeps its result per run
+# object (``pipeline.kept_runs``). At 250 runs a refresh made each run again: ~40 % of one
+# where nothing changed (docs/PERFORMANCE.md, issue 25).
+SAME_RUN_FOR_S = 1.0
 
 
 def _parse(raw: Any, max_bytes: int) -> Any:
@@ -67,6 +73,17 @@ def _parse(raw: Any, max_bytes: int) -> Any:
 def _beats(data: Any, _previous: Any) -> dict[str, RankBeat]:
     """A chunk's beats (``untrusted_kv.ledger_beats``): each read whole, as every beat moves."""
     return untrusted_kv.ledger_beats(data)
+
+
+def _same(kept: tuple, parts: tuple) -> bool:
+    return len(kept) == len(parts) and all(a is b for a, b in zip(kept, parts, strict=True))
+
+
+def _merged(parts: list[dict[str, RankBeat]]) -> dict[str, RankBeat]:
+    """One attempt's beats by rank, from its chunks."""
+    if not parts:
+        return {}
+    return parts[0] if len(parts) == 1 else {r: b for part in parts for r, b in part.items()}
 
 
 def _attempt_index(history: tuple[Attempt, ...], attempt_id: str, pages: int) -> int:
@@ -94,6 +111,8 @@ class LedgerReader:
         self._started_at: float | None = None
         self._last_published: float | None = None
         self._restarted: tuple[float, float] | None = None  # (restarted_at, gap_s)
+        # run id → (what its TrainRun was made from, as of when, that TrainRun)
+        self._made: dict[str, tuple[tuple, float, TrainRun]] = {}
 
     def read(self, now: float | None = None) -> tuple[tuple[TrainRun, ...], LedgerStatus]:
         """(latest attempt of every run, ledger status). Raises ClusterUnreachable."""
@@ -122,6 +141,7 @@ class LedgerReader:
             self._beat_versions.clear()
             self._run_records.clear()
             self._run_versions.clear()
+            self._made.clear()
         self._started_at = index["started_at"]
         self._last_published = index["published_at"]
         pages, beats = index["pages"], index.get("beats", {})
@@ -206,33 +226,43 @@ class LedgerReader:
         for key, chunks in self._attempts.items():
             by_run.setdefault(chunks[0]["run_id"], []).append((key, chunks))
         runs = []
-        beats = self._beats_by_attempt()
+        beats = self._beat_chunks()
         began: dict[str, float] = {}  # run id → when it was first seen
+        made: dict[str, tuple[tuple, float, TrainRun]] = {}
         for attempts in by_run.values():
             attempts.sort(key=lambda a: a[1][0]["first_seen_at"])
             key, chunks = attempts[-1]
             page = chunks[0]
             began[page["run_id"]] = attempts[0][1][0]["first_seen_at"]
-            ranks = self._ranks_of(key)
-            workers = self._workers(key, ranks, beats.get(key, {}), now)
             record = self._run_records.get(page["run_id"])
+            # Everything its TrainRun is made of: the very objects the reader holds, each
+            # replaced only when its version moved.
+            parts = (*(c for _, cs in attempts for c in cs), *beats.get(key, ()), record)
+            kept = self._made.get(page["run_id"])
+            if kept is not None and _same(kept[0], parts) and 0 <= now - kept[1] < SAME_RUN_FOR_S:
+                made[page["run_id"]] = kept
+                runs.append(kept[2])
+                continue
+            ranks = self._ranks_of(key)
+            workers = self._workers(key, ranks, _merged(beats.get(key, [])), now)
             history, budget = attempts_from_record(record, now) if record else ((), {})
-            runs.append(
-                TrainRun(
-                    run_id=page["run_id"],
-                    run_name=page["run_name"],
-                    attempt_id=page["attempt_id"],
-                    world_size=page["world_size"],
-                    attempt_index=_attempt_index(history, page["attempt_id"], len(attempts)),
-                    workers=tuple(workers),
-                    placement_group_id=page.get("placement_group_id"),
-                    run_path=next((r["run_path"] for r in ranks.values()), None),
-                    attempts=history,
-                    retry_budget=budget,
-                    ray_detector=detector_from_record(record) if record else None,
-                    controller_poll_s=record.get("controller_poll_s") if record else None,
-                )
+            run = TrainRun(
+                run_id=page["run_id"],
+                run_name=page["run_name"],
+                attempt_id=page["attempt_id"],
+                world_size=page["world_size"],
+                attempt_index=_attempt_index(history, page["attempt_id"], len(attempts)),
+                workers=tuple(workers),
+                placement_group_id=page.get("placement_group_id"),
+                run_path=next((r["run_path"] for r in ranks.values()), None),
+                attempts=history,
+                retry_budget=budget,
+                ray_detector=detector_from_record(record) if record else None,
+                controller_poll_s=record.get("controller_poll_s") if record else None,
             )
+            made[page["run_id"]] = (parts, now, run)
+            runs.append(run)
+        self._made = made
         for run_id, record in self._run_records.items():
             if run_id in by_run:
                 continue
@@ -285,16 +315,13 @@ class LedgerReader:
         workers.sort(key=lambda w: w.rank)
         return workers
 
-    def _beats_by_attempt(self) -> dict[str, dict[str, RankBeat]]:
-        """Every rank's beat by attempt (page key), from all its chunks (or the one whole
-        beat of a Ledger before beats came in chunks)."""
+    def _beat_chunks(self) -> dict[str, list[dict[str, RankBeat]]]:
+        """Every attempt's (page key's) beat chunks as read (or the one whole beat of a
+        Ledger before beats came in chunks): the very objects, until one is read again."""
         chunks: dict[str, list[dict[str, RankBeat]]] = {}
         for name, beats in self._beats.items():
             chunks.setdefault(split_chunk_key(name)[0], []).append(beats)
-        return {
-            key: parts[0] if len(parts) == 1 else {r: b for part in parts for r, b in part.items()}
-            for key, parts in chunks.items()
-        }
+        return chunks
 
     def _ranks_of(self, key: str) -> dict[str, RankRecord]:
         """Every rank of the attempt ``key`` (a page key), from all its chunks."""

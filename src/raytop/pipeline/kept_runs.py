@@ -1,0 +1,71 @@
+"""A run's derived facts and its findings, kept while the run is the very same object.
+
+The ledger reader hands out the same ``TrainRun`` while nothing new was said of it, for at
+most ``sources.ledger_source.SAME_RUN_FOR_S`` (its ages as of when it was made: the Ledger
+republishes, and so moves them on, once a second), and ``pipeline.run_checkpoints`` the
+same run with its checkpoints while those did not change either. What is made of such a
+run is then what was made of it last time: its rank states (``pipeline.derive``), the run
+with its trial's id (``pipeline.joins.attach_runs``) and its judgement
+(``diagnose.findings.judge_run``, in the same context). At 250 runs of 8 ranks, making
+them again was over half of a refresh in which nothing changed (docs/PERFORMANCE.md,
+issue 25). A run that changed, or whose context did (its trial ended, a node died, the
+ledger stopped publishing), is derived and judged again.
+
+Only the pipeline keeps these: ``diagnose`` holds no state, it is handed ``judge``.
+"""
+
+from __future__ import annotations
+
+from raytop.diagnose.findings import RunContext, RunFindings, judge_run
+from raytop.model import TrainRun
+from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
+from raytop.pipeline.joins import with_trial
+
+
+class KeptRuns:
+    def __init__(self) -> None:
+        self._derived: dict[str, tuple[TrainRun, Thresholds, TrainRun]] = {}
+        self._tagged: dict[str, tuple[TrainRun, str, TrainRun]] = {}  # with its trial's id
+        # run id → (the derived run, thresholds, its context but the time, findings)
+        self._judged: dict[str, tuple[TrainRun, Thresholds, tuple, RunFindings]] = {}
+        self._seen: set[str] = set()
+
+    def derive(self, run: TrainRun, thresholds: Thresholds) -> TrainRun:
+        """``with_rank_states(run, thresholds)``, or what it gave for this very run."""
+        self._seen.add(run.run_id)
+        kept = self._derived.get(run.run_id)
+        if kept is not None and kept[0] is run and kept[1] == thresholds:
+            return kept[2]
+        derived = with_rank_states(run, thresholds)
+        self._derived[run.run_id] = (run, thresholds, derived)
+        return derived
+
+    def with_trial(self, run: TrainRun, trial_id: str) -> TrainRun:
+        """``joins.with_trial(run, trial_id)``, or what it gave for this very run."""
+        kept = self._tagged.get(run.run_id)
+        if kept is not None and kept[0] is run and kept[1] == trial_id:
+            return kept[2]
+        tagged = with_trial(run, trial_id)
+        self._tagged[run.run_id] = (run, trial_id, tagged)
+        return tagged
+
+    def judge(self, run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
+        """``judge_run``, or what it gave for this very run in the same context. The time
+        (``context.known_at``) is not compared: the run is the same object only while its
+        ages are, as of the ledger's publish it was made at."""
+        self._seen.add(run.run_id)
+        same = (context.ended, context.ledger_available, context.dead_nodes)
+        kept = self._judged.get(run.run_id)
+        if kept is not None and kept[0] is run and kept[1] == thresholds and kept[2] == same:
+            return kept[3]
+        judged = judge_run(run, thresholds, context)
+        self._judged[run.run_id] = (run, thresholds, same, judged)
+        return judged
+
+    def forget_unseen(self) -> None:
+        """After a collection: drop what is kept for runs it did not see."""
+        for kept in (self._derived, self._tagged, self._judged):
+            for gone in set(kept) - self._seen:
+                del kept[gone]
+        self._seen.clear()

@@ -1,0 +1,161 @@
+"""A run unchanged between refreshes is the very same object, and what is made of it is
+kept (``sources.ledger_source.SAME_RUN_FOR_S``, ``pipeline.kept_runs``): for at most a
+second of the ledger's time, and never past a change of the run or of its context."""
+
+import json
+
+from raytop.diagnose import diagnose
+from raytop.diagnose.findings import RunContext, judge_run
+from raytop.model import Cluster, LedgerStatus, Node, Snapshot, TrainRun, Worker
+from raytop.model.thresholds import Thresholds
+from raytop.pipeline.kept_runs import KeptRuns
+from raytop.pipeline.run_checkpoints import RunCheckpoints
+from raytop.sources.checkpoints import CheckpointSnapshots
+from raytop.sources.ledger_source import SAME_RUN_FOR_S, LedgerReader
+from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX
+from tests.fakes import FakeKv
+
+ATTEMPT = {"index": 1, "status": "errored", "started_at": 9.0, "attempt_id": "a0",
+           "ended_at": 9.5, "error": "boom", "error_class": "RuntimeError",
+           "failure_class": "worker", "first_report": None, "restored": None}  # fmt: skip
+RUN_RECORD = {"run_id": "run1", "run_name": "exp-t1", "sent_at": 9.0,
+              "failure_config": {"max_failures": 1, "controller_failure_limit": -1,
+                                 "max_preemption_failures": -1},
+              "attempts": [ATTEMPT, {**ATTEMPT, "index": 2, "status": "running",
+                                     "attempt_id": "a1", "ended_at": None, "error": None,
+                                     "error_class": None, "failure_class": None}]}  # fmt: skip
+
+T = Thresholds(stall_after_s=60)
+
+
+def rank(r: int, entered: int, received_at: float = 100.0) -> dict:
+    return {"rank": r, "entered": entered, "exited": entered, "last_enter_at": 90.0,
+            "received_at": received_at, "pid": 10 + r}  # fmt: skip
+
+
+def publish(kv: FakeKv, published_at: float, version: int, *ranks: dict, runs=None) -> None:
+    page = {"run_id": "run1", "run_name": "exp-t1", "attempt_id": "a1", "world_size": 2,
+            "first_seen_at": 10.0, "version": version,
+            "ranks": {str(r["rank"]): r for r in ranks}}  # fmt: skip
+    kv.data[PAGE_PREFIX + "run1.a1"] = json.dumps(page).encode()
+    index = {"started_at": 1.0, "published_at": published_at, "pages": {"run1.a1": version},
+             "runs": runs or {}}  # fmt: skip
+    kv.data[INDEX_KEY] = json.dumps(index).encode()
+
+
+def test_the_reader_hands_out_the_same_run_while_nothing_was_said_of_it():
+    kv = FakeKv()
+    reader = LedgerReader(kv)
+    publish(kv, 100.0, 1, rank(0, 3), rank(1, 3))
+    (first,), _ = reader.read(now=100.0)
+    publish(kv, 100.6, 1, rank(0, 3), rank(1, 3))  # republished, nothing new
+    (again,), _ = reader.read(now=100.6)
+    assert again is first
+    assert again.workers[0].heartbeat_age_s == 0.0  # its ages as of when it was made
+
+
+def test_a_run_is_made_again_once_its_ages_are_a_second_old():
+    kv = FakeKv()
+    reader = LedgerReader(kv)
+    publish(kv, 100.0, 1, rank(0, 3), rank(1, 3))
+    (first,), _ = reader.read(now=100.0)
+    publish(kv, 100.0 + SAME_RUN_FOR_S, 1, rank(0, 3), rank(1, 3))
+    (later,), _ = reader.read(now=100.0 + SAME_RUN_FOR_S)
+    assert later is not first and later.workers[0].reports_entered == 3
+    assert later.workers[0].heartbeat_age_s == SAME_RUN_FOR_S
+
+
+def test_a_changed_page_or_run_record_makes_the_run_again_at_once():
+    kv = FakeKv()
+    reader = LedgerReader(kv)
+    publish(kv, 100.0, 1, rank(0, 3), rank(1, 3))
+    (first,), _ = reader.read(now=100.0)
+    publish(kv, 100.2, 2, rank(0, 4), rank(1, 3))
+    (reported,), _ = reader.read(now=100.2)
+    assert reported is not first and reported.workers[0].reports_entered == 4
+    kv.data[RUN_PREFIX + "run1"] = json.dumps(RUN_RECORD).encode()
+    publish(kv, 100.4, 2, rank(0, 4), rank(1, 3), runs={"run1": 1})
+    (recorded,), status = reader.read(now=100.4)
+    assert not status.warnings
+    assert recorded is not reported and [a.index for a in recorded.attempts] == [1, 2]
+
+
+def worker(r: int, entered: int, exited: int, age: float) -> Worker:
+    return Worker(rank=r, reports_entered=entered, reports_exited=exited, last_report_age_s=age,
+                  last_enter_at=1000.0 - age, heartbeat_age_s=0.5)  # fmt: skip
+
+
+def stalled() -> TrainRun:
+    """Rank 1 a report behind while rank 0 waits 75 s: past the 60 s stall threshold."""
+    return TrainRun("r1", "exp-t1", "a1", 2, workers=(worker(0, 5, 4, 75), worker(1, 4, 4, 80)))
+
+
+def context(**changed) -> RunContext:
+    return RunContext(**{"ended": False, "ledger_available": True, "known_at": 1000.0,
+                         "dead_nodes": frozenset(), **changed})  # fmt: skip
+
+
+def test_what_is_made_of_the_same_run_is_kept_and_of_a_new_one_made_again():
+    kept = KeptRuns()
+    run = stalled()
+    derived = kept.derive(run, T)
+    assert kept.derive(run, T) is derived
+    assert kept.derive(stalled(), T) is not derived  # equal, but not the same object
+    tagged = kept.with_trial(derived, "t1")
+    assert tagged.trial_id == "t1" and kept.with_trial(derived, "t1") is tagged
+    assert kept.with_trial(derived, "t2").trial_id == "t2"
+    judged = kept.judge(tagged, T, context())
+    assert [f.kind for f in judged[2]] == ["barrier_stall"]
+    assert kept.judge(tagged, T, context(known_at=1000.5)) is judged
+
+
+def test_a_changed_context_is_judged_again():
+    kept = KeptRuns()
+    run = kept.derive(stalled(), T)
+    kept.judge(run, T, context())
+    assert kept.judge(run, T, context(ended=True))[2] == []  # its trial ended: over
+    assert kept.judge(run, T, context(ledger_available=False))[2] == []
+    assert kept.judge(run, Thresholds(stall_after_s=100), context())[2] == []
+    assert [f.kind for f in kept.judge(run, T, context())[2]] == ["barrier_stall"]
+
+
+def test_a_run_not_seen_in_a_collection_is_forgotten():
+    kept = KeptRuns()
+    run = stalled()
+    derived = kept.derive(run, T)
+    kept.forget_unseen()  # seen in that collection: kept
+    assert kept.derive(run, T) is derived
+    kept.forget_unseen()
+    kept.forget_unseen()  # a collection without it
+    assert kept.derive(run, T) is not derived
+
+
+def test_diagnose_with_kept_judgements_says_what_judging_afresh_says():
+    kept = KeptRuns()
+    run = kept.derive(stalled(), T)
+    snapshot = Snapshot(
+        taken_at=1000.0,
+        cluster=Cluster(address="a", connected=True, nodes=(Node("n1", "1.2.3.4", True, True),)),
+        runs=(run,),
+        ledger=LedgerStatus(True, started_at=1.0, published_at=1000.0),
+    )
+    afresh = diagnose(snapshot, T)
+    assert [f.kind for f in afresh] == ["barrier_stall"]
+    assert diagnose(snapshot, T, kept.judge) == afresh
+    assert diagnose(snapshot, T, kept.judge) == afresh  # kept, the same
+    assert judge_run(run, T, context()) == kept.judge(run, T, context())
+
+
+def test_the_checkpoint_step_hands_out_the_same_run_while_its_folder_is_the_same(tmp_path):
+    folder = tmp_path / "run"
+    (folder / "hang_detector" / "stack_traces").mkdir(parents=True)
+    (folder / "hang_detector" / "stack_traces" / "rank_0.log").write_text("stack\n")
+    step = RunCheckpoints(CheckpointSnapshots(), LedgerReader(FakeKv()))
+    run = TrainRun("r1", "exp-t1", "a1", 2, run_path=str(folder))
+    first = step.of(run)
+    assert first.ray_hang is not None  # Ray's verdict read again, equal: the same run
+    assert step.of(run) is first
+    (folder / "hang_detector" / "stack_traces" / "rank_1.log").write_text("stack\n")
+    told_more = step.of(run)  # Ray's verdict now names another rank
+    assert told_more is not first and told_more.ray_hang != first.ray_hang
+    assert step.of(TrainRun("r1", "exp-t1", "a1", 2, run_path=str(folder))) is not first

@@ -15,7 +15,7 @@ from raytop.jsonfile import write_json_atomic
 from raytop.model import Cluster, Experiment, ExperimentStatus, Snapshot, Trial
 from raytop.model.format import fmt_constants, fmt_params, fmt_trials, varying_keys
 from raytop.model.snapshot import BestTrial, best_trial
-from raytop.pipeline.joins import with_best_trial
+from raytop.pipeline.kept_trials import KeptTrials
 from raytop.sources.tune_dir import ExperimentReader
 
 
@@ -58,9 +58,9 @@ def test_a_tie_goes_to_the_first_trial() -> None:
 
 def test_the_pipeline_derives_it_once_and_keeps_an_unchanged_experiment() -> None:
     exp = Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", "min", TRIALS)
-    derived = with_best_trial(exp)
+    derived = KeptTrials().with_best_trial(exp)
     assert derived.best_trial == BestTrial("b", "loss", 0.2)
-    assert with_best_trial(derived) is derived
+    assert KeptTrials().with_best_trial(derived) is derived
 
 
 def test_n_of_m_trials() -> None:
@@ -121,8 +121,8 @@ def snapshot_with(exp: Experiment) -> Snapshot:
 
 def test_status_text_says_n_of_m_the_constants_and_the_best() -> None:
     trials = (trial("t1", 0.5, lr=0.1, seed=7), trial("t2", 0.2, lr=0.2, seed=7))
-    exp = with_best_trial(Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", "min",
-                                     trials, trials_total=4))  # fmt: skip
+    exp = Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", "min", trials, trials_total=4)
+    exp = KeptTrials().with_best_trial(exp)
     text = status_text(snapshot_with(exp)).splitlines()
     assert "  2 of 4 trials" in text
     assert "  constants: seed=7" in text
@@ -133,8 +133,8 @@ def test_status_text_says_n_of_m_the_constants_and_the_best() -> None:
 
 def test_status_json_has_the_total_and_the_best_trial() -> None:
     trials = (trial("t1", 0.5), trial("t2", math.nan))
-    exp = with_best_trial(Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", "max",
-                                     trials, trials_total=3))  # fmt: skip
+    exp = Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", "max", trials, trials_total=3)
+    exp = KeptTrials().with_best_trial(exp)
     data = snapshot_with(exp).to_json()
     (shown,) = data["experiments"]
     assert shown["trials_total"] == 3

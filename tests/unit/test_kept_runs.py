@@ -1,14 +1,29 @@
 """A run unchanged between refreshes is the very same object, and what is made of it is
 kept (``sources.ledger_source.SAME_RUN_FOR_S``, ``pipeline.kept_runs``): for at most a
-second of the ledger's time, and never past a change of the run or of its context."""
+second of the ledger's time, and never past a change of the run or of its context. So are
+an experiment's trials' reasons to wait and its best trial (``pipeline.kept_trials``)."""
 
+import dataclasses
 import json
 
 from raytop.diagnose import diagnose
 from raytop.diagnose.findings import RunContext, judge_run
-from raytop.model import Cluster, LedgerStatus, Node, Snapshot, TrainRun, Worker
+from raytop.model import (
+    Cluster,
+    Experiment,
+    ExperimentStatus,
+    LedgerStatus,
+    Node,
+    PlacementGroup,
+    Snapshot,
+    TrainRun,
+    Trial,
+    Worker,
+)
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.joins import pending_reasons, with_reasons
 from raytop.pipeline.kept_runs import KeptRuns
+from raytop.pipeline.kept_trials import KeptTrials
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import SAME_RUN_FOR_S, LedgerReader
@@ -159,3 +174,42 @@ def test_the_checkpoint_step_hands_out_the_same_run_while_its_folder_is_the_same
     told_more = step.of(run)  # Ray's verdict now names another rank
     assert told_more is not first and told_more.ray_hang != first.ray_hang
     assert step.of(TrainRun("r1", "exp-t1", "a1", 2, run_path=str(folder))) is not first
+
+
+# -- trials: their reasons to wait and the best, kept while they are the same tuple ---------
+
+
+def trial(i: int, status: str = "PENDING", loss: float | None = None) -> Trial:
+    return Trial(f"t{i}", status, metrics={} if loss is None else {"loss": loss})
+
+
+def group(owner_kind: str, owner: str | None, why: str) -> PlacementGroup:
+    return PlacementGroup(f"pg-{owner}", "PACK", "PENDING", "NO_RESOURCES", experiment="e",
+                          owner_kind=owner_kind, owner=owner, why_pending=why)  # fmt: skip
+
+
+def test_the_trials_reasons_and_best_are_kept_while_the_trials_and_reasons_are():
+    kept = KeptTrials()
+    trials = (trial(0, "RUNNING", 0.5), trial(1, "RUNNING", 0.2), trial(2), trial(3))
+    exp = Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", "min", trials)
+    groups = (group("pending_trial", None, "fits, but 4 of 4 CPU are held by trial t0"),)
+    (joined,) = kept.join([exp], groups)
+    assert [t.pending_reason for t in joined.trials] == [None, None, *[groups[0].why_pending] * 2]
+    assert joined.best_trial.trial_id == "t1"
+    (again,) = kept.join([exp], groups)  # the same trials, the same reasons
+    assert again.trials is joined.trials and again.best_trial is joined.best_trial
+    other = (group("pending_trial", None, "bundle 0 needs GPU 1; no node has GPU"),)
+    (moved,) = kept.join([exp], other)  # a reason moved: the trials are made again
+    assert moved.trials[2].pending_reason == other[0].why_pending
+    newer = (*trials[:2], trial(2, "RUNNING", 0.1), trials[3])
+    (told,) = kept.join([dataclasses.replace(exp, trials=newer)], other)  # a trial moved
+    assert told.best_trial.trial_id == "t2" and told.trials[2].pending_reason is None
+    (unwaited,) = kept.join([exp], ())  # none of its groups waits: its trials as they are
+    assert unwaited.trials is trials
+
+
+def test_no_reason_moved_leaves_the_very_trials():
+    trials = (trial(0, "RUNNING"), trial(1, "RUNNING"))
+    exp = Experiment("e", "/e", ExperimentStatus.RUNNING, trials=trials)
+    groups = (group("pending_trial", None, "fits"),)  # for trials not started: none here
+    assert with_reasons(exp, pending_reasons(exp, groups)) is trials

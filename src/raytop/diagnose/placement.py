@@ -87,7 +87,7 @@ class Capacity:
 
 
 def _shape(pg: PlacementGroup) -> tuple:
-    return tuple((b.index, tuple(sorted(b.resources.items()))) for b in pg.bundles)
+    return tuple(b.shape for b in pg.bundles)
 
 
 def _can_hold(node: Node, bundle: dict[str, float]) -> bool:

@@ -4,6 +4,7 @@ figures) and its placement groups, with who each group is for."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 HOST_FROM_OS = "os"  # psutil in raytop's own process: a node on raytop's host, fresh
 HOST_FROM_RAY = "ray"  # Ray's dashboard: what the node's agent last reported (every ~5 s)
@@ -81,6 +82,13 @@ class Bundle:
     index: int
     resources: dict[str, float]
     node_id: str | None = None  # None while unplaced
+
+    @cached_property
+    def shape(self) -> tuple:
+        """(index, its resources sorted): what a waiting group's reason depends on, made
+        once per bundle (the placement reader keeps an unchanged group's bundles, so a
+        refresh at 2,000 groups does not sort them all again)."""
+        return self.index, tuple(sorted(self.resources.items()))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
 from raytop.pipeline.kept_runs import KeptRuns
+from raytop.pipeline.kept_trials import KeptTrials
 from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.pipeline.no_probe import NoProbeReasons
 from raytop.pipeline.others import OtherRuns
@@ -113,6 +114,7 @@ class SnapshotCollector:
         self._snapshots = CheckpointSnapshots(self._storages)
         self._checkpoints = RunCheckpoints(self._snapshots, self._ledger) if kv else None
         self._kept = KeptRuns()  # each run's states and findings, while it is the same
+        self._trials = KeptTrials()  # the trials' reasons to wait and the best, the same
         self._lock = threading.Lock()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
@@ -319,8 +321,7 @@ class SnapshotCollector:
         foreign = () if self._only_named else self._uninstrumented(runs, actors, ledger)
         foreign = with_job_entrypoints(foreign, {j.job_id: j.entrypoint for j in jobs if j.job_id})
         foreign = self._no_probe.judge(foreign, actors, jobs, cluster.nodes, now)
-        pending = (joins.with_pending_reasons(e, groups) for e in experiments)
-        experiments = [joins.with_best_trial(e) for e in pending]  # best: once, here
+        experiments = self._trials.join(experiments, groups)  # reasons to wait, the best
         creators = self._placement.creators if self._placement is not None else {}
         # Every run on the cluster is a row of the one list, even when the view is narrowed.
         listed = self._others.rows(

@@ -1,7 +1,8 @@
 """Joins of what the readers read, made once per collection: each experiment's Train
 runs (by the raytop trainable's run names), each waiting trial's reason (from the
-placement groups), its runs' storage warnings, its best trial, and a stacks answer
-cleaned of stale stacks."""
+placement groups; ``pipeline.kept_trials`` keeps them, and the best trial, while the
+trials are the same), its runs' storage warnings, and a stacks answer cleaned of stale
+stacks."""
 
 from __future__ import annotations
 
@@ -10,15 +11,7 @@ from collections.abc import Callable
 
 from raytop.model import Experiment, PlacementGroup, TrainRun, Trial
 from raytop.model.evolve import evolve
-from raytop.model.snapshot import best_trial
 from raytop.rundir import train_run_name
-
-
-def with_best_trial(exp: Experiment) -> Experiment:
-    """Its best trial by its metric and mode (``model.snapshot.best_trial``): made here,
-    once, so every face marks the same one."""
-    best = best_trial(exp.trials, exp.metric, exp.mode)
-    return exp if best == exp.best_trial else dataclasses.replace(exp, best_trial=best)
 
 
 def with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experiment:
@@ -28,30 +21,45 @@ def with_run_warnings(exp: Experiment, by_run: dict[str, list[str]]) -> Experime
     return dataclasses.replace(exp, warnings=exp.warnings + mine) if mine else exp
 
 
-def with_pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) -> Experiment:
-    """Give each waiting trial of ``exp`` the reason its group (or its Train workers') waits:
-    its own unplaced group, its Train run's, or else the experiment's pending-trial groups
-    (Tune creates those for trials not yet started; they all share the trial shape)."""
+# What a waiting trial's reason is made of (``pending_reasons``): by trial id, by Train run
+# name, and the one for trials Tune has not started.
+Reasons = tuple[dict[str, str], dict[str, str], str | None]
+
+
+def pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) -> Reasons | None:
+    """Why ``exp``'s waiting trials wait: its own unplaced group's reason, its Train
+    run's, or else the experiment's pending-trial groups' (Tune creates those for trials
+    not yet started; they all share the trial shape). None: none of its groups waits."""
     waiting = [g for g in groups if not g.placed and g.why_pending and g.experiment == exp.name]
     if not waiting:
-        return exp
+        return None
     own = {g.owner: g.why_pending for g in waiting if g.owner_kind == "trial"}
     runs = {g.owner: g.why_pending for g in waiting if g.owner_kind == "train_run"}
     unassigned = next((g.why_pending for g in waiting if g.owner_kind == "pending_trial"), None)
+    return own, runs, unassigned  # type: ignore[return-value]
+
+
+def with_reasons(exp: Experiment, reasons: Reasons) -> tuple[Trial, ...]:
+    """``exp``'s trials, each waiting one with its reason (``pending_reasons``); the very
+    tuple when no trial's reason moved."""
+    own, runs, unassigned = reasons
 
     def reason(t: Trial) -> str | None:
         if t.trial_id in own:
             return own[t.trial_id]
-        if train_run_name(exp.name, t.trial_id) in runs:
+        if runs and train_run_name(exp.name, t.trial_id) in runs:
             return "Train workers wait: " + runs[train_run_name(exp.name, t.trial_id)]
         return unassigned if t.status == "PENDING" else None
 
     # A trial whose reason stays is kept as it is: 10,000 copies a refresh cost ~100 ms.
-    trials = tuple(
-        t if (why := reason(t)) == t.pending_reason else evolve(t, pending_reason=why)
-        for t in exp.trials
-    )
-    return dataclasses.replace(exp, trials=trials)
+    moved = False
+    trials = []
+    for t in exp.trials:
+        why = reason(t)
+        if why != t.pending_reason:
+            t, moved = evolve(t, pending_reason=why), True
+        trials.append(t)
+    return tuple(trials) if moved else exp.trials
 
 
 def with_trial(run: TrainRun, trial_id: str) -> TrainRun:

@@ -4,7 +4,7 @@
 saying why one is not placed (a bundle no node can hold, a strategy the cluster's shape
 cannot satisfy, capacity held by others: ``diagnose.placement.why_pending``) is a
 judgement, made here in the pipeline beside the other joins, before ``diagnose`` runs
-and before ``pipeline.joins.with_pending_reasons`` hands the reasons to waiting trials.
+and before ``pipeline.kept_trials`` hands the reasons to waiting trials.
 """
 
 from __future__ import annotations

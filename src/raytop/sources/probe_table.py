@@ -81,8 +81,10 @@ class ProbeTable:
             storage, at = self._locate(rel)
             storage.forget(at)
 
-    def read(self) -> tuple[list[Trial] | None, list[str]]:
-        """The trials (None: no table yet) and the warnings of this read."""
+    def read(self) -> tuple[tuple[Trial, ...] | None, list[str]]:
+        """The trials (None: no table yet) and the warnings of this read: the very same
+        tuple while the table did not change, so that what is made of it can be kept
+        (``pipeline.kept_trials``)."""
         if self._whole_is_newer():
             return self._read_whole()
         storage, rel = self._locate(TRIALS_INDEX)
@@ -115,7 +117,7 @@ class ProbeTable:
         if changed:
             self._list = tuple(t for segment in segments for t in segment.trials)
         odd = [i for segment in segments for i in segment.odd]
-        return list(self._list), warnings + odd_trial_ids(TRIALS_DIR, odd)
+        return self._list, warnings + odd_trial_ids(TRIALS_DIR, odd)
 
     def _read_segment(
         self, k: int, generation: str, version: int
@@ -152,7 +154,7 @@ class ProbeTable:
         index = tables.get(TRIALS_INDEX.rpartition("/")[2])
         return index is None or (whole.mtime or 0) > (index.mtime or 0)
 
-    def _read_whole(self) -> tuple[list[Trial] | None, list[str]]:
+    def _read_whole(self) -> tuple[tuple[Trial, ...] | None, list[str]]:
         storage, rel = self._locate(TRIALS_WHOLE)
         # Checked row by row (model.untrusted); a bad table keeps its last good copy.
         rows, warning = storage.read_json(rel, TRIALS_WHOLE, self._check_whole)
@@ -164,11 +166,11 @@ class ProbeTable:
     def _check_whole(self, data: Any) -> list[dict[str, Any]]:
         return untrusted.probe_trials(data, self._checked)
 
-    def _as_trials(self, rows: list[dict[str, Any]]) -> list[Trial]:
+    def _as_trials(self, rows: list[dict[str, Any]]) -> tuple[Trial, ...]:
         """The checked rows as Trials; a row checked before (the same object: unchanged
         since) keeps its Trial."""
         if rows is self._rows:  # the file did not change: the very same Trials
-            return list(self._whole_list)
+            return self._whole_list
         before, self._by_row = self._by_row, {}
         trials = []
         for row in rows:
@@ -178,4 +180,4 @@ class ProbeTable:
             trials.append(trial)
         self._rows, self._whole_list = rows, tuple(trials)
         self._whole_odd = odd_trial_ids(TRIALS_WHOLE, odd_ids(trials))
-        return trials
+        return self._whole_list

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -170,12 +171,12 @@ class ExperimentReader:
         storage, rel = self._storages.locate(str(self.raytop_dir / name))
         return storage.read_json(rel)
 
-    def _trials_from_probe(self) -> tuple[list[Trial] | None, list[str]]:
+    def _trials_from_probe(self) -> tuple[Sequence[Trial] | None, list[str]]:
         if self._probe is None:
             return None, []
         return self._probe.read()
 
-    def _with_probe_histories(self, trials: list[Trial] | None) -> list[Trial] | None:
+    def _with_probe_histories(self, trials: Sequence[Trial] | None) -> Sequence[Trial] | None:
         """Tune's trials with what only the probe's table has (each trial's metric
         history, its count under the run's stop limit, and why its scheduler stopped or
         paused it), where the table lists them."""

@@ -1,7 +1,8 @@
 """A run unchanged between refreshes is the very same object, and what is made of it is
 kept (``sources.ledger_source.SAME_RUN_FOR_S``, ``pipeline.kept_runs``): for at most a
 second of the ledger's time, and never past a change of the run or of its context. So are
-an experiment's trials' reasons to wait and its best trial (``pipeline.kept_trials``)."""
+an experiment's trials' reasons to wait and its best trial (``pipeline.kept_trials``), and
+the placement groups, why each waits and their findings (``pipeline.kept_groups``)."""
 
 import dataclasses
 import json
@@ -22,11 +23,13 @@ from raytop.model import (
 )
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.joins import pending_reasons, with_reasons
+from raytop.pipeline.kept_groups import KeptGroups
 from raytop.pipeline.kept_runs import KeptRuns
 from raytop.pipeline.kept_trials import KeptTrials
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import SAME_RUN_FOR_S, LedgerReader
+from raytop.sources.placement_source import SAME_GROUPS_FOR_S, PlacementReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX
 from tests.fakes import FakeKv
 
@@ -213,3 +216,59 @@ def test_no_reason_moved_leaves_the_very_trials():
     exp = Experiment("e", "/e", ExperimentStatus.RUNNING, trials=trials)
     groups = (group("pending_trial", None, "fits"),)  # for trials not started: none here
     assert with_reasons(exp, pending_reasons(exp, groups)) is trials
+
+
+# -- placement groups: the same tuple while what they are made of is, their reasons kept ----
+
+
+GROUP = {"pg_id": "pg1", "name": "", "strategy": "PACK", "state": "PENDING",
+         "scheduling_state": "NO_RESOURCES", "attempts": 3, "created_at": 50.0,
+         "creator_job_id": "01000000", "creator_actor_id": "", "creator_dead": False,
+         "detached": False, "bundles": [{"index": 0, "resources": {"CPU": 8.0},
+                                         "node_id": None}]}  # fmt: skip
+
+
+class Groups:
+    def __init__(self, *rows: dict) -> None:
+        self.rows = list(rows)
+
+    def placement_groups(self):
+        return list(self.rows)
+
+
+def test_the_placement_reader_hands_out_the_same_groups_while_their_basis_is_the_same():
+    gcs = Groups(GROUP)
+    reader = PlacementReader(gcs, FakeKv())
+    experiments = [Experiment("e", "/e", ExperimentStatus.RUNNING, job_id="01000000")]
+    first = reader.read(experiments, (), {}, now=100.0)
+    assert first[0].owner_kind == "pending_trial" and first[0].age_s == 50.0
+    assert reader.read(experiments, (), {}, now=100.5) is first  # ages as of 100.0
+    later = reader.read(experiments, (), {}, now=100.0 + SAME_GROUPS_FOR_S)
+    assert later is not first and later[0].age_s == 50.0 + SAME_GROUPS_FOR_S
+    run = TrainRun("r1", "exp-t1", "a1", 2, placement_group_id="pg1")
+    owned = reader.read(experiments, (run,), {}, now=101.1)  # a run names the group
+    assert owned is not later and owned[0].owner_kind == "train_run"
+    gcs.rows = [dict(GROUP)]  # read again from the GCS: a new row, equal or not
+    assert reader.read(experiments, (run,), {}, now=101.2) is not owned
+
+
+def node(cpus_free: float, alive: bool = True) -> Node:
+    return Node("n1", "1.2.3.4", alive, True, {"CPU": 8.0}, {"CPU": cpus_free})
+
+
+def test_why_a_group_waits_and_its_findings_are_kept_while_the_nodes_hold_the_same():
+    kept = KeptGroups()
+    groups = PlacementReader(Groups(GROUP), FakeKv()).read([], (), {}, now=100.0)
+    why = kept.with_why_pending(groups, (node(0.0),))
+    assert why[0].why_pending.startswith("fits, but 8 of 8 CPU")
+    busy = dataclasses.replace(node(0.0), host=None, labels={"zone": "a"})
+    assert kept.with_why_pending(groups, (busy,)) is why  # what a reason needs: the same
+    freed = kept.with_why_pending(groups, (node(8.0),))
+    assert freed is not why and freed[0].why_pending.startswith("fits; waiting")
+    assert kept.with_why_pending(groups, (node(8.0, alive=False),))[0].why_pending == (
+        "bundle 0 needs {CPU: 8}; no node has CPU"
+    )
+    judged = kept.findings(why, (node(0.0),), 30.0)
+    assert [f.kind for f in judged] == ["placement_waiting"]  # pending for 50 s, over 30
+    assert kept.findings(why, (node(0.0),), 30.0) is judged
+    assert kept.findings(why, (node(0.0),), 60.0) == []

@@ -21,6 +21,8 @@ from raytop.model import (
     ExperimentStatus,
     Finding,
     LedgerStatus,
+    Node,
+    PlacementGroup,
     Severity,
     Snapshot,
     TrainRun,
@@ -147,6 +149,7 @@ class RunContext:
 # kind for every run in turn.
 RunFindings = tuple[list[Finding], list[Finding], list[Finding]]
 RunJudge = Callable[[TrainRun, Thresholds, RunContext], RunFindings]
+GroupsJudge = Callable[[tuple[PlacementGroup, ...], tuple[Node, ...], float], list[Finding]]
 
 
 def judge_run(run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
@@ -170,12 +173,16 @@ def judge_run(run: TrainRun, thresholds: Thresholds, context: RunContext) -> Run
 
 
 def diagnose(
-    snapshot: Snapshot, thresholds: Thresholds | None = None, judge: RunJudge = judge_run
+    snapshot: Snapshot,
+    thresholds: Thresholds | None = None,
+    judge: RunJudge = judge_run,
+    judge_groups: GroupsJudge = placement_findings,
 ) -> tuple[Finding, ...]:
     """Every finding about a snapshot (its own ``findings`` are ignored), the repeats of
     one kind on one subject folded into one with their count. Its runs' rank facts are the
-    pipeline's (``pipeline.derive``): judged here, never worked out again. ``judge``: how
-    each run is judged (``judge_run``, or a caller's that keeps its results)."""
+    pipeline's (``pipeline.derive``): judged here, never worked out again. ``judge`` and
+    ``judge_groups``: how each run and the placement groups are judged (``judge_run``,
+    ``placement_findings``, or a caller's that keeps their results)."""
     thresholds = thresholds or Thresholds()
     findings = cluster_findings(snapshot.cluster)
     for experiment in snapshot.experiments:
@@ -184,7 +191,7 @@ def diagnose(
         findings += driver_findings(experiment)
     # Runs with no probe have no counts to judge: a rank of theirs is never "silent".
     runs = tuple(r for r in snapshot.all_runs() if r.instrumented)
-    findings += placement_findings(
+    findings += judge_groups(
         snapshot.placement_groups, snapshot.cluster.nodes, thresholds.waiting_after_s
     )
     findings += ledger_findings(snapshot.ledger, bool(runs))

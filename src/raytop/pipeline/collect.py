@@ -18,12 +18,12 @@ from raytop.pipeline import joins
 from raytop.pipeline.captures import capture_targets, save_capture
 from raytop.pipeline.flight_recorder import request_dumps
 from raytop.pipeline.history import History
+from raytop.pipeline.kept_groups import KeptGroups
 from raytop.pipeline.kept_runs import KeptRuns
 from raytop.pipeline.kept_trials import KeptTrials
 from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.pipeline.no_probe import NoProbeReasons
 from raytop.pipeline.others import OtherRuns
-from raytop.pipeline.pending import with_why_pending
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.pipeline.stacks_request import Readers, ask_stacks
 from raytop.pipeline.uninstrumented import uninstrumented_runs, with_job_entrypoints
@@ -115,6 +115,7 @@ class SnapshotCollector:
         self._checkpoints = RunCheckpoints(self._snapshots, self._ledger) if kv else None
         self._kept = KeptRuns()  # each run's states and findings, while it is the same
         self._trials = KeptTrials()  # the trials' reasons to wait and the best, the same
+        self._groups_kept = KeptGroups()  # why each group waits, its findings, the same
         self._lock = threading.Lock()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
@@ -252,7 +253,7 @@ class SnapshotCollector:
             groups = self._placement.read(experiments, runs, actors, others=others)
         except ClusterUnreachable:
             return ()
-        return with_why_pending(groups, cluster.nodes)
+        return self._groups_kept.with_why_pending(groups, cluster.nodes)
 
     def _uninstrumented(self, runs, actors, ledger) -> tuple[TrainRun, ...]:
         """Train runs in the actor table with no probe report (``pipeline.uninstrumented``),
@@ -348,12 +349,11 @@ class SnapshotCollector:
             jobs=jobs,
             workloads=listed,
             older_experiments=tuple(
-                OlderExperiments(root, count)
-                for root, count in self._tune_home.older.items()
-                if count
+                OlderExperiments(r, n) for r, n in self._tune_home.older.items() if n
             ),
         )
-        findings = diagnose(snapshot, self.thresholds, self._kept.judge)
+        kept = self._kept.judge, self._groups_kept.findings
+        findings = diagnose(snapshot, self.thresholds, *kept)
         return dataclasses.replace(snapshot, findings=findings)
 
     def close(self) -> None:

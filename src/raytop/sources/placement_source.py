@@ -40,6 +40,12 @@ from raytop.rundir import train_run_name
 from raytop.wire.gcs import GcsKv, GcsReader, RayLacks
 from raytop.wire.kv_keys import TRIAL_PREFIX
 
+# How long the groups are handed out as the very same tuple while what they are made of
+# is (their ages as of when they were made): at 2,000 groups, making and judging them
+# again was a quarter of a refresh where nothing changed (docs/PERFORMANCE.md, issue 25).
+# The same second as the ledger's runs (``sources.ledger_source.SAME_RUN_FOR_S``).
+SAME_GROUPS_FOR_S = 1.0
+
 
 @dataclass(frozen=True)
 class Others:
@@ -66,6 +72,7 @@ class PlacementReader:
         # Every group of the last read, removed ones too: pg id → (creator job, creator
         # actor): whose a group was, even once Ray removed it (a run's job, its holdings).
         self.creators: dict[str, tuple[str, str]] = {}
+        self._made: _Made | None = None  # the last read's groups, and what they came of
 
     def new_read(self) -> None:
         """A collection begins: registrations are asked for again, once in it (``read`` and
@@ -129,6 +136,7 @@ class PlacementReader:
         self.creators = {g["pg_id"]: (g["creator_job_id"], g["creator_actor_id"]) for g in every}
         raw = [g for g in every if g["state"] != "REMOVED"]
         if not raw:
+            self._made = None
             return ()
         trials = self._registrations(actors, now)
         by_pg = {t["pg_id"]: t for t in trials.values() if t.get("pg_id")}
@@ -146,9 +154,16 @@ class PlacementReader:
         # A trial of an experiment raytop did not launch: its actor's group is the trial's.
         foreign_pg = {actors[a]["pg_id"]: t for a, t in others.trials.items()
                       if a in actors and actors[a].get("pg_id")}  # fmt: skip
+        basis = _Basis(raw, actors, trials, {g: (r.run_name, r.trial_id)
+                       for g, r in run_of_pg.items()}, experiment_of_job, others)  # fmt: skip
+        made = self._made
+        if made is not None and 0 <= now - made.at < SAME_GROUPS_FOR_S and made.basis == basis:
+            return made.groups
         known = _Known(by_pg, foreign_pg, actors, actor_at, trials, run_of_pg,
                        experiment_of_job, others)  # fmt: skip
-        return tuple(self._labelled(g, self._bundles[id(g)][1], now, known) for g in raw)
+        groups = tuple(self._labelled(g, self._bundles[id(g)][1], now, known) for g in raw)
+        self._made = _Made(basis, now, groups)
+        return groups
 
     def raytop_trial_at(self, actors: dict[str, dict[str, Any]]) -> set[str]:
         """The addresses (``ip:port``) of the alive actors that are raytop's Tune trials."""
@@ -221,6 +236,46 @@ class _Known:
     run_of_pg: dict[str, TrainRun]
     experiment_of_job: dict[str, str]
     others: Others
+
+
+class _Basis:
+    """What a read's groups are made of: the GCS's rows, the alive actors and the trials'
+    registrations (each the very objects the readers hold, until read again), the Train
+    runs' groups, the experiments' jobs, what is known of the runs raytop did not
+    launch. Equal when all of them are."""
+
+    def __init__(self, rows: list[dict[str, Any]], actors: Mapping[str, Any],
+                 trials: Mapping[str, Any], runs: dict[str, tuple[str, str | None]],
+                 jobs: dict[str, str], others: Others) -> None:  # fmt: skip
+        self.rows, self.actors, self.trials = rows, actors, trials
+        self.runs, self.jobs, self.others = runs, jobs, others
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Basis):
+            return NotImplemented
+        return (
+            _same_items(self.rows, other.rows)
+            and _same_values(self.actors, other.actors)
+            and _same_values(self.trials, other.trials)
+            and (self.runs, self.jobs, self.others) == (other.runs, other.jobs, other.others)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _same_items(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _same_values(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return len(a) == len(b) and all(b.get(k) is v for k, v in a.items())
+
+
+@dataclass(frozen=True)
+class _Made:
+    basis: _Basis
+    at: float
+    groups: tuple[PlacementGroup, ...]
 
 
 class _Asking:

@@ -1,0 +1,56 @@
+"""Why each placement group waits, and the findings about the groups, kept while the
+groups are the very same tuple and the nodes hold what they held.
+
+The placement reader hands out the same tuple of groups while what they are made of is
+the same, for at most ``sources.placement_source.SAME_GROUPS_FOR_S`` (their ages as of
+when they were made). At 2,000 groups on 500 nodes, saying again why each of ~1,000
+waits, and judging them, was ~15 ms of a refresh in which nothing changed
+(docs/PERFORMANCE.md, issue 25). The nodes are compared by what a reason depends on:
+which are alive and the resources each has in all and free (not their host figures,
+which move every refresh).
+"""
+
+from __future__ import annotations
+
+from raytop.diagnose.placement import placement_findings
+from raytop.model import Finding, Node, PlacementGroup
+from raytop.pipeline.pending import with_why_pending
+
+Groups = tuple[PlacementGroup, ...]
+
+
+def _capacity(nodes: tuple[Node, ...]) -> tuple:
+    return tuple((n.node_id, n.alive, n.resources_total, n.resources_available) for n in nodes)
+
+
+class KeptGroups:
+    def __init__(self) -> None:
+        self._why: tuple[Groups, tuple, Groups] | None = None  # groups, nodes, with reasons
+        self._judged: tuple[Groups, tuple, float, list[Finding]] | None = None
+
+    def with_why_pending(self, groups: Groups, nodes: tuple[Node, ...]) -> Groups:
+        """``pending.with_why_pending``, or what it gave for these very groups on nodes
+        that hold the same."""
+        capacity = _capacity(nodes)
+        kept = self._why
+        if kept is not None and kept[0] is groups and kept[1] == capacity:
+            return kept[2]
+        reasoned = with_why_pending(groups, nodes)
+        self._why = (groups, capacity, reasoned)
+        return reasoned
+
+    def findings(self, groups: Groups, nodes: tuple[Node, ...], waiting_after_s: float):
+        """``diagnose.placement.placement_findings``, or what it gave for these very
+        groups on nodes that hold the same, with the same threshold."""
+        capacity = _capacity(nodes)
+        kept = self._judged
+        if (
+            kept is not None
+            and kept[0] is groups
+            and kept[1] == capacity
+            and kept[2] == waiting_after_s
+        ):
+            return kept[3]
+        judged = placement_findings(groups, nodes, waiting_after_s)
+        self._judged = (groups, capacity, waiting_after_s, judged)
+        return judged

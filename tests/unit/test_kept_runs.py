@@ -7,6 +7,9 @@ the placement groups, why each waits and their findings (``pipeline.kept_groups`
 import dataclasses
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from raytop.diagnose import diagnose
 from raytop.diagnose.findings import RunContext, judge_run
 from raytop.model import (
@@ -21,6 +24,7 @@ from raytop.model import (
     Trial,
     Worker,
 )
+from raytop.model.snapshot import BestTrial
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.joins import pending_reasons, with_reasons
 from raytop.pipeline.kept_groups import KeptGroups
@@ -272,3 +276,66 @@ def test_why_a_group_waits_and_its_findings_are_kept_while_the_nodes_hold_the_sa
     assert [f.kind for f in judged] == ["placement_waiting"]  # pending for 50 s, over 30
     assert kept.findings(why, (node(0.0),), 30.0) is judged
     assert kept.findings(why, (node(0.0),), 60.0) == []
+
+
+VALUES = st.one_of(st.none(), st.sampled_from([0.1, 0.2, 0.3, float("nan")]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    first=st.lists(st.tuples(st.sampled_from(["PENDING", "RUNNING"]), VALUES), max_size=12),
+    rounds=st.lists(
+        st.tuples(
+            st.lists(
+                st.tuples(st.integers(0, 11), st.sampled_from(["PENDING", "RUNNING"]), VALUES),
+                max_size=3,
+            ),  # fmt: skip
+            st.integers(0, 2),  # trials added at the end
+            st.sampled_from(["min", "max"]),
+            st.booleans(),  # whether the pending-trial group's reason moved
+        ),
+        max_size=5,
+    ),
+)
+def test_kept_trials_say_what_joining_afresh_says(first, rounds):
+    """Whatever moves between refreshes (trials rewritten in place, added, the mode, the
+    reasons), the kept reasons and best trial are those of the whole table joined anew."""
+    kept = KeptTrials()
+    made = [0]
+
+    def new(status: str, value: float | None) -> Trial:
+        made[0] += 1
+        return Trial(f"t{made[0]}", status, metrics={} if value is None else {"loss": value})
+
+    trials = tuple(new(s, v) for s, v in first)
+    why = "fits"
+    for changes, added, mode, move in [([], 0, "min", False), *rounds]:
+        listed = list(trials)
+        for place, status, value in changes:
+            if place < len(listed):  # the same trial id, told anew
+                listed[place] = Trial(listed[place].trial_id, status,
+                                      metrics={} if value is None else {"loss": value})  # fmt: skip
+        trials = (*listed, *(new("PENDING", None) for _ in range(added)))
+        why = why + "!" if move else why
+        exp = Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", mode, trials)
+        groups = (group("pending_trial", None, why),)
+        (joined,) = kept.join([exp], groups)
+        afresh = KeptTrials().join([exp], groups)[0]
+        assert [t.pending_reason for t in joined.trials] == [
+            t.pending_reason for t in afresh.trials
+        ]
+        assert [t.trial_id for t in joined.trials] == [t.trial_id for t in trials]
+        assert joined.best_trial == afresh.best_trial
+
+
+def test_a_best_trial_told_worse_gives_way_to_one_that_did_not_move():
+    kept = KeptTrials()
+    table = tuple(Trial(f"t{i}", "RUNNING", metrics={"loss": v})
+                  for i, v in enumerate([0.3, 0.9, 0.5, 0.7]))  # fmt: skip
+    exp = Experiment("e", "/e", ExperimentStatus.RUNNING, "loss", "max", table)
+    assert kept.with_best_trial(exp).best_trial.trial_id == "t1"
+    worse = (table[0], Trial("t1", "RUNNING", metrics={"loss": 0.1}), *table[2:])
+    told = kept.with_best_trial(dataclasses.replace(exp, trials=worse))
+    assert told.best_trial == BestTrial("t3", "loss", 0.7)
+    again = (*worse[:3], Trial("t3", "RUNNING", metrics={"loss": 0.7}))  # the same value
+    assert kept.with_best_trial(dataclasses.replace(exp, trials=again)).best_trial.trial_id == "t3"

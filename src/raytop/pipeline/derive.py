@@ -55,10 +55,18 @@ def _median_gap(times: tuple[float, ...]) -> float | None:
     return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
 
 
-def with_rank_states(run: TrainRun, t: Thresholds) -> TrainRun:
+# rank → (the rank's Worker as read, the top report and whether a rank is short then, the
+# Worker derived from them): what ``with_rank_states`` keeps for a caller, per run.
+KeptRanks = dict[int, tuple[Worker, int, bool, Worker]]
+
+
+def with_rank_states(run: TrainRun, t: Thresholds, kept: KeptRanks | None = None) -> TrainRun:
     """``run`` with every rank's derived facts filled in (``state``, ``behind``,
     ``usual_interval_s``, ``rate_per_min``, ``silent``, ``barrier``) and ``gone``, in one
-    pass (O(ranks): once per snapshot, not per row per redraw)."""
+    pass (O(ranks): once per snapshot, not per row per redraw). ``kept``: a caller's
+    record of this run's ranks as last derived (with the same ``t``): a rank whose
+    ``Worker`` is the very one, with the same top report and shortfall, is not derived
+    again (the ledger reader hands out the same ``Worker`` while nothing moved)."""
     if not run.workers:
         return run
     top = max(w.reports_entered for w in run.workers)
@@ -68,7 +76,10 @@ def with_rank_states(run: TrainRun, t: Thresholds) -> TrainRun:
         any(w.reports_entered < top for w in run.workers)
         or any(r not in seen for r in range(run.world_size))
     )
-    workers = tuple(_derived(w, top, short, t) for w in run.workers)
+    if kept is None:
+        workers = tuple(_derived(w, top, short, t) for w in run.workers)
+    else:
+        workers = tuple(_kept_derived(w, top, short, t, kept) for w in run.workers)
     beats = [w.heartbeat_age_s for w in run.workers if w.heartbeat_age_s is not None]
     gone = bool(beats) and min(beats) > t.dead_after_s
     activities = [w.activity for w in run.workers if w.activity is not None]
@@ -80,6 +91,15 @@ def with_rank_states(run: TrainRun, t: Thresholds) -> TrainRun:
         recent_time_shares=shares(summed(a.recent_time_s for a in activities)),
         goodput=attempt["compute"] if attempt else None,
     )  # fmt: skip
+
+
+def _kept_derived(w: Worker, top: int, short: bool, t: Thresholds, kept: KeptRanks) -> Worker:
+    was = kept.get(w.rank)
+    if was is not None and was[0] is w and was[1] == top and was[2] == short:
+        return was[3]
+    derived = _derived(w, top, short, t)
+    kept[w.rank] = (w, top, short, derived)
+    return derived
 
 
 def _derived(w: Worker, top: int, short: bool, t: Thresholds) -> Worker:

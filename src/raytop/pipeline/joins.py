@@ -39,27 +39,29 @@ def pending_reasons(exp: Experiment, groups: tuple[PlacementGroup, ...]) -> Reas
     return own, runs, unassigned  # type: ignore[return-value]
 
 
+def reason_for(name: str, reasons: Reasons) -> Callable[[Trial], Trial]:
+    """What gives a trial of experiment ``name`` its reason to wait (``pending_reasons``):
+    the very trial when its reason stays (10,000 copies a refresh cost ~100 ms)."""
+    own, runs, unassigned = reasons
+
+    def reasoned(t: Trial) -> Trial:
+        if t.trial_id in own:
+            why = own[t.trial_id]
+        elif runs and (run := runs.get(train_run_name(name, t.trial_id))) is not None:
+            why = "Train workers wait: " + run
+        else:
+            why = unassigned if t.status == "PENDING" else None
+        return t if why == t.pending_reason else evolve(t, pending_reason=why)
+
+    return reasoned
+
+
 def with_reasons(exp: Experiment, reasons: Reasons) -> tuple[Trial, ...]:
     """``exp``'s trials, each waiting one with its reason (``pending_reasons``); the very
     tuple when no trial's reason moved."""
-    own, runs, unassigned = reasons
-
-    def reason(t: Trial) -> str | None:
-        if t.trial_id in own:
-            return own[t.trial_id]
-        if runs and train_run_name(exp.name, t.trial_id) in runs:
-            return "Train workers wait: " + runs[train_run_name(exp.name, t.trial_id)]
-        return unassigned if t.status == "PENDING" else None
-
-    # A trial whose reason stays is kept as it is: 10,000 copies a refresh cost ~100 ms.
-    moved = False
-    trials = []
-    for t in exp.trials:
-        why = reason(t)
-        if why != t.pending_reason:
-            t, moved = evolve(t, pending_reason=why), True
-        trials.append(t)
-    return tuple(trials) if moved else exp.trials
+    reasoned = reason_for(exp.name, reasons)
+    trials = tuple(reasoned(t) for t in exp.trials)
+    return exp.trials if all(a is b for a, b in zip(trials, exp.trials, strict=True)) else trials
 
 
 def with_trial(run: TrainRun, trial_id: str) -> TrainRun:
@@ -81,9 +83,13 @@ def attach_runs(
     attached: set[str] = set()
     result = []
     for exp in experiments:
+        # The runs named for a trial of it, by that trial's id: its 10,000 trials are then
+        # looked up by id, no run name made for each (``train_run_name``).
+        prefix = train_run_name(exp.name, "")
+        named = {n[len(prefix) :]: r for n, r in by_name.items() if n.startswith(prefix)}
         mine = []
-        for trial in exp.trials:
-            run = by_name.get(train_run_name(exp.name, trial.trial_id))
+        for trial in exp.trials if named else ():
+            run = named.get(trial.trial_id)
             if run is not None:
                 mine.append(tag(run, trial.trial_id))
                 attached.add(run.run_name)

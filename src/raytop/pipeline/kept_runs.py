@@ -19,13 +19,16 @@ from __future__ import annotations
 from raytop.diagnose.findings import RunContext, RunFindings, judge_run
 from raytop.model import TrainRun
 from raytop.model.thresholds import Thresholds
-from raytop.pipeline.derive import with_rank_states
+from raytop.pipeline.derive import KeptRanks, with_rank_states
 from raytop.pipeline.joins import with_trial
 
 
 class KeptRuns:
     def __init__(self) -> None:
         self._derived: dict[str, tuple[TrainRun, Thresholds, TrainRun]] = {}
+        # run id → (thresholds, its ranks as last derived): a run that changed keeps the
+        # ranks that did not (``derive.with_rank_states``'s ``kept``)
+        self._ranks: dict[str, tuple[Thresholds, KeptRanks]] = {}
         self._tagged: dict[str, tuple[TrainRun, str, TrainRun]] = {}  # with its trial's id
         # run id → (the derived run, thresholds, its context but the time, findings)
         self._judged: dict[str, tuple[TrainRun, Thresholds, tuple, RunFindings]] = {}
@@ -37,7 +40,10 @@ class KeptRuns:
         kept = self._derived.get(run.run_id)
         if kept is not None and kept[0] is run and kept[1] == thresholds:
             return kept[2]
-        derived = with_rank_states(run, thresholds)
+        ranks = self._ranks.get(run.run_id)
+        if ranks is None or ranks[0] != thresholds:
+            ranks = self._ranks[run.run_id] = (thresholds, {})
+        derived = with_rank_states(run, thresholds, ranks[1])
         self._derived[run.run_id] = (run, thresholds, derived)
         return derived
 
@@ -65,7 +71,7 @@ class KeptRuns:
 
     def forget_unseen(self) -> None:
         """After a collection: drop what is kept for runs it did not see."""
-        for kept in (self._derived, self._tagged, self._judged):
+        for kept in (self._derived, self._ranks, self._tagged, self._judged):
             for gone in set(kept) - self._seen:
                 del kept[gone]
         self._seen.clear()

@@ -65,15 +65,21 @@ def uninstrumented_runs(
     controller is left to show; ``now``: the snapshot's time (unix s), that running
     attempts' durations run to; ``beats_known_at``: when the probed workers' beats were
     last known (the ledger's last publish; default ``now``)."""
+    # Most controllers on a cluster raytop watches are its own trials': the probed
+    # processes and the workers by owner are worked out only when another's is left.
+    controllers = sorted(
+        (actor_id, actor) for actor_id, actor in actors.items()
+        if actor["class_name"] == CONTROLLER and not launched_by_raytop(actor["owner"])
+    )  # fmt: skip
+    if not controllers:
+        return ()
     probed = _probed_processes(instrumented, now if beats_known_at is None else beats_known_at)
     workers_of: dict[str, list[dict[str, Any]]] = {}
     for actor in actors.values():
         if actor["class_name"] == WORKER:
             workers_of.setdefault(actor["owner"], []).append(actor)
     found = []
-    for actor_id, controller in sorted(actors.items()):
-        if controller["class_name"] != CONTROLLER or launched_by_raytop(controller["owner"]):
-            continue
+    for actor_id, controller in controllers:
         members = sorted(workers_of.get(controller["address"], []), key=lambda a: a["pid"])
         if any(_claims(probed, a) for a in members):
             continue

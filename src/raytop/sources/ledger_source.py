@@ -104,8 +104,9 @@ class LedgerReader:
         # beat name (a page key and its chunk, as ``chunk_key`` names them) → rank → beat
         self._beats: dict[str, dict[str, RankBeat]] = {}
         self._beat_versions: dict[str, int] = {}
-        # page key → rank → (its record, its beat, the Worker built from them)
-        self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker]]] = {}
+        # page key → rank → (its record, its beat, the Worker built from them, its ages' time)
+        self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker, float]]]
+        self._worker_cache = {}
         self._run_records: dict[str, RunAttempts] = {}  # run_id → the RunProbe's record
         self._run_versions: dict[str, int] = {}
         self._started_at: float | None = None
@@ -288,8 +289,11 @@ class LedgerReader:
         self, key: str, ranks: dict[str, RankRecord], beats: dict[str, RankBeat], now: float
     ) -> list[Worker]:
         """The attempt's ``Worker``s by rank. A rank whose record and beat are the very
-        ones read last time keeps its ``Worker`` with only its ages moved on: at 2,000
-        ranks, building each afresh was most of a refresh where nothing changed."""
+        ones read last time keeps its ``Worker``: the very object while its ages are under
+        ``SAME_RUN_FOR_S`` old (what is made of it is then kept too, ``pipeline.kept_runs``),
+        else with only its ages moved on. At 2,000 ranks, building each afresh was most of
+        a refresh where nothing changed, and moving every rank's ages on most of one where
+        1 % of them reported."""
         cache = self._worker_cache.setdefault(key, {})
         workers = []
         for rank, record in ranks.items():
@@ -297,20 +301,21 @@ class LedgerReader:
             kept = cache.get(rank)
             if kept is not None and kept[0] is record and kept[1] is beat:
                 worker = kept[2]
-                workers.append(
-                    evolve(
+                if not 0 <= now - kept[3] < SAME_RUN_FOR_S:
+                    worker = evolve(
                         worker,
                         last_report_age_s=age(now, worker.last_enter_at),
                         heartbeat_age_s=age(now, worker.heartbeat_at),
                     )
-                )
+                    cache[rank] = (record, beat, worker, now)
+                workers.append(worker)
             elif kept is not None and kept[0] is record and beat is not None:
                 worker = with_beat(kept[2], beat, now)  # a heartbeat: its figures moved
-                cache[rank] = (record, beat, worker)
+                cache[rank] = (record, beat, worker, now)
                 workers.append(worker)
             else:
                 worker = worker_from_record(record, now, beat)
-                cache[rank] = (record, beat, worker)
+                cache[rank] = (record, beat, worker, now)
                 workers.append(worker)
         workers.sort(key=lambda w: w.rank)
         return workers

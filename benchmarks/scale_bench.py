@@ -29,7 +29,10 @@ process of its own (its peak RSS is its own), at 2,000 workers and at 10:
    trial's result written by the TrialProbe (its row's segment and the index; at most
    every 0.2 s, while any trial reports). Wall and CPU time (``time.process_time``: every
    thread of the process),
-   median and p95; calls to the cluster and bytes read from it and from storage.
+   median, p95 and mean; calls to the cluster and bytes read from it and from storage.
+   Then a steady watch: a collect every 0.25 s for 8 s, the Ledger republishing once a
+   second, nothing else moving: the process's CPU as a share of a core (what a user's
+   head pod pays for an open raytop).
 2. The pure screen model of the overview and Run screens (``model.dashboard``, the trial
    table's parameters, the run's findings), per redraw.
 3. The TUI (``App.run_test``, Pilot, 120×36): the first snapshot applied to the overview,
@@ -924,6 +927,7 @@ def _summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "n": len(samples),
         "wall_p50_s": statistics.median(wall), "wall_p95_s": percentile(wall, 0.95),
         "cpu_p50_s": statistics.median(cpu), "cpu_p95_s": percentile(cpu, 0.95),
+        "cpu_mean_s": statistics.mean(cpu),
         "calls": samples[-1]["calls"],  # the last refresh's (calls_min/max: their range)
         "calls_min": min(s["total_calls"] for s in samples),
         "calls_max": max(s["total_calls"] for s in samples),
@@ -954,7 +958,9 @@ def timed_collect(cluster: StandInCluster, collector: Any, meter: dict) -> tuple
 WATCH_SETTLE_S = 0.3  # the watcher's 50 ms debounce and its 10 ms step, with room
 
 
-def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> dict[str, Any]:
+def measure_collect(
+    cluster: StandInCluster, collector: Any, refreshes: int, watch_s: float
+) -> dict[str, Any]:
     """The refresh kinds (see the module's docstring), each ``refreshes`` times."""
     from raytop.wire.gcs import CREATOR_GONE_REREAD_S
 
@@ -992,7 +998,32 @@ def measure_collect(cluster: StandInCluster, collector: Any, refreshes: int) -> 
                 snapshot, sample = timed_collect(cluster, collector, meter)
                 samples.append(sample)
             results[name] = _summary(samples)
-    return {"kinds": results, "snapshot": snapshot}
+        watch = steady_watch(cluster, collector, watch_s)
+    return {"kinds": results, "snapshot": snapshot, "watch": watch}
+
+
+WATCH_S = 8.0  # long enough for eight of the Ledger's publishes
+WATCH_REFRESH_S = 0.25  # the TUI's default refresh (``model.refresh``)
+
+
+def steady_watch(cluster: StandInCluster, collector: Any, watch_s: float) -> dict[str, Any]:
+    """What a watching raytop costs where nothing but time moves, as a user's refresh
+    paces it: a collect every 0.25 s, the Ledger republishing its index once a second (as
+    it does, changed or not). The refresh kinds above are back to back, each after a
+    publish; this is the CPU of the whole process over ``watch_s``, as a share of a core
+    and per refresh on average."""
+    refreshes, began = 0, time.monotonic()
+    cpu, published = time.process_time(), began - 1.0
+    while (now := time.monotonic()) - began < watch_s:
+        if now - published >= 1.0:
+            cluster.index_heartbeat()
+            published = now
+        collector.collect()
+        refreshes += 1
+        time.sleep(max(0.0, began + refreshes * WATCH_REFRESH_S - time.monotonic()))
+    cpu, wall = time.process_time() - cpu, time.monotonic() - began
+    return {"refreshes": refreshes, "wall_s": wall, "cpu_s": cpu, "core_share": cpu / wall,
+            "cpu_per_refresh_s": cpu / refreshes}  # fmt: skip
 
 
 def describe_snapshot(snapshot: Any) -> dict[str, Any]:
@@ -1287,7 +1318,8 @@ def ledger_memory(shape: Shape) -> dict[str, Any]:
 
 
 def run_shape(key: str, refreshes: int, applies: int, presses: int,
-              dead_actors: int | None = None, tui: bool = True) -> dict[str, Any]:  # fmt: skip
+              dead_actors: int | None = None, tui: bool = True,
+              watch_s: float = WATCH_S) -> dict[str, Any]:  # fmt: skip
     """Everything for one shape; the caller's process is this shape's alone when its
     peak RSS is to mean anything."""
     # What raytop's own process imports too, imported before the baseline: the RSS the
@@ -1314,7 +1346,7 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
         gc.freeze()
         collector = cluster.collector()
         try:
-            measured = measure_collect(cluster, collector, refreshes)
+            measured = measure_collect(cluster, collector, refreshes, watch_s)
             snapshot = measured.pop("snapshot")
             result = {
                 "shape": {**asdict(shape), "workers": shape.workers}, "key": key,
@@ -1326,6 +1358,7 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
                 "trials_whole_write_s": cluster.trials_whole_write_s,
                 "snapshot": describe_snapshot(snapshot),
                 "collect": measured["kinds"],
+                "watch": measured["watch"],
                 "screen_model": measure_screen_model(snapshot),
                 "ledger_memory": held,
             }  # fmt: skip
@@ -1386,6 +1419,11 @@ def report(results: list[dict[str, Any]]) -> None:
                   f"{_ms(k['wall_p50_s']):>10}{_ms(k['wall_p95_s']):>10}{calls:>7}"
                   f"{k['connections']:>6}{cluster:>27}"
                   f"{storage:>22}")  # fmt: skip
+        watch = r["watch"]
+        print(f"   steady watch ({watch['refreshes']} refreshes 0.25 s apart, the Ledger "
+              f"republishing each second, nothing else moving): "
+              f"{100 * watch['core_share']:.1f} % of a core, "
+              f"{_ms(watch['cpu_per_refresh_s'])} CPU a refresh on average")  # fmt: skip
         steady = r["collect"]["nothing changed"]
         print(f"   calls per refresh: {steady['calls']}")
         print(f"   bytes by call (nothing changed): {steady['bytes_by_call']}")

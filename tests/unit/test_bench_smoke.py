@@ -31,7 +31,8 @@ def test_the_scale_benchmark_reads_its_stand_in_cluster_through_the_real_readers
     """benchmarks/scale_bench.py, collection half, at 10 workers: every refresh kind ran,
     the snapshot holds the stand-in cluster whole, and the stand-ins counted the calls."""
     bench = load("scale_bench")
-    result = bench.run_shape("wide-10", refreshes=1, applies=0, presses=0, tui=False)
+    result = bench.run_shape("wide-10", refreshes=1, applies=0, presses=0, tui=False,
+                             watch_s=0.6)  # fmt: skip
     shape = bench.SHAPES["wide-10"]
     snapshot = result["snapshot"]
     assert (snapshot["trials"], snapshot["runs"], snapshot["workers"]) == (
@@ -59,6 +60,8 @@ def test_the_scale_benchmark_reads_its_stand_in_cluster_through_the_real_readers
     assert "get_all_job_info" in result["collect"]["nothing changed"]["calls"]
     assert result["collect"]["a trial's row rewritten"]["storage_bytes_p50"] > 0
     assert result["rss"]["peak"] > 0 and result["screen_model"]["overview_cpu_s"] >= 0
+    watch = result["watch"]  # a collect every 0.25 s: up to three in 0.6 s
+    assert watch["refreshes"] >= 2 and watch["core_share"] > 0 and watch["cpu_s"] > 0
     # The Ledger actor's heap, measured on the real class: every rank held, under its bound.
     held = result["ledger_memory"]
     assert held["ranks"] == shape.workers <= held["max_ranks"] and held["bytes"] > 0

@@ -24,6 +24,7 @@ from raytop.model import (
     Trial,
     Worker,
 )
+from raytop.model.identity import same_items, same_values
 from raytop.model.snapshot import BestTrial
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.joins import pending_reasons, with_reasons
@@ -339,3 +340,11 @@ def test_a_best_trial_told_worse_gives_way_to_one_that_did_not_move():
     assert told.best_trial == BestTrial("t3", "loss", 0.7)
     again = (*worse[:3], Trial("t3", "RUNNING", metrics={"loss": 0.7}))  # the same value
     assert kept.with_best_trial(dataclasses.replace(exp, trials=again)).best_trial.trial_id == "t3"
+
+
+def test_what_is_kept_is_told_by_identity_not_by_equality():
+    row, again = {"pg_id": "pg1"}, {"pg_id": "pg1"}  # equal, read anew
+    assert same_items([row], [row]) and not same_items([row], [again])
+    assert not same_items([row], [row, row])
+    assert same_values({"a": row}, {"a": row}) and not same_values({"a": row}, {"a": again})
+    assert not same_values({"a": row}, {"b": row})

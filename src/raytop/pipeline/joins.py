@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from raytop.model import Experiment, PlacementGroup, TrainRun, Trial
 from raytop.model.evolve import evolve
+from raytop.model.identity import same_items
 from raytop.rundir import train_run_name
 
 
@@ -61,7 +62,7 @@ def with_reasons(exp: Experiment, reasons: Reasons) -> tuple[Trial, ...]:
     tuple when no trial's reason moved."""
     reasoned = reason_for(exp.name, reasons)
     trials = tuple(reasoned(t) for t in exp.trials)
-    return exp.trials if all(a is b for a, b in zip(trials, exp.trials, strict=True)) else trials
+    return exp.trials if same_items(trials, exp.trials) else trials
 
 
 def with_trial(run: TrainRun, trial_id: str) -> TrainRun:

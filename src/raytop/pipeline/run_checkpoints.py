@@ -20,6 +20,7 @@ from typing import Any
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import CheckpointRecord, TrainRun
 from raytop.model.evolve import evolve
+from raytop.model.identity import same_items
 from raytop.model.nccl_ras import HANG_DETECTOR_DIR
 from raytop.pipeline.derive import with_ray_detector, with_restored_checkpoint
 from raytop.sources.checkpoints import CheckpointSnapshots
@@ -55,8 +56,7 @@ class RunCheckpoints:
             kept is not None
             and kept[1] is snapshot
             and kept[2] == on_storage
-            and len(kept[0]) == len(pages)
-            and all(a is b for a, b in zip(kept[0], pages, strict=True))
+            and same_items(kept[0], pages)
         ):
             checkpoints = kept[3]
         else:

@@ -29,6 +29,7 @@ from raytop.model import (
     untrusted_kv,
 )
 from raytop.model.evolve import evolve
+from raytop.model.identity import same_items
 from raytop.model.records import (
     BarrierWait,
     CheckpointUpload,
@@ -73,10 +74,6 @@ def _parse(raw: Any, max_bytes: int) -> Any:
 def _beats(data: Any, _previous: Any) -> dict[str, RankBeat]:
     """A chunk's beats (``untrusted_kv.ledger_beats``): each read whole, as every beat moves."""
     return untrusted_kv.ledger_beats(data)
-
-
-def _same(kept: tuple, parts: tuple) -> bool:
-    return len(kept) == len(parts) and all(a is b for a, b in zip(kept, parts, strict=True))
 
 
 def _merged(parts: list[dict[str, RankBeat]]) -> dict[str, RankBeat]:
@@ -240,7 +237,8 @@ class LedgerReader:
             # replaced only when its version moved.
             parts = (*(c for _, cs in attempts for c in cs), *beats.get(key, ()), record)
             kept = self._made.get(page["run_id"])
-            if kept is not None and _same(kept[0], parts) and 0 <= now - kept[1] < SAME_RUN_FOR_S:
+            fresh = kept is not None and 0 <= now - kept[1] < SAME_RUN_FOR_S
+            if kept is not None and fresh and same_items(kept[0], parts):
                 made[page["run_id"]] = kept
                 runs.append(kept[2])
                 continue

@@ -35,6 +35,7 @@ from raytop.model import (
     untrusted,
     untrusted_kv,
 )
+from raytop.model.identity import same_items, same_values
 from raytop.model.jobs import Job
 from raytop.rundir import train_run_name
 from raytop.wire.gcs import GcsKv, GcsReader, RayLacks
@@ -254,21 +255,13 @@ class _Basis:
         if not isinstance(other, _Basis):
             return NotImplemented
         return (
-            _same_items(self.rows, other.rows)
-            and _same_values(self.actors, other.actors)
-            and _same_values(self.trials, other.trials)
+            same_items(self.rows, other.rows)
+            and same_values(self.actors, other.actors)
+            and same_values(self.trials, other.trials)
             and (self.runs, self.jobs, self.others) == (other.runs, other.jobs, other.others)
         )
 
     __hash__ = None  # type: ignore[assignment]
-
-
-def _same_items(a: list, b: list) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
-
-
-def _same_values(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return len(a) == len(b) and all(b.get(k) is v for k, v in a.items())
 
 
 @dataclass(frozen=True)

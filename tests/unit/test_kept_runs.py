@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raytop.diagnose import diagnose
-from raytop.diagnose.findings import RunContext, judge_run
+from raytop.diagnose.findings import RunContext, judge_run, trial_findings
 from raytop.model import (
+    Bundle,
     Cluster,
     Experiment,
     ExperimentStatus,
@@ -32,6 +33,7 @@ from raytop.pipeline.kept_groups import KeptGroups
 from raytop.pipeline.kept_runs import KeptRuns
 from raytop.pipeline.kept_trials import KeptTrials
 from raytop.pipeline.run_checkpoints import RunCheckpoints
+from raytop.pipeline.workloads import KeptHoldings, _held
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import SAME_RUN_FOR_S, LedgerReader
 from raytop.sources.placement_source import SAME_GROUPS_FOR_S, PlacementReader
@@ -214,6 +216,57 @@ def test_the_trials_reasons_and_best_are_kept_while_the_trials_and_reasons_are()
     assert told.best_trial.trial_id == "t2" and told.trials[2].pending_reason is None
     (unwaited,) = kept.join([exp], ())  # none of its groups waits: its trials as they are
     assert unwaited.trials is trials
+
+
+def test_the_trials_findings_and_counts_are_kept_while_the_trials_are_the_same_tuple():
+    kept = KeptTrials()
+    reported = [trial(0, "ERROR", 0.9), trial(1, "RUNNING", 0.2), trial(2, "TERMINATED", 0.1)]
+    trials = tuple(dataclasses.replace(t, iterations=1) for t in reported)
+    exp = Experiment("e", "/e", ExperimentStatus.RUNNING, "acc", "max", trials)
+    findings, ended = kept.judge(exp)
+    assert (findings, ended) == trial_findings(exp)  # what judging afresh says
+    assert [f.kind for f in findings] == ["metric_missing", "trial_error"]
+    assert ended == {"t0", "t2"} and kept.counts(exp) == exp.status_counts()
+    again = dataclasses.replace(exp, status=ExperimentStatus.INTERRUPTED)  # a new object
+    assert kept.judge(again)[0] is findings and kept.counts(again) is kept.counts(exp)
+    renamed = dataclasses.replace(exp, metric="loss")  # another metric: judged again
+    assert [f.kind for f in kept.judge(renamed)[0]] == ["trial_error"]
+    moved = (trials[0], trial(1, "ERROR"), trials[2])  # a trial moved: a new tuple
+    told = dataclasses.replace(exp, trials=moved)
+    assert kept.judge(told) == trial_findings(told) and len(kept.judge(told)[0]) == 3
+    counts = kept.counts(told)
+    assert counts == {"ERROR": 2, "TERMINATED": 1} and kept.counts(told) is counts
+    kept.join([], ())  # an experiment no longer seen is forgotten
+    assert kept.counts(told) is not counts
+
+
+def test_the_groups_holdings_are_kept_while_groups_creators_and_runs_are_the_same():
+    held = KeptHoldings()
+    placed = PlacementGroup("pg1", "PACK", "CREATED", "FINISHED",
+                            bundles=(Bundle(0, {"CPU": 2.0}, "n1"),))  # fmt: skip
+    groups, creators = (placed,), {"pg1": ("01000000", "")}
+    runs = (TrainRun("r1", "exp-t1", "a1", 2),)
+    first = held.of(groups, creators, runs, {}, {})
+    assert first[1]["01000000"].cpu == 2.0 and held.of(groups, creators, runs, {}, {}) is first
+    assert held.of(groups, creators, (*runs,), {}, {}) is first  # the same runs, a new tuple
+    assert held.of(groups, dict(creators), runs, {}, {}) is not first  # creators made anew
+    owned = TrainRun("r1", "exp-t1", "a1", 2, placement_group_id="pg1")
+    mine = held.of(groups, creators, (owned,), {}, {})  # the group is the run's now
+    assert mine == _held(groups, creators, (owned,), {}, {}) and mine[0]["r1"].cpu == 2.0
+
+
+def test_the_placement_reader_keeps_its_creators_while_the_gcs_rows_are_the_same():
+    row = dict(GROUP)
+    gcs = Groups(row)
+    reader = PlacementReader(gcs, FakeKv())
+    reader.read([], (), {}, now=100.0)
+    creators = reader.creators
+    assert creators == {"pg1": ("01000000", "")}
+    reader.read([], (), {}, now=100.1)
+    assert reader.creators is creators  # the very rows: the very dict
+    gcs.rows = [dict(row, creator_job_id="02000000")]
+    reader.read([], (), {}, now=100.2)
+    assert reader.creators == {"pg1": ("02000000", "")}
 
 
 def test_no_reason_moved_leaves_the_very_trials():

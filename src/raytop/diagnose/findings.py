@@ -149,7 +149,19 @@ class RunContext:
 # kind for every run in turn.
 RunFindings = tuple[list[Finding], list[Finding], list[Finding]]
 RunJudge = Callable[[TrainRun, Thresholds, RunContext], RunFindings]
+# An experiment's findings about its trials, and the ids of those that ended: each a walk
+# over every trial (10,000 in the benchmark), so a caller may keep them while the trials
+# are the very same tuple (``pipeline.kept_trials``).
+TrialsFindings = tuple[list[Finding], frozenset[str]]
+TrialsJudge = Callable[[Experiment], TrialsFindings]
 GroupsJudge = Callable[[tuple[PlacementGroup, ...], tuple[Node, ...], float], list[Finding]]
+
+
+def trial_findings(experiment: Experiment) -> TrialsFindings:
+    """The metric never reported and the errored trials (``metric_findings``,
+    ``trial_error_findings``), and the ids of the trials that ended."""
+    findings = metric_findings(experiment) + trial_error_findings(experiment)
+    return findings, frozenset(t.trial_id for t in experiment.trials if t.ended)
 
 
 def judge_run(run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
@@ -177,35 +189,38 @@ def diagnose(
     thresholds: Thresholds | None = None,
     judge: RunJudge = judge_run,
     judge_groups: GroupsJudge = placement_findings,
+    judge_trials: TrialsJudge = trial_findings,
 ) -> tuple[Finding, ...]:
     """Every finding about a snapshot (its own ``findings`` are ignored), the repeats of
     one kind on one subject folded into one with their count. Its runs' rank facts are the
-    pipeline's (``pipeline.derive``): judged here, never worked out again. ``judge`` and
-    ``judge_groups``: how each run and the placement groups are judged (``judge_run``,
-    ``placement_findings``, or a caller's that keeps their results)."""
+    pipeline's (``pipeline.derive``): judged here, never worked out again. ``judge``,
+    ``judge_groups`` and ``judge_trials``: how each run, the placement groups and each
+    experiment's trials are judged (``judge_run``, ``placement_findings``,
+    ``trial_findings``, or a caller's that keeps their results)."""
     thresholds = thresholds or Thresholds()
     findings = cluster_findings(snapshot.cluster)
-    for experiment in snapshot.experiments:
-        findings += metric_findings(experiment)
-        findings += trial_error_findings(experiment)
+    ended: list[frozenset[str]] = []  # each experiment's trials that ended: a run whose
+    for experiment in snapshot.experiments:  # trial ended is over, whatever its ranks said
+        about_trials, ended_here = judge_trials(experiment)
+        findings += about_trials
         findings += driver_findings(experiment)
+        ended.append(ended_here)
     # Runs with no probe have no counts to judge: a rank of theirs is never "silent".
     runs = tuple(r for r in snapshot.all_runs() if r.instrumented)
     findings += judge_groups(
         snapshot.placement_groups, snapshot.cluster.nodes, thresholds.waiting_after_s
     )
     findings += ledger_findings(snapshot.ledger, bool(runs))
-    ended = {
-        t.trial_id for e in snapshot.experiments for t in e.trials if t.ended
-    }  # a run whose trial ended is over, whatever its ranks last said
     ledger = snapshot.ledger
     available = ledger is not None and ledger.available
     known_at = ledger.known_at(snapshot.taken_at) if ledger is not None else snapshot.taken_at
     dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
-    judged = [
-        judge(run, thresholds, RunContext(run.trial_id in ended, available, known_at, dead_nodes))
-        for run in runs
-    ]
+
+    def context(run: TrainRun) -> RunContext:
+        over = any(run.trial_id in e for e in ended)
+        return RunContext(over, available, known_at, dead_nodes)
+
+    judged = [judge(run, thresholds, context(run)) for run in runs]
     for part in range(3):  # every run's checkpoints, then attempts, then ranks
         for each in judged:
             findings += each[part]

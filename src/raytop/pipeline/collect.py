@@ -327,7 +327,7 @@ class SnapshotCollector:
         # Every run on the cluster is a row of the one list, even when the view is narrowed.
         listed = self._others.rows(
             experiments, self._experiments, how_ended, (*unmatched, *foreign), groups,
-            creators, actors, now,
+            creators, actors, now, self._trials.counts,
         )  # fmt: skip
         snapshot = Snapshot(
             taken_at=now,
@@ -352,7 +352,7 @@ class SnapshotCollector:
                 OlderExperiments(r, n) for r, n in self._tune_home.older.items() if n
             ),
         )
-        kept = self._kept.judge, self._groups_kept.findings
+        kept = self._kept.judge, self._groups_kept.findings, self._trials.judge
         findings = diagnose(snapshot, self.thresholds, *kept)
         return dataclasses.replace(snapshot, findings=findings)
 

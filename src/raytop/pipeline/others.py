@@ -17,7 +17,7 @@ from raytop.model.jobs import Job
 from raytop.model.paths import is_uri
 from raytop.model.workloads import Workload
 from raytop.pipeline.foreign import find_driver, trial_actors, with_driver
-from raytop.pipeline.workloads import RunJobs, workloads
+from raytop.pipeline.workloads import KeptHoldings, RunJobs, workloads
 from raytop.sources.jobs import JobsReader
 from raytop.sources.placement_source import Others
 from raytop.sources.tune_dir import ExperimentReader
@@ -31,6 +31,7 @@ class OtherRuns:
         self._reader = JobsReader(kv) if kv is not None else None
         self._is_local = is_local
         self._run_jobs = RunJobs()
+        self._held = KeptHoldings()
         # Each foreign experiment's job as its trials' actors once said it (experiment path
         # → job id): that evidence is gone with the actors, and the time of its start
         # alone cannot tell jobs submitted together apart.
@@ -109,10 +110,13 @@ class OtherRuns:
         creators: Mapping[str, tuple[str, str]],
         actors: Mapping[str, dict[str, Any]],
         now: float,
+        counts: Callable[[Experiment], Mapping[str, int]] = Experiment.status_counts,
     ) -> tuple[Workload, ...]:
         """The one list (``pipeline.workloads``): ``experiments``, ``readers`` and ``how``
-        side by side (``drivers``'); ``runs``: the Train runs of no experiment."""
+        side by side (``drivers``'); ``runs``: the Train runs of no experiment; ``counts``:
+        each experiment's trials by status (``pipeline.kept_trials``, kept)."""
         launched = [r.raytop_dir is not None for r in readers]
         run_jobs = self._run_jobs.update(runs, creators, actors)
         rows = list(zip(experiments, launched, how, strict=True))
-        return workloads(rows, runs, run_jobs, self.jobs, groups, creators, now)
+        return workloads(rows, runs, run_jobs, self.jobs, groups, creators, now,
+                         counts, self._held)  # fmt: skip

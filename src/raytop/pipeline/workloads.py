@@ -16,12 +16,13 @@ controller actor's, or its workers' actors' (by pid).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from raytop.model import Experiment, ExperimentStatus, PlacementGroup, TrainRun
 from raytop.model.format import plural
+from raytop.model.identity import same_items
 from raytop.model.jobs import Job
 from raytop.model.workloads import (
     ENDED,
@@ -103,6 +104,51 @@ def _holdings(groups: Iterable[tuple[str, PlacementGroup]]) -> dict[str, Holding
     return {key: Holdings(cpu, gpu, int(waiting)) for key, (cpu, gpu, waiting) in totals.items()}
 
 
+class KeptHoldings:
+    """What each run's and each job's groups hold (``_holdings``), kept while the groups,
+    their creators and the runs are the very same objects and each run's job and each
+    experiment's job are the same: 2,000 groups told apart and summed again at every
+    refresh were ~3 ms of one in which nothing changed (docs/PERFORMANCE.md, issue 25)."""
+
+    def __init__(self) -> None:
+        self._basis: tuple = ()
+        self._made: tuple[dict[str, Holdings], dict[str, Holdings]] | None = None
+
+    def of(self, groups, creators, runs, run_jobs, exp_of_job) -> tuple[dict, dict]:
+        """(run id → its holdings, job id → its holdings): ``workloads``'s sums."""
+        basis = self._basis
+        if (
+            self._made is not None
+            and basis[0] is groups
+            and basis[1] is creators
+            and same_items(basis[2], runs)
+            and basis[3] == run_jobs
+            and basis[4] == exp_of_job
+        ):
+            return self._made
+        self._made = _held(groups, creators, runs, run_jobs, exp_of_job)
+        self._basis = (groups, creators, runs, dict(run_jobs), exp_of_job)
+        return self._made
+
+
+def _held(groups, creators, runs, run_jobs, exp_of_job) -> tuple[dict, dict]:
+    """Each group counted to its Train run (one of no experiment's job) or to its creator
+    job (module docstring)."""
+    group_of_run = {r.placement_group_id: r.run_id for r in runs if r.placement_group_id}
+    controller_run = {r.run_id[len(ACTOR_RUN_PREFIX):]: r.run_id for r in runs
+                      if r.run_id.startswith(ACTOR_RUN_PREFIX)}  # fmt: skip
+    of_runs: list[tuple[str, PlacementGroup]] = []
+    of_jobs: list[tuple[str, PlacementGroup]] = []
+    for g in groups:
+        job_id, actor_id = creators.get(g.pg_id, ("", ""))
+        run_id = group_of_run.get(g.pg_id) or controller_run.get(actor_id)
+        if run_id is not None and exp_of_job.get(run_jobs.get(run_id, "")) is None:
+            of_runs.append((run_id, g))
+        else:
+            of_jobs.append((job_id, g))
+    return _holdings(of_runs), _holdings(of_jobs)
+
+
 def _origin(job: Job | None, raytop: bool) -> tuple[str, str]:
     if raytop:
         return ORIGIN_RAYTOP, "raytop"
@@ -111,12 +157,11 @@ def _origin(job: Job | None, raytop: bool) -> tuple[str, str]:
     return (ORIGIN_RAY_JOB if job.submission_id else ORIGIN_DRIVER), job.label
 
 
-def _trial_summary(exp: Experiment, resumable: int) -> str:
+def _trial_summary(exp: Experiment, resumable: int, counts: Mapping[str, int]) -> str:
     if not exp.trials:
         return "no trial yet"
     if resumable:
         return f"{resumable} of {plural(len(exp.trials), 'trial')} could resume"
-    counts = exp.status_counts()
     parts = [f"{n} {s.lower()}" for s, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     return f"{plural(len(exp.trials), 'trial')}: {', '.join(parts)}"
 
@@ -136,27 +181,22 @@ def workloads(
     groups: tuple[PlacementGroup, ...],
     creators: Mapping[str, tuple[str, str]],
     now: float,
+    counts: Callable[[Experiment], Mapping[str, int]] = Experiment.status_counts,
+    held: KeptHoldings | None = None,
 ) -> tuple[Workload, ...]:
     """The rows, live first. ``experiments``: each with whether raytop launched it and
     how its driver ended (a foreign one's, ``pipeline.foreign``); ``runs``: the Train
     runs of no experiment; ``run_jobs``: their jobs (``RunJobs``); ``creators``: every
-    group's (creator job, creator actor)."""
+    group's (creator job, creator actor). ``counts`` and ``held``: a caller's that keep
+    each experiment's counts by status and the groups' holdings."""
     by_id = {j.job_id: j for j in jobs if j.job_id}  # not the jobs that never connected
     exp_of_job = {e.job_id: e.path for e, _, _ in experiments if e.job_id}
-    group_of_run = {r.placement_group_id: r.run_id for r in runs if r.placement_group_id}
-    controller_run = {r.run_id[len(ACTOR_RUN_PREFIX):]: r.run_id for r in runs
-                      if r.run_id.startswith(ACTOR_RUN_PREFIX)}  # fmt: skip
-    of_runs: list[tuple[str, PlacementGroup]] = []
-    of_jobs: list[tuple[str, PlacementGroup]] = []
-    for g in groups:
-        job_id, actor_id = creators.get(g.pg_id, ("", ""))
-        run_id = group_of_run.get(g.pg_id) or controller_run.get(actor_id)
-        if run_id is not None and exp_of_job.get(run_jobs.get(run_id, "")) is None:
-            of_runs.append((run_id, g))
-        else:
-            of_jobs.append((job_id, g))
-    run_holdings, job_holdings = _holdings(of_runs), _holdings(of_jobs)
-    rows = [_experiment_row(e, raytop, how, by_id, job_holdings) for e, raytop, how in experiments]
+    sums = held.of if held is not None else _held
+    run_holdings, job_holdings = sums(groups, creators, runs, run_jobs, exp_of_job)
+    rows = [
+        _experiment_row(e, raytop, how, by_id, job_holdings, counts)
+        for e, raytop, how in experiments
+    ]
     claimed = set(exp_of_job)
     for run in runs:
         job = by_id.get(run_jobs.get(run.run_id, ""))
@@ -171,7 +211,8 @@ def workloads(
 
 
 def _experiment_row(exp: Experiment, raytop: bool, how: str | None, jobs: Mapping[str, Job],
-                    held: Mapping[str, Holdings]) -> Workload:  # fmt: skip
+                    held: Mapping[str, Holdings],
+                    counts: Callable[[Experiment], Mapping[str, int]]) -> Workload:  # fmt: skip
     job = jobs.get(exp.job_id or "")
     origin, label = _origin(job, raytop)
     gone = exp.status == ExperimentStatus.INTERRUPTED
@@ -181,7 +222,7 @@ def _experiment_row(exp: Experiment, raytop: bool, how: str | None, jobs: Mappin
         kind=KIND_EXPERIMENT, key=exp.path, name=exp.name, origin=origin, origin_label=label,
         status=str(exp.status), live=exp.status in LIVE_STATUSES,
         how_ended=how if how is not None else ("driver gone" if gone else None),
-        summary=_trial_summary(exp, resumable), cpu=holding.cpu, gpu=holding.gpu,
+        summary=_trial_summary(exp, resumable, counts(exp)), cpu=holding.cpu, gpu=holding.gpu,
         waiting=holding.waiting, resumable=resumable, **_job_fields(job),
     )  # fmt: skip
 

@@ -73,6 +73,7 @@ class PlacementReader:
         # Every group of the last read, removed ones too: pg id → (creator job, creator
         # actor): whose a group was, even once Ray removed it (a run's job, its holdings).
         self.creators: dict[str, tuple[str, str]] = {}
+        self._every: list[dict[str, Any]] = []  # the rows ``creators`` was made of
         self._made: _Made | None = None  # the last read's groups, and what they came of
 
     def new_read(self) -> None:
@@ -134,7 +135,10 @@ class PlacementReader:
         now = time.time() if now is None else now
         others = others or Others()
         every = self._reader.placement_groups()
-        self.creators = {g["pg_id"]: (g["creator_job_id"], g["creator_actor_id"]) for g in every}
+        if not same_items(self._every, every):  # the same rows: the very same dict
+            self.creators = {g["pg_id"]: (g["creator_job_id"], g["creator_actor_id"])
+                             for g in every}  # fmt: skip
+            self._every = every
         raw = [g for g in every if g["state"] != "REMOVED"]
         if not raw:
             self._made = None

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from raytop.diagnose import diagnose
 from raytop.diagnose.findings import RunContext, judge_run, trial_findings
+from raytop.diagnose.hang import stall_limit
 from raytop.model import (
+    Activity,
     Bundle,
     Cluster,
     Experiment,
@@ -28,6 +30,7 @@ from raytop.model import (
 from raytop.model.identity import same_items, same_values
 from raytop.model.snapshot import BestTrial
 from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.joins import pending_reasons, with_reasons
 from raytop.pipeline.kept_groups import KeptGroups
 from raytop.pipeline.kept_runs import KeptRuns
@@ -142,6 +145,54 @@ def test_a_changed_context_is_judged_again():
     assert kept.judge(run, T, context(ledger_available=False))[2] == []
     assert kept.judge(run, Thresholds(stall_after_s=100), context())[2] == []
     assert [f.kind for f in kept.judge(run, T, context())[2]] == ["barrier_stall"]
+
+
+def test_the_stall_limit_is_made_again_only_when_a_report_history_changed(monkeypatch):
+    made = []
+
+    def counted(run, t):
+        made.append(run.run_id)
+        return stall_limit(run, t)
+
+    monkeypatch.setattr("raytop.pipeline.kept_runs.stall_limit", counted)
+    kept = KeptRuns()
+    histories = ((900.0, 910.0, 920.0), (905.0, 915.0))
+    workers = tuple(dataclasses.replace(w, report_times=h)
+                    for w, h in zip(stalled().workers, histories, strict=True))  # fmt: skip
+    run = kept.derive(dataclasses.replace(stalled(), workers=workers), T)
+    first = kept.judge(run, T, context())
+    aged = dataclasses.replace(run, workers=tuple(
+        dataclasses.replace(w, last_report_age_s=w.last_report_age_s + 1) for w in run.workers
+    ))  # fmt: skip  # its ages moved: a new run of the very same histories
+    assert kept.judge(aged, T, context(known_at=1001.0)) == judge_run(
+        aged, T, context(known_at=1001.0)
+    )
+    assert made == ["r1"]
+    longer = (*histories[0], 930.0)
+    moved = dataclasses.replace(aged, workers=(
+        dataclasses.replace(aged.workers[0], report_times=longer), aged.workers[1]))  # fmt: skip
+    assert kept.judge(moved, T, context()) == judge_run(moved, T, context())
+    assert made == ["r1", "r1"] and [f.kind for f in first[2]] == ["barrier_stall"]
+
+
+def test_the_run_time_shares_are_kept_while_its_ranks_activities_are_the_same():
+    seconds = {"collective": 3.0, "compute": 1.0}
+    activity = Activity(kind="collective", where="all_reduce", since=990.0, sampled_at=999.0,
+                        samples=10, waiting=0.5, time_s=seconds)  # fmt: skip
+    workers = tuple(dataclasses.replace(w, activity=activity) for w in stalled().workers)
+    run = dataclasses.replace(stalled(), workers=workers)
+    ranks: dict = {}
+    derived = with_rank_states(run, T, ranks)
+    assert derived.time_shares == with_rank_states(run, T).time_shares
+    assert derived.time_shares["collective"] == 0.75
+    aged = dataclasses.replace(run, workers=tuple(
+        dataclasses.replace(w, heartbeat_age_s=1.5) for w in run.workers))  # fmt: skip
+    assert with_rank_states(aged, T, ranks).time_shares is derived.time_shares
+    busier = dataclasses.replace(activity, time_s={"compute": 4.0})
+    moved = dataclasses.replace(aged, workers=(
+        dataclasses.replace(aged.workers[0], activity=busier), aged.workers[1]))  # fmt: skip
+    assert with_rank_states(moved, T, ranks).time_shares == with_rank_states(moved, T).time_shares
+    assert with_rank_states(moved, T, ranks).time_shares["collective"] == 0.375
 
 
 def test_a_run_not_seen_in_a_collection_is_forgotten():

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from raytop.diagnose.checkpoints import checkpoint_findings
-from raytop.diagnose.hang import hang_findings, stall_limit
+from raytop.diagnose.hang import StallLimit, hang_findings, stall_limit
 from raytop.diagnose.ledger import lost_ranks, run_findings
 from raytop.diagnose.placement import placement_findings
 from raytop.diagnose.ray_hang import ray_hang_findings
@@ -143,6 +143,9 @@ class RunContext:
     ledger_available: bool
     known_at: float
     dead_nodes: frozenset[str]
+    # The run's stall limit when a caller kept it (``stall_limit`` is a function of the
+    # ranks' report histories alone); None: made here.
+    stall: StallLimit | None = None
 
 
 # Its checkpoints', its attempts' and its ranks' findings, apart: ``diagnose`` lists each
@@ -173,7 +176,7 @@ def judge_run(run: TrainRun, thresholds: Thresholds, context: RunContext) -> Run
     if not context.ledger_available:
         return checkpoints, attempts, ranks
     if not context.ended and not run.over:
-        limit = stall_limit(run, thresholds)  # the run's own, made once
+        limit = context.stall or stall_limit(run, thresholds)  # the run's own, made once
         ranks = run_findings(run, thresholds, context.dead_nodes, limit)
         if not lost_ranks(run, context.dead_nodes):  # a lost rank explains every wait
             ranks += hang_findings(run, thresholds, context.known_at, limit)

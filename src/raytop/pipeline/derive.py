@@ -18,8 +18,9 @@ import math
 from typing import Any
 
 from raytop.diagnose.ray_hang import detector_line
-from raytop.model import TrainRun, Worker
+from raytop.model import Activity, TrainRun, Worker
 from raytop.model.evolve import evolve
+from raytop.model.identity import same_items
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
 from raytop.model.thresholds import Thresholds
 from raytop.model.time_shares import shares, summed
@@ -56,8 +57,13 @@ def _median_gap(times: tuple[float, ...]) -> float | None:
 
 
 # rank → (the rank's Worker as read, the top report and whether a rank is short then, the
-# Worker derived from them): what ``with_rank_states`` keeps for a caller, per run.
-KeptRanks = dict[int, tuple[Worker, int, bool, Worker]]
+# Worker derived from them): what ``with_rank_states`` keeps for a caller, per run; and
+# under ``SHARES`` (not a rank), the run's time shares and the activities they were summed
+# from: a run made again only because its ages moved (the Ledger republishes once a
+# second) has the very same activities, and summing 8 ranks' shares twice was a third of
+# deriving each of 250 such runs.
+KeptRanks = dict[int, tuple]
+SHARES = -1
 
 
 def with_rank_states(run: TrainRun, t: Thresholds, kept: KeptRanks | None = None) -> TrainRun:
@@ -83,14 +89,25 @@ def with_rank_states(run: TrainRun, t: Thresholds, kept: KeptRanks | None = None
     beats = [w.heartbeat_age_s for w in run.workers if w.heartbeat_age_s is not None]
     gone = bool(beats) and min(beats) > t.dead_after_s
     activities = [w.activity for w in run.workers if w.activity is not None]
+    was = kept.get(SHARES) if kept is not None else None
+    if was is not None and same_items(was[0], activities):
+        fields = was[1]
+    else:
+        fields = _run_shares(activities)
+        if kept is not None:
+            kept[SHARES] = (activities, fields)
+    return evolve(run, workers=workers, gone=gone, **fields)
+
+
+def _run_shares(activities: list[Activity]) -> dict[str, Any]:
+    """The run's time shares, recent ones, seconds sampled and goodput, over its ranks'."""
     seconds = summed(a.time_s for a in activities)
     attempt = shares(seconds)
-    return evolve(
-        run, workers=workers, gone=gone, time_shares=attempt,
-        time_sampled_s=round(sum(seconds.values()), 2),
-        recent_time_shares=shares(summed(a.recent_time_s for a in activities)),
-        goodput=attempt["compute"] if attempt else None,
-    )  # fmt: skip
+    return {
+        "time_shares": attempt, "time_sampled_s": round(sum(seconds.values()), 2),
+        "recent_time_shares": shares(summed(a.recent_time_s for a in activities)),
+        "goodput": attempt["compute"] if attempt else None,
+    }  # fmt: skip
 
 
 def _kept_derived(w: Worker, top: int, short: bool, t: Thresholds, kept: KeptRanks) -> Worker:

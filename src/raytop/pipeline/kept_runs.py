@@ -9,15 +9,20 @@ with its trial's id (``pipeline.joins.attach_runs``) and its judgement
 (``diagnose.findings.judge_run``, in the same context). At 250 runs of 8 ranks, making
 them again was over half of a refresh in which nothing changed (docs/PERFORMANCE.md,
 issue 25). A run that changed, or whose context did (its trial ended, a node died, the
-ledger stopped publishing), is derived and judged again.
+ledger stopped publishing), is derived and judged again; its stall limit is made again
+only when a rank's report history changed (not when only its ages moved).
 
 Only the pipeline keeps these: ``diagnose`` holds no state, it is handed ``judge``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from raytop.diagnose.findings import RunContext, RunFindings, judge_run
+from raytop.diagnose.hang import StallLimit, stall_limit
 from raytop.model import TrainRun
+from raytop.model.identity import same_items
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import KeptRanks, with_rank_states
 from raytop.pipeline.joins import with_trial
@@ -32,6 +37,8 @@ class KeptRuns:
         self._tagged: dict[str, tuple[TrainRun, str, TrainRun]] = {}  # with its trial's id
         # run id → (the derived run, thresholds, its context but the time, findings)
         self._judged: dict[str, tuple[TrainRun, Thresholds, tuple, RunFindings]] = {}
+        # run id → (its ranks' report histories, thresholds, the stall limit made of them)
+        self._stalls: dict[str, tuple[tuple, Thresholds, StallLimit]] = {}
         self._seen: set[str] = set()
 
     def derive(self, run: TrainRun, thresholds: Thresholds) -> TrainRun:
@@ -65,13 +72,26 @@ class KeptRuns:
         kept = self._judged.get(run.run_id)
         if kept is not None and kept[0] is run and kept[1] == thresholds and kept[2] == same:
             return kept[3]
-        judged = judge_run(run, thresholds, context)
+        stall = self._stall(run, thresholds)
+        judged = judge_run(run, thresholds, dataclasses.replace(context, stall=stall))
         self._judged[run.run_id] = (run, thresholds, same, judged)
         return judged
 
+    def _stall(self, run: TrainRun, thresholds: Thresholds) -> StallLimit:
+        """``stall_limit(run, thresholds)``, or what the very same report histories gave:
+        a run made again only because its ages moved has them all, and a 2,000-rank run's
+        limit sorts ~62,000 report gaps."""
+        histories = tuple(w.report_times for w in run.workers)
+        kept = self._stalls.get(run.run_id)
+        if kept is not None and kept[1] == thresholds and same_items(kept[0], histories):
+            return kept[2]
+        limit = stall_limit(run, thresholds)
+        self._stalls[run.run_id] = (histories, thresholds, limit)
+        return limit
+
     def forget_unseen(self) -> None:
         """After a collection: drop what is kept for runs it did not see."""
-        for kept in (self._derived, self._ranks, self._tagged, self._judged):
+        for kept in (self._derived, self._ranks, self._tagged, self._judged, self._stalls):
             for gone in set(kept) - self._seen:
                 del kept[gone]
         self._seen.clear()

@@ -15,7 +15,7 @@ import pytest
 from raytop.diagnose import diagnose
 from raytop.model import Cluster, Snapshot, TrainRun, Worker, untrusted_train_state
 from raytop.model.records import MAX_ATTEMPTS
-from raytop.pipeline.uninstrumented import uninstrumented_runs
+from raytop.pipeline.uninstrumented import KeptProbed, uninstrumented_runs
 
 
 def actor(cls: str, pid: int, address: str, owner: str, node: str = "n1", job: str = "02000000"):
@@ -68,6 +68,25 @@ def test_a_silent_ledger_keeps_its_probed_workers_claiming_their_pids():
     probed = probed_by(21, "n1", now - 300)
     assert uninstrumented_runs(ACTORS, (probed,), lambda owner: False, now=now,
                                beats_known_at=now - 299) == ()  # fmt: skip
+
+
+def test_the_probed_pids_are_kept_until_a_claim_runs_out_or_the_runs_change():
+    """``KeptProbed``: the same answer as working the pids out afresh, at every time; kept
+    while the runs are the very same and no probed worker's claim ran out."""
+    kept, now = KeptProbed(), 1_000_000.0
+    runs = (probed_by(21, "n1", now - 30),)
+    first = kept.of(runs, now)
+    assert first == {21: {"n1"}} and kept.of((*runs,), now + 29) is first
+
+    def claim(at: float) -> tuple[TrainRun, ...]:
+        return uninstrumented_runs(ACTORS, runs, lambda owner: False, now=at,
+                                   probed_processes=kept.of)  # fmt: skip
+
+    assert claim(now + 30) == ()  # the last second of its claim: hidden
+    (shown,) = claim(now + 30.5)  # its claim ran out: the run with no probe shows
+    assert shown.attempt_id == "c1" and kept.of(runs, now + 30.5) == {}
+    again = (probed_by(21, "n1", now + 30),)  # a new run object: worked out again
+    assert kept.of(again, now + 31) == {21: {"n1"}}
 
 
 def test_a_run_with_no_probe_raises_no_rank_finding():

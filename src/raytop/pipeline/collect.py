@@ -26,7 +26,7 @@ from raytop.pipeline.no_probe import NoProbeReasons
 from raytop.pipeline.others import OtherRuns
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.pipeline.stacks_request import Readers, ask_stacks
-from raytop.pipeline.uninstrumented import uninstrumented_runs, with_job_entrypoints
+from raytop.pipeline.uninstrumented import KeptProbed, uninstrumented_runs, with_job_entrypoints
 from raytop.process_identity import running_experiments
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.history import LOCAL_RELIST_S, ExperimentFolders, same_place
@@ -116,6 +116,7 @@ class SnapshotCollector:
         self._kept = KeptRuns()  # each run's states and findings, while it is the same
         self._trials = KeptTrials()  # the trials' reasons to wait and the best, the same
         self._groups_kept = KeptGroups()  # why each group waits, its findings, the same
+        self._probed = KeptProbed()  # the probed workers' pids, while the runs are the same
         self._lock = threading.Lock()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
@@ -265,13 +266,11 @@ class SnapshotCollector:
         ours = self._placement.raytop_trial_at(actors)
         now = time.time()
         return uninstrumented_runs(
-            actors,
-            runs,
-            lambda owner: owner in ours,
-            train_state=self._train_runs if self._train_state is not None else None,
-            now=now,
+            actors, runs, lambda owner: owner in ours,
+            train_state=self._train_runs if self._train_state is not None else None, now=now,
             beats_known_at=ledger.known_at(now) if ledger is not None else now,
-        )
+            probed_processes=self._probed.of,
+        )  # fmt: skip
 
     def _train_runs(self) -> dict[str, StateRun]:
         """Train's own runs by controller (asked only for a run with no probe shown)."""

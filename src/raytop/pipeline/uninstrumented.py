@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from raytop.model import TrainRun, Worker
+from raytop.model.identity import same_items
 from raytop.model.records import MAX_ATTEMPTS
 from raytop.model.train_run import RUN_FROM_ACTOR_TABLE, RUN_FROM_TRAIN_STATE
 from raytop.model.train_state import StateRun, attempt_of
@@ -58,13 +59,15 @@ def uninstrumented_runs(
     train_state: Callable[[], Mapping[str, StateRun]] | None = None,
     now: float = 0.0,
     beats_known_at: float | None = None,
+    probed_processes: Callable[[tuple[TrainRun, ...], float], Probed] | None = None,
 ) -> tuple[TrainRun, ...]:
     """``actors``: the alive actors as ``wire.gcs.GcsReader.actors`` returns them;
     ``launched_by_raytop(owner address)``: the controller was created by a raytop trial;
     ``train_state()``: Train's own runs by controller actor id, called only when a
     controller is left to show; ``now``: the snapshot's time (unix s), that running
     attempts' durations run to; ``beats_known_at``: when the probed workers' beats were
-    last known (the ledger's last publish; default ``now``)."""
+    last known (the ledger's last publish; default ``now``); ``probed_processes``: a
+    caller's ``KeptProbed.of``, else worked out afresh."""
     # Most controllers on a cluster raytop watches are its own trials': the probed
     # processes and the workers by owner are worked out only when another's is left.
     controllers = sorted(
@@ -73,7 +76,8 @@ def uninstrumented_runs(
     )  # fmt: skip
     if not controllers:
         return ()
-    probed = _probed_processes(instrumented, now if beats_known_at is None else beats_known_at)
+    probe = probed_processes or _probed_processes
+    probed = probe(tuple(instrumented), now if beats_known_at is None else beats_known_at)
     workers_of: dict[str, list[dict[str, Any]]] = {}
     for actor in actors.values():
         if actor["class_name"] == WORKER:
@@ -103,18 +107,48 @@ def uninstrumented_runs(
 CLAIM_BEAT_S = 60.0
 
 
-def _probed_processes(instrumented: Iterable[TrainRun], now: float) -> dict[int, set[str | None]]:
+Probed = dict[int, set[str | None]]
+
+
+def _probed_processes(instrumented: Iterable[TrainRun], now: float) -> Probed:
     """pid → the nodes (None: not known) of the probed workers that beat within
     ``CLAIM_BEAT_S`` of ``now``, or sent no beat time at all."""
-    probed: dict[int, set[str | None]] = {}
+    return _claimed(instrumented, now)[0]
+
+
+def _claimed(instrumented: Iterable[TrainRun], now: float) -> tuple[Probed, float]:
+    """(``_probed_processes``, the first time after ``now`` at which one of those workers
+    stops claiming its pid: until then, and for the same runs, the answer is the same)."""
+    probed: Probed = {}
+    until = float("inf")
     for run in instrumented:
         for w in run.workers:
-            if w.pid is None or (
-                w.heartbeat_at is not None and now - w.heartbeat_at > CLAIM_BEAT_S
-            ):
+            if w.pid is None:
                 continue
+            if w.heartbeat_at is not None:
+                if now - w.heartbeat_at > CLAIM_BEAT_S:
+                    continue
+                until = min(until, w.heartbeat_at + CLAIM_BEAT_S)
             probed.setdefault(w.pid, set()).add(w.node_id)
-    return probed
+    return probed, until
+
+
+class KeptProbed:
+    """``_probed_processes``, kept while the runs are the very same objects and no worker's
+    claim has run out: 2,000 workers walked at every refresh were ~1.5 ms of one in which
+    nothing changed (docs/PERFORMANCE.md, issue 25). Not to be changed by its callers."""
+
+    def __init__(self) -> None:
+        self._runs: tuple[TrainRun, ...] = ()
+        self._made: tuple[Probed, float, float] | None = None  # (probed, as of, until)
+
+    def of(self, instrumented: tuple[TrainRun, ...], now: float) -> Probed:
+        made = self._made
+        if made is not None and made[1] <= now <= made[2] and same_items(self._runs, instrumented):
+            return made[0]
+        probed, until = _claimed(instrumented, now)
+        self._runs, self._made = instrumented, (probed, now, until)
+        return probed
 
 
 def _claims(probed: dict[int, set[str | None]], actor: dict[str, Any]) -> bool:

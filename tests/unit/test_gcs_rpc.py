@@ -22,6 +22,7 @@ from ray.core.generated import gcs_pb2, gcs_service_pb2
 from raytop.wire import gcs, gcs_rpc
 from raytop.wire.gcs import ClusterUnreachable, GcsReader
 from raytop.wire.gcs_rpc import ReplyError, split_reply
+from raytop.wire.gcs_tables import available_per_node
 
 ids = st.binary(min_size=0, max_size=28)
 actor_rows = st.builds(
@@ -174,3 +175,19 @@ def test_a_reply_over_the_cap_is_not_read_and_said_in_one_line(fake_gcs, monkeyp
     fake_gcs.reply = node_reply()  # under the cap: read
     (node,) = GcsReader(fake_gcs.address).nodes()
     assert node["address"] == "10.0.0.7"
+
+
+def test_a_nodes_free_resources_are_parsed_again_only_when_its_row_changed():
+    """``available_per_node``: the rows Ray's protobuf parses, by node; a row of the very
+    bytes of the last read keeps its parsed figures (the same dict)."""
+
+    def row(node: bytes, cpus: float) -> bytes:
+        return gcs_pb2.AvailableResources(
+            node_id=node, resources_available={"CPU": cpus}
+        ).SerializeToString()
+
+    first, known = available_per_node([row(b"\x01" * 28, 4.0), row(b"\x02" * 28, 2.0)], {})
+    assert first == {"01" * 28: {"CPU": 4.0}, "02" * 28: {"CPU": 2.0}}
+    again, known = available_per_node([row(b"\x01" * 28, 4.0), row(b"\x02" * 28, 1.0)], known)
+    assert again["01" * 28] is first["01" * 28]  # the same bytes: not parsed again
+    assert again["02" * 28] == {"CPU": 1.0} and len(known) == 2  # the old row forgotten

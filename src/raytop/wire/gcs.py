@@ -143,6 +143,7 @@ class GcsReader(_OutsideClient):
         self._known_actors: dict[bytes, tuple[str, dict[str, Any]] | None] = {}
         self._known_groups: dict[bytes, dict[str, Any]] = {}
         self._known_nodes: dict[bytes, dict[str, Any]] = {}
+        self._known_available: dict[bytes, Any] = {}  # a node's free resources, by its row
         self._follow = follow
         self._changes: Changes | None = None
         self._alive: dict[str, dict[str, Any]] | None = None  # the last actor read's
@@ -257,7 +258,9 @@ class GcsReader(_OutsideClient):
             self._node_rows, self._known_nodes = self._read(
                 "nodes", caps.NODES, lambda b: node_rows(b, self._known_nodes)
             )
-        available = self._read("available", caps.NODES, available_per_node)
+        available, self._known_available = self._read(
+            "available", caps.NODES, lambda b: available_per_node(b, self._known_available)
+        )
         return [{**row, "resources_available": available.get(row["node_id"], {})}
                 for row in self._node_rows]  # fmt: skip
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from raytop.model import untrusted_kv
+from raytop.model import untrusted_beats
 from raytop.model.untrusted import Invalid
 from raytop.probe.gpu_use import gpu_use
 
@@ -65,11 +65,11 @@ BEAT = {"received_at": 10.0, "cpu_percent": 90.0, "rss_bytes": 1, "gpu_memory_by
 
 
 def test_the_reader_keeps_the_gpu_figures_and_refuses_a_percent_that_is_none():
-    (beat,) = untrusted_kv.ledger_beats({"ranks": {"0": {
+    (beat,) = untrusted_beats.ledger_beats({"ranks": {"0": {
         **BEAT, "gpu_util_percent": 73.0, "gpu_memory_used_bytes": 3 << 30}}}).values()  # fmt: skip
     assert (beat["gpu_util_percent"], beat["gpu_memory_used_bytes"]) == (73.0, 3 << 30)
-    (beat,) = untrusted_kv.ledger_beats({"ranks": {"0": BEAT}}).values()
+    (beat,) = untrusted_beats.ledger_beats({"ranks": {"0": BEAT}}).values()
     assert beat["gpu_util_percent"] is None  # an older probe, or no GPU
     for bad in (250.0, -1.0, "73", float("nan")):
         with pytest.raises(Invalid, match="gpu_util_percent"):
-            untrusted_kv.ledger_beats({"ranks": {"0": {**BEAT, "gpu_util_percent": bad}}})
+            untrusted_beats.ledger_beats({"ranks": {"0": {**BEAT, "gpu_util_percent": bad}}})

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from raytop.home import registered_experiments
 from raytop.jsonfile import write_json_atomic
-from raytop.model import untrusted, untrusted_kv
+from raytop.model import untrusted, untrusted_beats, untrusted_kv
 from raytop.model.progress import MAX_METRIC_HISTORY
 from raytop.model.records import MAX_REPORT_HISTORY
 from raytop.model.untrusted_ledger_page import ledger_page
@@ -59,7 +59,7 @@ def test_what_the_ledger_writes_is_accepted():
 def test_beats_are_checked_and_a_bad_activity_drops_only_itself():
     beat = {"received_at": 5.0, "cpu_percent": 97.5, "rss_bytes": 2**30,
             "gpu_memory_bytes": None, "activity": {"kind": "nonsense"}}  # fmt: skip
-    beats = untrusted_kv.ledger_beats({"ranks": {"3": beat, "4": {}}})
+    beats = untrusted_beats.ledger_beats({"ranks": {"3": beat, "4": {}}})
     unsent = dict.fromkeys(("gpu_util_percent", "gpu_memory_used_bytes", "optimizer_steps",
                             "step_rate"))  # an older probe's beat, or no GPU, no torch  # fmt: skip
     assert beats["3"] == {**beat, "activity": None, **unsent}
@@ -70,7 +70,7 @@ def test_beats_are_checked_and_a_bad_activity_drops_only_itself():
         ({"ranks": {"3": {**beat, "rss_bytes": 1.5}}}, "ranks.3.rss_bytes"),
         ({"ranks": [beat]}, "ranks"),
     ):
-        assert message in invalid(untrusted_kv.ledger_beats, bad)
+        assert message in invalid(untrusted_beats.ledger_beats, bad)
 
 
 @pytest.mark.parametrize(
@@ -404,9 +404,10 @@ def test_an_integer_too_large_for_a_float_is_a_named_error_never_an_overflow():
     assert "started_at: expected a finite number" in invalid(
         untrusted_kv.ledger_index, {"started_at": huge, "published_at": 1.0, "pages": {}}
     )
-    assert untrusted_kv.ledger_beats({"ranks": {"0": {"cpu_percent": 5}}})["0"]["cpu_percent"] == 5
+    (beat,) = untrusted_beats.ledger_beats({"ranks": {"0": {"cpu_percent": 5}}}).values()
+    assert beat["cpu_percent"] == 5
     assert "ranks.0.cpu_percent" in invalid(
-        untrusted_kv.ledger_beats, {"ranks": {"0": {"cpu_percent": huge}}}
+        untrusted_beats.ledger_beats, {"ranks": {"0": {"cpu_percent": huge}}}
     )
     from raytop.model.progress import _finite
 

@@ -50,18 +50,22 @@ def _seconds_by_kind(value: Any) -> dict[str, float] | None:
     """``time_s`` / ``recent_time_s``: kind (``SHARE_KINDS``) → seconds; a value of another
     shape drops the field (the rank and its activity stay). Checked by exact type, with
     no call per value: every rank's heartbeat carries two, 2,000 ranks a refresh (a NaN
-    fails the range test, an infinity or an integer too large for a float is past it)."""
+    fails the range test, an infinity or an integer too large for a float is past it).
+    The parsed JSON object is returned as it is when every value is a float: it is this
+    read's own, and nothing changes it."""
     if not isinstance(value, dict) or not _KINDS.issuperset(value):
         return None
-    seconds = {}
-    for kind, v in value.items():
-        if type(v) is float or type(v) is int:  # not a bool
-            if not 0 <= v <= MAX_SHARE_S:
-                return None
-            seconds[kind] = float(v)
-        else:
+    ints = False
+    for v in value.values():
+        kind = type(v)
+        if kind is int:  # not a bool
+            ints = True
+        elif kind is not float:
             return None
-    return seconds
+        if not 0 <= v <= MAX_SHARE_S:
+            return None
+    # All floats (as the probe sends them): the parsed value itself, no copy made.
+    return {k: float(v) for k, v in value.items()} if ints else value
 
 
 __all__ = ["ACTIVITY_KINDS", "MAX_SHARE_S", "activity_record"]

@@ -30,7 +30,6 @@ from raytop.model.records import (
     HangDetectorRecord,
     LedgerIndex,
     ProbeProblem,
-    RankBeat,
     RankRecord,
     ReportTimes,
     RunAttempts,
@@ -207,41 +206,6 @@ def rank_keys(ranks: dict[str, Any]) -> None:
     for key in ranks:
         if not (key.isascii() and key.isdigit()):
             raise Invalid(f"ranks: key '{key[:40]}' is not a rank number")
-
-
-MAX_STEP_RATE = 1e6  # optimizer steps a second: no optimizer steps faster
-
-
-def ledger_beats(data: Any) -> dict[str, RankBeat]:
-    """``ledger/beat/<run_id>.<attempt_id>[~<chunk>]``: ``{"ranks": {rank: beat}}``, the
-    heartbeat figures (``RankBeat``) of each rank of the chunk (or of the attempt, from a
-    Ledger before beats came in chunks)."""
-    ranks = obj(obj(data).get("ranks") or {}, "ranks")
-    rank_keys(ranks)
-    beats = {}
-    for key, beat in ranks.items():
-        where = f"ranks.{key}"
-        raw = obj(beat, where)
-        received_at, cpu_percent = (
-            number(raw, k, where, optional=True) for k in ("received_at", "cpu_percent")
-        )
-        rss_bytes, gpu_memory_bytes, gpu_memory_used_bytes, optimizer_steps = (
-            integer(raw, k, where, optional=True, minimum=None)
-            for k in ("rss_bytes", "gpu_memory_bytes", "gpu_memory_used_bytes", "optimizer_steps")
-        )
-        step_rate = number(raw, "step_rate", where, optional=True)
-        if step_rate is not None and not 0.0 <= step_rate <= MAX_STEP_RATE:
-            raise Invalid(f"{where}.step_rate: {step_rate} is not a step rate")
-        gpu_util_percent = number(raw, "gpu_util_percent", where, optional=True)
-        if gpu_util_percent is not None and not 0.0 <= gpu_util_percent <= 100.0:
-            raise Invalid(f"{where}.gpu_util_percent: {gpu_util_percent} is not a percent")
-        beats[key] = RankBeat(
-            received_at=received_at, cpu_percent=cpu_percent, rss_bytes=rss_bytes,
-            gpu_memory_bytes=gpu_memory_bytes, activity=activity_record(raw.get("activity")),
-            gpu_util_percent=gpu_util_percent, gpu_memory_used_bytes=gpu_memory_used_bytes,
-            optimizer_steps=optimizer_steps, step_rate=step_rate,
-        )  # fmt: skip
-    return beats
 
 
 ATTEMPT_STATUSES = frozenset({"running", "errored", "finished", "aborted", "resized"})

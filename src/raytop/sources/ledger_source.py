@@ -38,6 +38,7 @@ from raytop.model.records import (
     RankRecord,
     RunAttempts,
 )
+from raytop.model.untrusted_beats import ledger_beats
 from raytop.model.untrusted_ledger_page import ledger_page
 from raytop.sources.ledger_records import (
     age,
@@ -72,8 +73,8 @@ def _parse(raw: Any, max_bytes: int) -> Any:
 
 
 def _beats(data: Any, _previous: Any) -> dict[str, RankBeat]:
-    """A chunk's beats (``untrusted_kv.ledger_beats``): each read whole, as every beat moves."""
-    return untrusted_kv.ledger_beats(data)
+    """A chunk's beats (``untrusted_beats.ledger_beats``): each read whole, as every beat moves."""
+    return ledger_beats(data)
 
 
 def _merged(parts: list[dict[str, RankBeat]]) -> dict[str, RankBeat]:

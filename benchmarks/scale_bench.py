@@ -32,7 +32,7 @@ process of its own (its peak RSS is its own), at 2,000 workers and at 10:
    median, p95 and mean; calls to the cluster and bytes read from it and from storage.
    Then a steady watch: a collect every 0.25 s for 8 s, the Ledger republishing once a
    second, nothing else moving: the process's CPU as a share of a core (what a user's
-   head pod pays for an open raytop).
+   head pod pays for an open raytop), and the cluster's bytes per refresh on average.
 2. The pure screen model of the overview and Run screens (``model.dashboard``, the trial
    table's parameters, the run's findings), per redraw.
 3. The TUI (``App.run_test``, Pilot, 120×36): the first snapshot applied to the overview,
@@ -1011,7 +1011,10 @@ def steady_watch(cluster: StandInCluster, collector: Any, watch_s: float) -> dic
     paces it: a collect every 0.25 s, the Ledger republishing its index once a second (as
     it does, changed or not). The refresh kinds above are back to back, each after a
     publish; this is the CPU of the whole process over ``watch_s``, as a share of a core
-    and per refresh on average."""
+    and per refresh on average, and the cluster's bytes per refresh on average (the
+    groups' read every 5 s among them, as a user's refreshes meet it: ten back-to-back
+    refreshes hold one such read or none)."""
+    cluster.take()
     refreshes, began = 0, time.monotonic()
     cpu, published = time.process_time(), began - 1.0
     while (now := time.monotonic()) - began < watch_s:
@@ -1022,8 +1025,10 @@ def steady_watch(cluster: StandInCluster, collector: Any, watch_s: float) -> dic
         refreshes += 1
         time.sleep(max(0.0, began + refreshes * WATCH_REFRESH_S - time.monotonic()))
     cpu, wall = time.process_time() - cpu, time.monotonic() - began
+    read = cluster.take()["total_bytes"]
     return {"refreshes": refreshes, "wall_s": wall, "cpu_s": cpu, "core_share": cpu / wall,
-            "cpu_per_refresh_s": cpu / refreshes}  # fmt: skip
+            "cpu_per_refresh_s": cpu / refreshes,
+            "bytes_per_refresh": read / refreshes}  # fmt: skip
 
 
 def describe_snapshot(snapshot: Any) -> dict[str, Any]:
@@ -1423,7 +1428,9 @@ def report(results: list[dict[str, Any]]) -> None:
         print(f"   steady watch ({watch['refreshes']} refreshes 0.25 s apart, the Ledger "
               f"republishing each second, nothing else moving): "
               f"{100 * watch['core_share']:.1f} % of a core, "
-              f"{_ms(watch['cpu_per_refresh_s'])} CPU a refresh on average")  # fmt: skip
+              f"{_ms(watch['cpu_per_refresh_s'])} CPU and "
+              f"{_size(watch['bytes_per_refresh'])} from the cluster "
+              "a refresh on average")  # fmt: skip
         steady = r["collect"]["nothing changed"]
         print(f"   calls per refresh: {steady['calls']}")
         print(f"   bytes by call (nothing changed): {steady['bytes_by_call']}")

@@ -62,6 +62,7 @@ def test_the_scale_benchmark_reads_its_stand_in_cluster_through_the_real_readers
     assert result["rss"]["peak"] > 0 and result["screen_model"]["overview_cpu_s"] >= 0
     watch = result["watch"]  # a collect every 0.25 s: up to three in 0.6 s
     assert watch["refreshes"] >= 2 and watch["core_share"] > 0 and watch["cpu_s"] > 0
+    assert watch["bytes_per_refresh"] > 0  # every refresh reads the ledger's index at least
     # The Ledger actor's heap, measured on the real class: every rank held, under its bound.
     held = result["ledger_memory"]
     assert held["ranks"] == shape.workers <= held["max_ranks"] and held["bytes"] > 0

@@ -20,15 +20,15 @@ def activity_record(value: Any) -> Activity | None:
     if not isinstance(value, dict) or value.get("kind") not in ACTIVITY_KINDS:
         return None
     where, samples, waiting = value.get("where"), value.get("samples"), value.get("waiting")
-    times = [value.get("since"), value.get("sampled_at")]
-    if not isinstance(where, str) or not all(_finite(t) for t in times):
+    since, sampled_at = value.get("since"), value.get("sampled_at")
+    if not isinstance(where, str) or not (_finite(since) and _finite(sampled_at)):
         return None
     if isinstance(samples, bool) or not isinstance(samples, int) or not 0 <= samples <= 10_000:
         return None
     if not _finite(waiting) or not 0.0 <= waiting <= 1.0:
         return None
-    activity = Activity(kind=value["kind"], where=where[:MAX_WHERE], since=float(times[0]),
-                        sampled_at=float(times[1]), samples=samples,
+    activity = Activity(kind=value["kind"], where=where[:MAX_WHERE], since=float(since),
+                        sampled_at=float(sampled_at), samples=samples,
                         waiting=float(waiting))  # fmt: skip
     for key in ("time_s", "recent_time_s"):
         seconds = _seconds_by_kind(value.get(key))

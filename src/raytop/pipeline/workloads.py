@@ -104,6 +104,9 @@ def _holdings(groups: Iterable[tuple[str, PlacementGroup]]) -> dict[str, Holding
     return {key: Holdings(cpu, gpu, int(waiting)) for key, (cpu, gpu, waiting) in totals.items()}
 
 
+Held = tuple[dict[str, Holdings], dict[str, Holdings]]  # by run id, by job id
+
+
 class KeptHoldings:
     """What each run's and each job's groups hold (``_holdings``), kept while the groups,
     their creators and the runs are the very same objects and each run's job and each
@@ -112,9 +115,11 @@ class KeptHoldings:
 
     def __init__(self) -> None:
         self._basis: tuple = ()
-        self._made: tuple[dict[str, Holdings], dict[str, Holdings]] | None = None
+        self._made: Held | None = None
 
-    def of(self, groups, creators, runs, run_jobs, exp_of_job) -> tuple[dict, dict]:
+    def of(self, groups: Sequence[PlacementGroup], creators: Mapping[str, tuple[str, str]],
+           runs: Sequence[TrainRun], run_jobs: Mapping[str, str],
+           exp_of_job: Mapping[str, str]) -> Held:  # fmt: skip
         """(run id → its holdings, job id → its holdings): ``workloads``'s sums."""
         basis = self._basis
         if (
@@ -131,7 +136,9 @@ class KeptHoldings:
         return self._made
 
 
-def _held(groups, creators, runs, run_jobs, exp_of_job) -> tuple[dict, dict]:
+def _held(groups: Sequence[PlacementGroup], creators: Mapping[str, tuple[str, str]],
+          runs: Sequence[TrainRun], run_jobs: Mapping[str, str],
+          exp_of_job: Mapping[str, str]) -> Held:  # fmt: skip
     """Each group counted to its Train run (one of no experiment's job) or to its creator
     job (module docstring)."""
     group_of_run = {r.placement_group_id: r.run_id for r in runs if r.placement_group_id}

@@ -2,9 +2,9 @@
 reader (``sources.ledger_source``) together: a refresh reads what changed, not the run.
 
 A heartbeat changes no page, only the beats; one rank's report republishes its chunk of
-``CHUNK_RANKS`` ranks and that chunk's beats, not the run; and the reader puts chunks and
-beats (or an older Ledger's one whole beat) back
-together into one run of whole ``Worker``s. The load these keys put on a cluster of 2,000
+``PAGE_CHUNK_RANKS`` ranks and its chunk of ``BEAT_CHUNK_RANKS`` beats, not the run; and
+the reader puts chunks and beats (or an older Ledger's one whole beat) back together into
+one run of whole ``Worker``s. The load these keys put on a cluster of 2,000
 ranks is measured in ``benchmarks/scale_bench.py``.
 """
 
@@ -15,14 +15,23 @@ import json
 
 import pytest
 
+from raytop.model import untrusted_beats as beats_module
 from raytop.model import untrusted_ledger_page as ledger_page_module
 from raytop.probe import ledger as ledger_module
 from raytop.sources.ledger_source import LedgerReader
-from raytop.wire.kv_keys import BEAT_PREFIX, CHUNK_RANKS, INDEX_KEY, PAGE_PREFIX
+from raytop.wire.kv_keys import (
+    BEAT_CHUNK_RANKS,
+    BEAT_PREFIX,
+    INDEX_KEY,
+    PAGE_CHUNK_RANKS,
+    PAGE_PREFIX,
+    chunk_key,
+)
 from tests.fakes import FakeKv
 
-WORLD = CHUNK_RANKS * 2 + 3  # three chunks, the last one short
+WORLD = BEAT_CHUNK_RANKS * 2 + 3  # three chunks of beats, the last one short
 BEATS = [BEAT_PREFIX + "r1.a1", BEAT_PREFIX + "r1.a1~1", BEAT_PREFIX + "r1.a1~2"]
+PAGES = sorted(PAGE_PREFIX + chunk_key("r1.a1", n) for n in range(-(-WORLD // PAGE_CHUNK_RANKS)))
 
 
 def report(rank: int, entered: int = 1, cpu: float = 50.0) -> dict:
@@ -78,8 +87,7 @@ class Published:
 def test_chunks_and_beats_read_back_as_one_run_of_whole_workers(monkeypatch):
     published = Published(monkeypatch)
     written = published.send(*(report(r) for r in range(WORLD)))
-    assert written == [*BEATS, PAGE_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1~1",
-                       PAGE_PREFIX + "r1.a1~2"]  # fmt: skip
+    assert written == [*BEATS, *PAGES] and len(PAGES) > len(BEATS)
     (run,), status = LedgerReader(published.kv).read(now=100.0)
     assert status.available and status.warnings == ()
     assert [w.rank for w in run.workers] == list(range(WORLD)) and run.world_size == WORLD
@@ -107,13 +115,12 @@ def test_a_heartbeat_changes_no_page_and_one_report_only_its_chunk(monkeypatch):
     assert {w.cpu_percent for w in run.workers} == {90.0}
     assert read_afresh(published, 101.0) == run  # the kept Workers, moved on, are the same
 
-    # one rank of the second chunk reports: that chunk and its beats, nothing else
-    rank = CHUNK_RANKS + 5
-    assert published.send(report(rank, entered=2, cpu=90.0)) == [
-        BEAT_PREFIX + "r1.a1~1", PAGE_PREFIX + "r1.a1~1"
-    ]  # fmt: skip
+    # one rank of the second beat chunk reports: its page chunk and its beats, nothing else
+    rank = BEAT_CHUNK_RANKS + 5
+    chunks = [BEAT_PREFIX + "r1.a1~1", PAGE_PREFIX + chunk_key("r1.a1", rank // PAGE_CHUNK_RANKS)]
+    assert published.send(report(rank, entered=2, cpu=90.0)) == chunks
     (run,), _ = reader.read(now=102.0)
-    assert sorted(published.kv.multi_gets[-1]) == [BEAT_PREFIX + "r1.a1~1", PAGE_PREFIX + "r1.a1~1"]
+    assert sorted(published.kv.multi_gets[-1]) == chunks
     entered = {w.rank: w.reports_entered for w in run.workers}
     assert entered[rank] == 2 and set(entered.values()) == {1, 2} and len(entered) == WORLD
     assert read_afresh(published, 102.0) == run
@@ -174,26 +181,26 @@ def test_a_bad_beat_keeps_its_last_good_copy_and_the_counts(monkeypatch):
 def test_an_evicted_attempt_takes_its_chunks_and_beat_with_it(monkeypatch):
     monkeypatch.setattr(ledger_module, "MAX_PAGES", 1)
     published = Published(monkeypatch)
-    published.send(*(report(r) for r in range(CHUNK_RANKS + 1)))
+    published.send(*(report(r) for r in range(BEAT_CHUNK_RANKS + 1)))
     published.send({**report(0), "attempt_id": "a2"})
     assert sorted(k for k in published.kv.data if k != INDEX_KEY) == [
         BEAT_PREFIX + "r1.a2",
         PAGE_PREFIX + "r1.a2",
-    ]  # fmt: skip (the evicted attempt's two chunks and their beats are gone)
+    ]  # fmt: skip (the evicted attempt's chunks and beats are gone)
     (run,), _ = LedgerReader(published.kv).read(now=100.0)
     assert run.attempt_id == "a2" and [w.rank for w in run.workers] == [0]
 
 
 def test_the_ranks_held_are_bounded_whatever_the_attempts(monkeypatch):
-    monkeypatch.setattr(ledger_module, "MAX_RANK_RECORDS", CHUNK_RANKS + 10)
+    monkeypatch.setattr(ledger_module, "MAX_RANK_RECORDS", BEAT_CHUNK_RANKS + 10)
     published = Published(monkeypatch)
-    published.send(*(report(r) for r in range(CHUNK_RANKS)))
+    published.send(*(report(r) for r in range(BEAT_CHUNK_RANKS)))
     published.send(*({**report(r), "attempt_id": "a2"} for r in range(20)))
     assert list(published.ledger.pages) == ["r1.a2"] and published.ledger.ranks_held == 20
     # the newest attempt stays, even alone over the bound
-    published.send(*({**report(r), "attempt_id": "a3"} for r in range(CHUNK_RANKS + 11)))
+    published.send(*({**report(r), "attempt_id": "a3"} for r in range(BEAT_CHUNK_RANKS + 11)))
     assert list(published.ledger.pages) == ["r1.a3"]
-    assert published.ledger.ranks_held == CHUNK_RANKS + 11
+    assert published.ledger.ranks_held == BEAT_CHUNK_RANKS + 11
 
 
 def test_one_ranks_report_revalidates_that_rank_alone_and_the_others_keep_their_records(
@@ -214,7 +221,7 @@ def test_one_ranks_report_revalidates_that_rank_alone_and_the_others_keep_their_
         return real(record, where)
 
     monkeypatch.setattr(ledger_page_module, "rank_record", counted)
-    rank = CHUNK_RANKS + 5
+    rank = BEAT_CHUNK_RANKS + 5
     published.send(report(rank, entered=2))
     (run,), _ = reader.read(now=101.0)
     assert checked == [f"ranks.{rank}"]  # the chunk came whole; one rank was checked
@@ -224,3 +231,30 @@ def test_one_ranks_report_revalidates_that_rank_alone_and_the_others_keep_their_
     checked.clear()
     assert read_afresh(published, 101.0) == run  # a fresh reader checks every rank
     assert len(checked) == WORLD
+
+
+def test_one_ranks_beat_keeps_the_other_beats_of_its_chunk_and_their_workers(monkeypatch):
+    """A rank's heartbeat re-sends its whole chunk of beats; the reader keeps the checked
+    beat (and so the very ``Worker``) of each rank whose beat is the one it read before,
+    and reads what a fresh reader reads."""
+    published = Published(monkeypatch)
+    published.send(*(report(r) for r in range(WORLD)))
+    reader = LedgerReader(published.kv)
+    (before,), _ = reader.read(now=100.0)
+    checked: list[dict] = []
+    real = beats_module._plain
+
+    def counted(beat):
+        checked.append(beat)
+        return real(beat)
+
+    monkeypatch.setattr(beats_module, "_plain", counted)
+    rank = BEAT_CHUNK_RANKS + 5
+    assert published.send(report(rank, cpu=80.0)) == [BEAT_PREFIX + "r1.a1~1"]
+    (run,), _ = reader.read(now=100.5)  # within a second: the ages have not moved on
+    assert [beat["cpu_percent"] for beat in checked] == [80.0]
+    kept = [w.rank for w, b in zip(run.workers, before.workers, strict=True) if w is b]
+    assert kept == [r for r in range(WORLD) if r != rank]
+    assert run.workers[rank].cpu_percent == 80.0
+    (run,), _ = reader.read(now=102.0)  # the ages moved on: as a fresh reader reads them
+    assert read_afresh(published, 102.0) == run

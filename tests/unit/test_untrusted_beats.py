@@ -77,3 +77,17 @@ def test_what_only_the_checked_path_decides_is_left_to_it(figure, value):
     """A bool, an integral float for an int, an int a float cannot hold, a figure out of
     range: the plain path declines (the checked path refuses or converts)."""
     assert _plain({figure: value}) is None
+
+
+def test_a_beat_equal_to_the_one_parsed_before_keeps_the_beat_checked_then():
+    parsed = {"0": {"cpu_percent": 5.0}, "1": {"cpu_percent": 6.0}}
+    first = ledger_beats({"ranks": parsed})
+    moved = {"0": {"cpu_percent": 5.0}, "1": {"cpu_percent": 7.0}, "2": {"cpu_percent": 5.0}}
+    again = ledger_beats({"ranks": moved}, (parsed, first))
+    assert again["0"] is first["0"]  # the very object: what is made of it is kept
+    assert again["1"]["cpu_percent"] == 7.0 and again["2"] == first["0"]
+    assert again["2"] is not first["0"]  # a rank not read before is checked
+    # a beat that moved is checked, and a bad one refuses the chunk as without ``before``
+    bad = {**moved, "1": {"cpu_percent": "hot"}}
+    with pytest.raises(untrusted.Invalid, match="ranks.1.cpu_percent"):
+        ledger_beats({"ranks": bad}, (parsed, first))

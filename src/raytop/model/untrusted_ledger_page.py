@@ -1,7 +1,7 @@
 """A page of the report ledger (``ledger/page/<run_id>.<attempt_id>[~<chunk>]``), validated,
 with the records of the ranks that did not change taken from the page read before.
 
-A page holds up to ``CHUNK_RANKS`` ranks, and is sent again whole when one of them changes:
+A page holds up to ``PAGE_CHUNK_RANKS`` ranks, and is sent again whole when one of them changes:
 at 2,000 ranks with 1 % of them reporting, validating every rank of every changed page
 was the largest part of a refresh. The Ledger numbers each rank's record
 (``rank_versions``: the ledger's version when that rank's record last changed), so a rank

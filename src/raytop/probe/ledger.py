@@ -16,10 +16,11 @@ whatever the cluster size, and raytop never has to join the cluster as a driver.
 What a refresh reads follows what changed, not the run's size. A rank's record splits in
 two (``model.records.BEAT_FIELDS``): its heartbeat figures (CPU, RSS, activity, when the
 ledger heard from it), which move every second, go into the attempt's beats; the rest
-(counts, report history, barrier waits, checkpoints) into its pages. Both come in chunks
-of ``CHUNK_RANKS`` ranks, each with a version that moves only when one of its ranks'
-figures does. So a heartbeat round reads the beats alone, and one rank's report of a
-2,000-rank run reads its chunk of 32 ranks and their beats, not the whole run. (A Ledger
+(counts, report history, barrier waits, checkpoints) into its pages. Pages come in chunks
+of ``PAGE_CHUNK_RANKS`` ranks, beats of ``BEAT_CHUNK_RANKS`` (``wire.kv_keys`` says why
+the two differ), each with a version that moves only when one of its ranks' figures
+does. So a heartbeat round reads the beats alone, and one rank's report of a 2,000-rank
+run reads its page chunk of 8 ranks and its 32 ranks' beats, not the whole run. (A Ledger
 before 2026-12-05 published an attempt's beats whole, as its chunk 0's name: one rank's
 report made every reader fetch and check all 2,000 beats again, 2.8 MB, and the Ledger
 serialize them on every publish.)
@@ -36,9 +37,10 @@ from typing import Any
 from raytop.model.records import BEAT_FIELDS, LedgerIndex, RankReport, RunAttempts
 from raytop.wire.cluster_kv import kv_del_in_cluster, kv_put_in_cluster
 from raytop.wire.kv_keys import (
+    BEAT_CHUNK_RANKS,
     BEAT_PREFIX,
-    CHUNK_RANKS,
     INDEX_KEY,
+    PAGE_CHUNK_RANKS,
     PAGE_PREFIX,
     RUN_PREFIX,
     chunk_key,
@@ -112,10 +114,12 @@ class Ledger:
         beat = {k: message[k] for k in BEAT_FIELDS if k in message and k != "sent_at"}
         beat["received_at"] = time.time()
         self.version += 1
-        beats = page["beat_chunks"].setdefault(rank // CHUNK_RANKS, {"version": 0, "ranks": {}})
+        beats = page["beat_chunks"].setdefault(
+            rank // BEAT_CHUNK_RANKS, {"version": 0, "ranks": {}}
+        )
         beats["ranks"][str(rank)] = beat
         beats["version"] = self.version
-        chunk = page["chunks"].setdefault(rank // CHUNK_RANKS, {"version": 0, "ranks": {}})
+        chunk = page["chunks"].setdefault(rank // PAGE_CHUNK_RANKS, {"version": 0, "ranks": {}})
         before = chunk["ranks"].get(str(rank))
         if before != record:
             self.ranks_held += before is None

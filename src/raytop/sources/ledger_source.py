@@ -72,9 +72,9 @@ def _parse(raw: Any, max_bytes: int) -> Any:
     return untrusted.parse(raw, max_bytes)
 
 
-def _beats(data: Any, _previous: Any) -> dict[str, RankBeat]:
-    """A chunk's beats (``untrusted_beats.ledger_beats``): each read whole, as every beat moves."""
-    return ledger_beats(data)
+def _checked_page(_name: str, data: Any, previous: LedgerPage | None) -> LedgerPage:
+    """A page chunk (``untrusted_ledger_page.ledger_page``)."""
+    return ledger_page(data, previous)
 
 
 def _merged(parts: list[dict[str, RankBeat]]) -> dict[str, RankBeat]:
@@ -102,6 +102,8 @@ class LedgerReader:
         # beat name (a page key and its chunk, as ``chunk_key`` names them) → rank → beat
         self._beats: dict[str, dict[str, RankBeat]] = {}
         self._beat_versions: dict[str, int] = {}
+        # beat name → its ranks' beats as parsed at that read (``ledger_beats``'s ``before``)
+        self._beats_parsed: dict[str, dict[str, Any]] = {}
         # page key → rank → (its record, its beat, the Worker built from them, its ages' time)
         self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker, float]]]
         self._worker_cache = {}
@@ -138,6 +140,7 @@ class LedgerReader:
             self._versions.clear()
             self._beats.clear()
             self._beat_versions.clear()
+            self._beats_parsed.clear()
             self._run_records.clear()
             self._run_versions.clear()
             self._made.clear()
@@ -146,8 +149,8 @@ class LedgerReader:
         pages, beats = index["pages"], index.get("beats", {})
         # (prefix, listed versions, check, last good values, their versions) of each kind
         kinds = (
-            (PAGE_PREFIX, pages, ledger_page, self._pages, self._versions),
-            (BEAT_PREFIX, beats, _beats, self._beats, self._beat_versions),
+            (PAGE_PREFIX, pages, _checked_page, self._pages, self._versions),
+            (BEAT_PREFIX, beats, self._checked_beats, self._beats, self._beat_versions),
         )
         changed = [prefix + k for prefix, listed, _, _, held in kinds
                    for k, v in listed.items() if held.get(k) != v]  # fmt: skip
@@ -159,7 +162,9 @@ class LedgerReader:
                 if not key.startswith(prefix) or name not in listed:
                     continue  # not asked for
                 try:
-                    value = check(_parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES), kept.get(name))
+                    value = check(
+                        name, _parse(blob, untrusted.MAX_LEDGER_PAGE_BYTES), kept.get(name)
+                    )
                 except ValueError as exc:
                     # Its last good copy (if any) stays; it is fetched again next time.
                     warnings.append(untrusted.problem(key, exc))
@@ -168,6 +173,8 @@ class LedgerReader:
             for gone in set(kept) - set(listed):
                 kept.pop(gone, None)
                 held.pop(gone, None)
+        for gone in set(self._beats_parsed) - set(self._beats):
+            del self._beats_parsed[gone]
         self._attempts = {}
         for page in self._pages.values():
             key = page_key(page["run_id"], page["attempt_id"])
@@ -192,6 +199,19 @@ class LedgerReader:
         )
         # Ages as of the ledger's last publish (``LedgerStatus.known_at``).
         return self._latest_attempts(status.known_at(now)), status
+
+    def _checked_beats(
+        self, name: str, data: Any, previous: dict[str, RankBeat] | None
+    ) -> dict[str, RankBeat]:
+        """Beat chunk ``name``'s beats (``untrusted_beats.ledger_beats``), a rank's beat as
+        checked at the last read kept while it is equal to the one parsed then: a chunk's
+        beats are re-sent whole when one of them moved, so the Ledger's publish of a few
+        ranks' beats (they arrive one by one over a second) re-sends up to 31 others."""
+        parsed = self._beats_parsed.get(name)
+        before = (parsed, previous) if parsed is not None and previous is not None else None
+        beats = ledger_beats(data, before)
+        self._beats_parsed[name] = data.get("ranks") or {}  # a dict: ledger_beats checked
+        return beats
 
     def _read_run_records(self, versions: dict[str, int]) -> list[str]:
         """Fetch the run records (RunProbe) whose version changed; a bad one is a warning

@@ -7,10 +7,12 @@ through the GCS KV store instead. Each key has one writer and one reader:
   ``ledger/beat/<run_id>.<attempt_id>[~<chunk>]``: the Ledger actor publishes its index
   (start time, last publish time, each page's and each beat's version) and the keys that
   changed; raytop's ledger reader fetches the index and only the changed keys. An
-  attempt's ranks are in pages of ``CHUNK_RANKS`` (rank // CHUNK_RANKS is the chunk;
-  chunk 0 has no suffix), their heartbeat figures (``model.records.BEAT_FIELDS``) in
-  beats chunked the same way (a Ledger before 2026-12-05 published them whole, under the
-  name of chunk 0).
+  attempt's ranks are in pages of ``PAGE_CHUNK_RANKS`` (rank // PAGE_CHUNK_RANKS is the
+  chunk; chunk 0 has no suffix), their heartbeat figures (``model.records.BEAT_FIELDS``)
+  in beats of ``BEAT_CHUNK_RANKS``, numbered the same way (a Ledger before 2026-12-05
+  published them whole, under the name of chunk 0; one before 2026-12-07 made pages of
+  32 ranks). A reader takes whatever chunks the index lists: it never works out a rank's
+  chunk itself.
 - ``ledger/run/<run_id>``: the Ledger publishes each Train run's failure config and
   attempts (``model.records.RunAttempts``, from the RunProbe in the controller); the
   index lists their versions under ``runs``.
@@ -32,7 +34,15 @@ KV_NAMESPACE = "raytop"
 INDEX_KEY = "ledger/index"
 PAGE_PREFIX = "ledger/page/"
 BEAT_PREFIX = "ledger/beat/"
-CHUNK_RANKS = 32  # ranks a page: at most ~100 kB, ~2 ms to parse and check
+# Ranks a page chunk holds: a rank's record is its recent history (~3 kB), so a report
+# re-sends its chunk's 8 (~22 kB, 0.3 ms of a reader's json.loads), not 32 (~88 kB,
+# 1.3 ms; both measured with the benchmark's records, benchmarks/scale_bench.py). Each
+# chunk is a KV put of the Ledger's (~0.2 ms of its CPU, measured on Ray 2.60): a round
+# in which every rank of 2,000 reports at once is 250 puts, not 63. Beats are in chunks of
+# 32: every rank beats each second, so a beat round re-sends every chunk whatever its
+# size, and fewer are fewer puts.
+PAGE_CHUNK_RANKS = 8
+BEAT_CHUNK_RANKS = 32
 CHUNK_SEP = "~"
 RUN_PREFIX = "ledger/run/"
 STACKS_COMMAND_KEY = "cmd/stacks"
@@ -48,7 +58,8 @@ def page_key(run_id: str, attempt_id: str) -> str:
 
 def chunk_key(key: str, chunk: int) -> str:
     """The name (after ``PAGE_PREFIX``) of chunk ``chunk`` of the page ``key``: ranks
-    ``chunk * CHUNK_RANKS`` up to the next chunk's first. Chunk 0 is the page's own name,
+    ``chunk * PAGE_CHUNK_RANKS`` (``BEAT_CHUNK_RANKS`` for beats) up to the next chunk's
+    first. Chunk 0 is the page's own name,
     as ledgers before chunks named a whole page."""
     return key if chunk == 0 else f"{key}{CHUNK_SEP}{chunk}"
 

@@ -25,9 +25,8 @@ process of its own (its peak RSS is its own), at 2,000 workers and at 10:
 
 1. ``collect()`` (read, derive, diagnose) per refresh kind: nothing changed; 1 % of the
    ranks reported (the ledger republishes their pages); every rank's heartbeat arrived
-   (each probe sends at least once a second); a quarter of them arrived (what a 0.25 s
-   refresh meets when the ranks' beats are spread over their second, as they are: the
-   Ledger re-sends every chunk one of them is in); a
+   (each probe sends at least once a second; the refresh a second after the last that
+   fetched beats, as the reader fetches them at most once a second); a
    trial's result written by the TrialProbe (its row's segment and the index; at most
    every 0.2 s, while any trial reports). Wall and CPU time (``time.process_time``: every
    thread of the process),
@@ -35,6 +34,9 @@ process of its own (its peak RSS is its own), at 2,000 workers and at 10:
    Then a steady watch: a collect every 0.25 s for 8 s, the Ledger republishing once a
    second, nothing else moving: the process's CPU as a share of a core (what a user's
    head pod pays for an open raytop), and the cluster's bytes per refresh on average.
+   And a beating watch: the same while every rank beats once a second, a quarter of them
+   before each refresh (their beats are spread over the second): raytop's CPU a refresh,
+   and as a share of a core at the 0.25 s refresh.
 2. The pure screen model of the overview and Run screens (``model.dashboard``, the trial
    table's parameters, the run's findings), per redraw.
 3. The TUI (``App.run_test``, Pilot, 120×36): the first snapshot applied to the overview,
@@ -968,13 +970,15 @@ def measure_collect(
     cluster: StandInCluster, collector: Any, refreshes: int, watch_s: float
 ) -> dict[str, Any]:
     """The refresh kinds (see the module's docstring), each ``refreshes`` times."""
+    from raytop.sources.ledger_source import BEATS_EVERY_S
     from raytop.wire.gcs import CREATOR_GONE_REREAD_S
 
     kinds = {
         "nothing changed": cluster.index_heartbeat,
         "1% of ranks reported": lambda: cluster.report(0.01),
-        "every rank's heartbeat": cluster.heartbeat,
-        "a quarter of the heartbeats": lambda: cluster.heartbeat(0.25),
+        # A second after the last: the reader fetches a beat chunk it holds at most once
+        # a second (``sources.ledger_source.BEATS_EVERY_S``); this is the refresh that does.
+        "every rank's heartbeat": lambda: (time.sleep(BEATS_EVERY_S), cluster.heartbeat()),
         "a trial's row rewritten": lambda: (
             cluster.index_heartbeat(),
             cluster.rewrite_trials(changed=1),
@@ -1006,7 +1010,8 @@ def measure_collect(
                 samples.append(sample)
             results[name] = _summary(samples)
         watch = steady_watch(cluster, collector, watch_s)
-    return {"kinds": results, "snapshot": snapshot, "watch": watch}
+        beating = beating_watch(cluster, collector, watch_s)
+    return {"kinds": results, "snapshot": snapshot, "watch": watch, "beating": beating}
 
 
 WATCH_S = 8.0  # long enough for eight of the Ledger's publishes
@@ -1036,6 +1041,28 @@ def steady_watch(cluster: StandInCluster, collector: Any, watch_s: float) -> dic
     return {"refreshes": refreshes, "wall_s": wall, "cpu_s": cpu, "core_share": cpu / wall,
             "cpu_per_refresh_s": cpu / refreshes,
             "bytes_per_refresh": read / refreshes}  # fmt: skip
+
+
+def beating_watch(cluster: StandInCluster, collector: Any, watch_s: float) -> dict[str, Any]:
+    """What a watching raytop costs while every rank trains: each beats once a second, the
+    beats spread over that second, so before each refresh (0.25 s apart) a quarter of the
+    ranks beat and the Ledger publishes. raytop's CPU is measured around each collect (the
+    stand-in Ledger's work between them is the cluster's, not raytop's); its share of a
+    core is that CPU per refresh at the TUI's 0.25 s. The refreshes keep that pace while
+    the stand-in's beats and publish allow, else come as soon as they are done."""
+    cluster.take()
+    refreshes, cpu, began = 0, 0.0, time.monotonic()
+    while time.monotonic() - began < watch_s:
+        tick = time.monotonic()
+        cluster.heartbeat(0.25)
+        before = time.process_time()
+        collector.collect()
+        cpu += time.process_time() - before
+        refreshes += 1
+        time.sleep(max(0.0, tick + WATCH_REFRESH_S - time.monotonic()))
+    return {"refreshes": refreshes, "wall_s": time.monotonic() - began, "cpu_s": cpu,
+            "cpu_per_refresh_s": cpu / refreshes,
+            "core_share": cpu / refreshes / WATCH_REFRESH_S}  # fmt: skip
 
 
 def describe_snapshot(snapshot: Any) -> dict[str, Any]:
@@ -1371,6 +1398,7 @@ def run_shape(key: str, refreshes: int, applies: int, presses: int,
                 "snapshot": describe_snapshot(snapshot),
                 "collect": measured["kinds"],
                 "watch": measured["watch"],
+                "beating": measured["beating"],
                 "screen_model": measure_screen_model(snapshot),
                 "ledger_memory": held,
             }  # fmt: skip
@@ -1438,6 +1466,10 @@ def report(results: list[dict[str, Any]]) -> None:
               f"{_ms(watch['cpu_per_refresh_s'])} CPU and "
               f"{_size(watch['bytes_per_refresh'])} from the cluster "
               "a refresh on average")  # fmt: skip
+        beating = r["beating"]
+        print(f"   beating watch ({beating['refreshes']} refreshes, a quarter of the ranks "
+              f"beating before each): {_ms(beating['cpu_per_refresh_s'])} CPU a refresh, "
+              f"{100 * beating['core_share']:.1f} % of a core at 0.25 s")  # fmt: skip
         steady = r["collect"]["nothing changed"]
         print(f"   calls per refresh: {steady['calls']}")
         print(f"   bytes by call (nothing changed): {steady['bytes_by_call']}")

@@ -18,6 +18,7 @@ import pytest
 from raytop.model import untrusted_beats as beats_module
 from raytop.model import untrusted_ledger_page as ledger_page_module
 from raytop.probe import ledger as ledger_module
+from raytop.sources import ledger_source
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import (
     BEAT_CHUNK_RANKS,
@@ -249,6 +250,7 @@ def test_one_ranks_beat_keeps_the_other_beats_of_its_chunk_and_their_workers(mon
         return real(beat)
 
     monkeypatch.setattr(beats_module, "_plain", counted)
+    monkeypatch.setattr(ledger_source, "BEATS_EVERY_S", 0.25)  # read again within the second
     rank = BEAT_CHUNK_RANKS + 5
     assert published.send(report(rank, cpu=80.0)) == [BEAT_PREFIX + "r1.a1~1"]
     (run,), _ = reader.read(now=100.5)  # within a second: the ages have not moved on
@@ -258,3 +260,27 @@ def test_one_ranks_beat_keeps_the_other_beats_of_its_chunk_and_their_workers(mon
     assert run.workers[rank].cpu_percent == 80.0
     (run,), _ = reader.read(now=102.0)  # the ages moved on: as a fresh reader reads them
     assert read_afresh(published, 102.0) == run
+
+
+def test_a_beat_chunk_held_is_fetched_again_at_most_once_a_second(monkeypatch):
+    """The probes beat once a second: a beat chunk the reader holds is fetched again when
+    its version moved and a second has passed since beats were last fetched; a chunk it
+    never read, at once; pages, at every read."""
+    published = Published(monkeypatch)
+    published.send(*(report(r) for r in range(WORLD)))
+    reader = LedgerReader(published.kv)
+    reader.read(now=100.0)
+    published.send(report(0, cpu=80.0))
+    asked = len(published.kv.multi_gets)
+    (run,), _ = reader.read(now=100.5)
+    assert len(published.kv.multi_gets) == asked and run.workers[0].cpu_percent == 50.0
+    published.send(report(1, entered=2))  # a report: its page is read at once
+    (run,), _ = reader.read(now=100.7)
+    assert published.kv.multi_gets[-1] == [PAGE_PREFIX + "r1.a1"]
+    assert run.workers[1].reports_entered == 2 and run.workers[0].cpu_percent == 50.0
+    (run,), _ = reader.read(now=101.0)  # a second since the beats were fetched
+    assert published.kv.multi_gets[-1] == [BEAT_PREFIX + "r1.a1"]
+    assert run.workers[0].cpu_percent == 80.0
+    published.send({**report(0), "attempt_id": "a2"})  # a new attempt: its beats at once
+    reader.read(now=101.2)
+    assert sorted(published.kv.multi_gets[-1]) == [BEAT_PREFIX + "r1.a2", PAGE_PREFIX + "r1.a2"]

@@ -17,6 +17,7 @@ requests) are ``pipeline.ledger_commands``'s.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -64,6 +65,13 @@ STALE_AFTER_S = 5.0  # the ledger republishes its index every second
 # object (``pipeline.kept_runs``). At 250 runs a refresh made each run again: ~40 % of one
 # where nothing changed (docs/PERFORMANCE.md, issue 25).
 SAME_RUN_FOR_S = 1.0
+# How often a beat chunk already read is fetched again when its version moved: each probe
+# beats once a second (``probe.rank_state.HEARTBEAT_S``), its ranks' beats arrive spread
+# over that second, and the Ledger re-sends a chunk when any of them moved. At a 0.25 s
+# refresh, reading each chunk's new version meant every run of a large cluster made and
+# judged again four times a second for figures that move once a second (2,000 ranks: over
+# half a core). A chunk never read is fetched at once; pages (the report counts) always.
+BEATS_EVERY_S = 1.0
 
 
 def _parse(raw: Any, max_bytes: int) -> Any:
@@ -102,6 +110,7 @@ class LedgerReader:
         # beat name (a page key and its chunk, as ``chunk_key`` names them) → rank → beat
         self._beats: dict[str, dict[str, RankBeat]] = {}
         self._beat_versions: dict[str, int] = {}
+        self._beats_read_at = -math.inf  # when changed beat chunks were last fetched
         # beat name → its ranks' beats as parsed at that read (``ledger_beats``'s ``before``)
         self._beats_parsed: dict[str, dict[str, Any]] = {}
         # page key → rank → (its record, its beat, the Worker built from them, its ages' time)
@@ -141,6 +150,7 @@ class LedgerReader:
             self._beats.clear()
             self._beat_versions.clear()
             self._beats_parsed.clear()
+            self._beats_read_at = -math.inf
             self._run_records.clear()
             self._run_versions.clear()
             self._made.clear()
@@ -152,8 +162,12 @@ class LedgerReader:
             (PAGE_PREFIX, pages, _checked_page, self._pages, self._versions),
             (BEAT_PREFIX, beats, self._checked_beats, self._beats, self._beat_versions),
         )
-        changed = [prefix + k for prefix, listed, _, _, held in kinds
-                   for k, v in listed.items() if held.get(k) != v]  # fmt: skip
+        beats_due = not 0 <= now - self._beats_read_at < BEATS_EVERY_S
+        changed = [prefix + k for prefix, listed, _, kept, held in kinds
+                   for k, v in listed.items() if held.get(k) != v
+                   and (prefix == PAGE_PREFIX or beats_due or k not in kept)]  # fmt: skip
+        if beats_due and any(k.startswith(BEAT_PREFIX) for k in changed):
+            self._beats_read_at = now
         blobs = self._kv.multi_get(changed) if changed else {}
         warnings = []
         for prefix, listed, check, kept, held in kinds:

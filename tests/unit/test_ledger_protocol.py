@@ -265,22 +265,26 @@ def test_one_ranks_beat_keeps_the_other_beats_of_its_chunk_and_their_workers(mon
 def test_a_beat_chunk_held_is_fetched_again_at_most_once_a_second(monkeypatch):
     """The probes beat once a second: a beat chunk the reader holds is fetched again when
     its version moved and a second has passed since beats were last fetched; a chunk it
-    never read, at once; pages, at every read."""
+    never read, at once; pages at every read, with their attempt's changed beats."""
     published = Published(monkeypatch)
     published.send(*(report(r) for r in range(WORLD)))
     reader = LedgerReader(published.kv)
     reader.read(now=100.0)
-    published.send(report(0, cpu=80.0))
+    published.send(report(0, cpu=80.0))  # a beat alone: not yet
     asked = len(published.kv.multi_gets)
     (run,), _ = reader.read(now=100.5)
     assert len(published.kv.multi_gets) == asked and run.workers[0].cpu_percent == 50.0
-    published.send(report(1, entered=2))  # a report: its page is read at once
+    published.send(report(1, entered=2))  # a report: its page and its attempt's beats
     (run,), _ = reader.read(now=100.7)
-    assert published.kv.multi_gets[-1] == [PAGE_PREFIX + "r1.a1"]
-    assert run.workers[1].reports_entered == 2 and run.workers[0].cpu_percent == 50.0
-    (run,), _ = reader.read(now=101.0)  # a second since the beats were fetched
+    assert sorted(published.kv.multi_gets[-1]) == [BEAT_PREFIX + "r1.a1", PAGE_PREFIX + "r1.a1"]
+    assert run.workers[1].reports_entered == 2 and run.workers[0].cpu_percent == 80.0
+    published.send(report(2, cpu=70.0))  # a beat alone again
+    asked = len(published.kv.multi_gets)
+    (run,), _ = reader.read(now=100.9)
+    assert len(published.kv.multi_gets) == asked and run.workers[2].cpu_percent == 50.0
+    (run,), _ = reader.read(now=101.0)  # a second since the beats were last due
     assert published.kv.multi_gets[-1] == [BEAT_PREFIX + "r1.a1"]
-    assert run.workers[0].cpu_percent == 80.0
+    assert run.workers[2].cpu_percent == 70.0
     published.send({**report(0), "attempt_id": "a2"})  # a new attempt: its beats at once
     reader.read(now=101.2)
     assert sorted(published.kv.multi_gets[-1]) == [BEAT_PREFIX + "r1.a2", PAGE_PREFIX + "r1.a2"]

@@ -70,7 +70,9 @@ SAME_RUN_FOR_S = 1.0
 # over that second, and the Ledger re-sends a chunk when any of them moved. At a 0.25 s
 # refresh, reading each chunk's new version meant every run of a large cluster made and
 # judged again four times a second for figures that move once a second (2,000 ranks: over
-# half a core). A chunk never read is fetched at once; pages (the report counts) always.
+# half a core). A chunk never read is fetched at once, and so is every changed chunk of an
+# attempt whose pages changed (a rank that reports beats too: read apart, its run would
+# be made again twice); pages (the report counts), always.
 BEATS_EVERY_S = 1.0
 
 
@@ -162,12 +164,18 @@ class LedgerReader:
             (PAGE_PREFIX, pages, _checked_page, self._pages, self._versions),
             (BEAT_PREFIX, beats, self._checked_beats, self._beats, self._beat_versions),
         )
-        beats_due = not 0 <= now - self._beats_read_at < BEATS_EVERY_S
-        changed = [prefix + k for prefix, listed, _, kept, held in kinds
-                   for k, v in listed.items() if held.get(k) != v
-                   and (prefix == PAGE_PREFIX or beats_due or k not in kept)]  # fmt: skip
-        if beats_due and any(k.startswith(BEAT_PREFIX) for k in changed):
+        # Every changed page, with its attempt's changed beats (a rank that reported beat
+        # too); other beats only when due (``BEATS_EVERY_S``) or never read.
+        new_pages = [k for k, v in pages.items() if self._versions.get(k) != v]
+        reported = {split_chunk_key(k)[0] for k in new_pages}
+        due = not 0 <= now - self._beats_read_at < BEATS_EVERY_S
+        new_beats = [
+            k for k, v in beats.items() if self._beat_versions.get(k) != v
+            and (due or k not in self._beats or split_chunk_key(k)[0] in reported)
+        ]  # fmt: skip
+        if due and new_beats:
             self._beats_read_at = now
+        changed = [PAGE_PREFIX + k for k in new_pages] + [BEAT_PREFIX + k for k in new_beats]
         blobs = self._kv.multi_get(changed) if changed else {}
         warnings = []
         for prefix, listed, check, kept, held in kinds:

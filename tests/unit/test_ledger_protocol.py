@@ -85,6 +85,19 @@ class Published:
         return sorted(k for k in self.puts if k != INDEX_KEY)
 
 
+def calls_of(monkeypatch: pytest.MonkeyPatch, module, name: str) -> list[tuple]:
+    """The arguments of every call of ``module.name`` from now on (it still runs)."""
+    calls: list[tuple] = []
+    real = getattr(module, name)
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def test_chunks_and_beats_read_back_as_one_run_of_whole_workers(monkeypatch):
     published = Published(monkeypatch)
     written = published.send(*(report(r) for r in range(WORLD)))
@@ -214,18 +227,11 @@ def test_one_ranks_report_revalidates_that_rank_alone_and_the_others_keep_their_
     published.send(*(report(r) for r in range(WORLD)))
     reader = LedgerReader(published.kv)
     (before,), _ = reader.read(now=100.0)
-    checked: list[str] = []
-    real = ledger_page_module.rank_record
-
-    def counted(record, where):
-        checked.append(where)
-        return real(record, where)
-
-    monkeypatch.setattr(ledger_page_module, "rank_record", counted)
+    checked = calls_of(monkeypatch, ledger_page_module, "rank_record")
     rank = BEAT_CHUNK_RANKS + 5
     published.send(report(rank, entered=2))
     (run,), _ = reader.read(now=101.0)
-    assert checked == [f"ranks.{rank}"]  # the chunk came whole; one rank was checked
+    assert [where for _, where in checked] == [f"ranks.{rank}"]  # one rank of the chunk
     same = [w.rank for w, b in zip(run.workers, before.workers, strict=True)
             if w.rank != rank and w.pid == b.pid]  # fmt: skip
     assert len(same) == WORLD - 1 and run.workers[rank].reports_entered == 2
@@ -242,19 +248,12 @@ def test_one_ranks_beat_keeps_the_other_beats_of_its_chunk_and_their_workers(mon
     published.send(*(report(r) for r in range(WORLD)))
     reader = LedgerReader(published.kv)
     (before,), _ = reader.read(now=100.0)
-    checked: list[dict] = []
-    real = beats_module._plain
-
-    def counted(beat):
-        checked.append(beat)
-        return real(beat)
-
-    monkeypatch.setattr(beats_module, "_plain", counted)
+    checked = calls_of(monkeypatch, beats_module, "_plain")
     monkeypatch.setattr(ledger_source, "BEATS_EVERY_S", 0.25)  # read again within the second
     rank = BEAT_CHUNK_RANKS + 5
     assert published.send(report(rank, cpu=80.0)) == [BEAT_PREFIX + "r1.a1~1"]
     (run,), _ = reader.read(now=100.5)  # within a second: the ages have not moved on
-    assert [beat["cpu_percent"] for beat in checked] == [80.0]
+    assert [beat["cpu_percent"] for (beat,) in checked] == [80.0]
     kept = [w.rank for w, b in zip(run.workers, before.workers, strict=True) if w is b]
     assert kept == [r for r in range(WORLD) if r != rank]
     assert run.workers[rank].cpu_percent == 80.0

@@ -57,10 +57,10 @@ def page_key(run_id: str, attempt_id: str) -> str:
 
 
 def chunk_key(key: str, chunk: int) -> str:
-    """The name (after ``PAGE_PREFIX``) of chunk ``chunk`` of the page ``key``: ranks
-    ``chunk * PAGE_CHUNK_RANKS`` (``BEAT_CHUNK_RANKS`` for beats) up to the next chunk's
-    first. Chunk 0 is the page's own name,
-    as ledgers before chunks named a whole page."""
+    """The name (after ``PAGE_PREFIX`` or ``BEAT_PREFIX``) of chunk ``chunk`` of the
+    attempt ``key``: from rank ``chunk * PAGE_CHUNK_RANKS`` of its pages (``chunk *
+    BEAT_CHUNK_RANKS`` of its beats) up to the next chunk's first. Chunk 0 is the
+    attempt's own name, as ledgers before chunks named a whole page."""
     return key if chunk == 0 else f"{key}{CHUNK_SEP}{chunk}"
 
 

@@ -218,3 +218,19 @@ def test_json_nested_too_deep_is_said_so_and_not_read_again_as_torn(tmp_path):
         None, "deep.json: nested too deep (over 64 levels): not read; no good copy yet",
     )  # fmt: skip
     assert storage.reads == 1
+
+
+def test_a_file_read_again_unchanged_is_the_same_object(tmp_path):
+    """An age-only re-read hands back the very copy read before (callers keep what they
+    made of it by identity); a changed file a new one, and a file gone the last good."""
+    (tmp_path / "a.json").write_text(json.dumps({"n": [1, 2]}))
+    storage = LocalStorage(tmp_path, watch=False)  # every read goes to the disk
+    first, _ = storage.read_json("a.json")
+    (tmp_path / "a.json").write_text(json.dumps({"n": [1, 2]}, indent=2))  # same content
+    again, _ = storage.read_json("a.json")
+    assert again is first and storage.reads == 2
+    (tmp_path / "a.json").write_text(json.dumps({"n": [1, 3]}))
+    changed, _ = storage.read_json("a.json")
+    assert changed == {"n": [1, 3]} and changed is not first
+    (tmp_path / "a.json").unlink()
+    assert storage.read_json("a.json")[0] is changed

@@ -134,8 +134,14 @@ class Storage:
                     time.sleep(0.05)
                 continue
             with self._lock:
+                last = self._last_good.get(rel)
                 if data is None:
-                    data = self._last_good.get(rel)  # gone: keep what was last seen
+                    data = last  # gone: keep what was last seen
+                elif last is not None and data == last:
+                    # Read again only for its age (a watched copy too, every max_age_s):
+                    # the same content is the same object, so what callers made of it
+                    # (a run's checkpoint pipeline, ``pipeline.run_checkpoints``) is kept.
+                    data = last
                 else:
                     self._last_good[rel] = data
                 self._files[rel] = (read_at, data, None)

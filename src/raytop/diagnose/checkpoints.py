@@ -30,7 +30,7 @@ from raytop.diagnose.checkpoint_copies import (
 from raytop.diagnose.refs import of_run
 from raytop.model import CheckpointRecord, Finding, Severity, TrainRun
 from raytop.model.finding import about
-from raytop.model.records import BarrierWait, CheckpointUpload
+from raytop.model.records import CheckpointUpload, Wait
 
 # An upload is also slow when it lasts this many of the run's usual report intervals
 # (and at least SLOW_FLOOR_S: sub-second loops would otherwise flag every upload).
@@ -39,7 +39,7 @@ SLOW_FLOOR_S = 30.0
 
 
 def _waits_by_report(
-    syncs: dict[int, list[BarrierWait]], reports: set[int]
+    syncs: dict[int, tuple[Wait, ...]], reports: set[int]
 ) -> dict[int, dict[int, float]]:
     """Report number (of ``reports``) → rank → how long the rank waited in that report's
     barrier (its first finished entry for it): the ranks' entries walked once per pipeline,
@@ -72,7 +72,7 @@ def pipeline(
     snapshot: dict[str, Any] | None,
     on_storage: set[str] | None,
     now: float,
-    syncs: dict[int, list[BarrierWait]] | None = None,
+    syncs: dict[int, tuple[Wait, ...]] | None = None,
 ) -> tuple[CheckpointRecord, ...]:
     """``uploads``: per rank, the probe's upload records; ``snapshot``: the run's
     checkpoint_manager_snapshot.json; ``on_storage``: the checkpoint folders in the run's

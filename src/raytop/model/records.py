@@ -64,6 +64,12 @@ class BarrierWait(NamedTuple):
     end: float | None  # None: still waiting
 
 
+# A ``BarrierWait`` as a reader keeps it, a plain ``(report, start, end)``: Python's
+# collector stops tracking a plain tuple of numbers, never a NamedTuple, and 2,000 ranks
+# hold 32,000 of them (a fifth of what each full collection walked, docs/PERFORMANCE.md).
+Wait = tuple[int | None, float | None, float | None]
+
+
 # Where a rank's wall time goes once it trains (``probe.time_shares``; its start-up, until
 # its first optimizer step or report, is counted apart): its own code and the backward
 # pass, data loading, collectives, other I/O, and train.report's parts (the barrier, the
@@ -186,7 +192,7 @@ class RankRecord(TypedDict):
     done: bool
     gpu_ids: list[str]
     checkpoints: list[CheckpointUpload]
-    syncs: list[BarrierWait]
+    syncs: tuple[Wait, ...]
     # Its last reports, oldest first, finite, as two columns of the same length: when it
     # entered each, and when it returned (None: still inside); empty when the probe sent
     # none or sent them in a bad shape.

@@ -118,7 +118,9 @@ def rank_record(record: Any, where: str) -> RankRecord:
         flight_recorder_request=_optional_text(raw.get("flight_recorder_request"), MAX_REQUEST_ID),
         run_path=run_path, done=done,
         gpu_ids=[str(gpu) for gpu in gpu_ids], checkpoints=checkpoints,
-        syncs=[barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)],
+        syncs=tuple(
+            barrier_wait(sync, f"{at(where, 'syncs')}[{i}]") for i, sync in enumerate(syncs)
+        ),
         report_times=_report_times(raw.get("report_times")),
         declared=_declared(raw.get("declared")),
         restored_from=_folder_name(raw.get("restored_from")),

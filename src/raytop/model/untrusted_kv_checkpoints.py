@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from raytop.model.records import HASH_HEX_CHARS, BarrierWait, CheckpointUpload
+from raytop.model.records import HASH_HEX_CHARS, CheckpointUpload, Wait
 from raytop.model.untrusted import at, fail, flag, integer, number, obj, text
 
 _NUMBER_OR_NONE = frozenset({int, float, type(None)})  # not bool: type(True) is bool
 
 
-def barrier_wait(sync: Any, where: str) -> BarrierWait:
-    """One ``[report, start, end]`` of a rank's recent barrier waits."""
+def barrier_wait(sync: Any, where: str) -> Wait:
+    """One ``[report, start, end]`` of a rank's recent barrier waits, a plain tuple
+    (``model.records.Wait``)."""
     if type(sync) is list and len(sync) == 3:  # the usual shape, checked inline
         report, start, end = sync
         if (
@@ -25,7 +26,7 @@ def barrier_wait(sync: Any, where: str) -> BarrierWait:
             and type(start) in _NUMBER_OR_NONE
             and (type(end) in _NUMBER_OR_NONE)
         ):
-            return BarrierWait(report, start, end)
+            return report, start, end
     if (
         not isinstance(sync, list)
         or len(sync) != 3
@@ -34,7 +35,8 @@ def barrier_wait(sync: Any, where: str) -> BarrierWait:
         )
     ):
         raise fail(where, "[report, start, end] (numbers)", sync)
-    return BarrierWait(*sync)
+    report, start, end = sync
+    return report, start, end
 
 
 def upload(record: Any, where: str) -> CheckpointUpload:

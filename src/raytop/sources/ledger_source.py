@@ -32,12 +32,12 @@ from raytop.model import (
 from raytop.model.evolve import evolve
 from raytop.model.identity import same_items
 from raytop.model.records import (
-    BarrierWait,
     CheckpointUpload,
     LedgerPage,
     RankBeat,
     RankRecord,
     RunAttempts,
+    Wait,
 )
 from raytop.model.untrusted_beats import ledger_beats
 from raytop.model.untrusted_ledger_page import ledger_page
@@ -388,6 +388,6 @@ class LedgerReader:
         """The probes' checkpoint upload records of one attempt, per rank."""
         return {int(r): rec["checkpoints"] for r, rec in self._ranks(run_id, attempt_id).items()}
 
-    def syncs(self, run_id: str, attempt_id: str) -> dict[int, list[BarrierWait]]:
+    def syncs(self, run_id: str, attempt_id: str) -> dict[int, tuple[Wait, ...]]:
         """The probes' recent report-barrier waits, per rank."""
         return {int(r): rec["syncs"] for r, rec in self._ranks(run_id, attempt_id).items()}

@@ -1221,8 +1221,10 @@ async def measure_tui(
         """The next snapshot, 1 % of the ranks having reported: collected before it is
         posted (the apply alone is timed) and let go once applied, so that the process
         holds what a raytop holds (the snapshot on screen and the one coming), not ten
-        held for the harness (~15 MB each at these shapes)."""
+        held for the harness (~15 MB each at these shapes). As raytop's poller does, a
+        full collection first when one is due (``tui.full_collections``)."""
         cluster.report(0.01)
+        app._full.between_refreshes()
         return collector.collect()
 
     app = RaytopApp(collector, refresh_s=refresh_s, autostart=False, freeze_gc=True)  # as raytop

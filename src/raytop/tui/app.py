@@ -125,7 +125,8 @@ class RaytopApp(App[None]):
         # app holds after its first snapshot (``on_snapshot_ready``); tests, with many
         # apps in one process, do not.
         self._frozen = not freeze_gc
-        # And then runs Python's full collections itself, after a frame (``full_collections``).
+        # And then runs Python's full collections itself, in the poller between refreshes
+        # (``full_collections``).
         self._full = FullCollections()
 
     @property
@@ -175,6 +176,7 @@ class RaytopApp(App[None]):
         while not self._stop.is_set():
             self._refresh_now.clear()
             started = time.monotonic()
+            self._full.between_refreshes()  # the last frame drawn, the next not on its way
             try:
                 snapshot = self.collector.collect()
             except Exception as exc:  # the poller must survive anything a source does
@@ -207,8 +209,6 @@ class RaytopApp(App[None]):
             self._frozen = True
             self.call_after_refresh(gc.freeze)
             self.call_after_refresh(self._full.take_over)
-        elif self._full.taken:
-            self.call_after_refresh(self._full.after_frame)
 
     def on_source_failed(self, message: SourceFailed) -> None:
         self._show(self.state.with_failure(message.error, message.consecutive))

@@ -1,14 +1,19 @@
-"""When Python's full garbage collections run in ``raytop``: right after a snapshot's
-frame is on screen, at most every ``FULL_EVERY_S``, not whenever its counts say.
+"""When Python's full garbage collections run in ``raytop``: in the poller, just before it
+collects, at most every ``FULL_EVERY_S``, not whenever Python's counts say.
 
 A full collection walks every object made since the app froze what it held after its
 first snapshot (``RaytopApp.on_snapshot_ready``). At 2,000 ranks and 10,000 trials that is
-the newest snapshot and the collector's caches, ~150,000 objects: a 0.1 s pause. Python
-starts one when its allocation counts say so, in the middle of whatever the app does:
-applying a snapshot, drawing its frame, handling a key. Here Python's own full collections
-are off (its third threshold set out of reach; the young generations are collected as
-before), and the app runs one after a frame, when the next snapshot is a refresh away.
-Cyclic garbage that reaches the old generation waits ``FULL_EVERY_S`` at most.
+the newest snapshot and the collector's caches, ~100,000 objects: a 0.05-0.1 s pause of
+every thread. Python starts one when its allocation counts say so, in the middle of
+whatever the app does: applying a snapshot, drawing its frame, handling a key. Here
+Python's own full collections are off (its third threshold set out of reach; the young
+generations are collected as before), and the poller runs one before a collect: the last
+snapshot's frame was drawn a refresh ago and the next is not on its way, so no refresh
+waits for it. (Run from the UI after a snapshot's frame, with Textual's
+``call_after_refresh``, it waited for the screen's next refresh whenever the frame had
+been drawn before the call was handled: that is the next snapshot's, which it delayed by
+the whole pause, docs/PERFORMANCE.md.) Cyclic garbage that reaches the old generation
+waits ``FULL_EVERY_S`` at most.
 """
 
 from __future__ import annotations
@@ -43,8 +48,9 @@ class FullCollections:
             gc.set_threshold(young, middle, _OUT_OF_REACH)
             self._last = self._clock()
 
-    def after_frame(self) -> None:
-        """A frame is on screen: a full collection, if the last is ``every_s`` old."""
+    def between_refreshes(self) -> None:
+        """The poller is about to collect: a full collection, if the last is ``every_s``
+        old. Any thread may call it (the collection pauses them all)."""
         if self._thresholds is not None and self._clock() - self._last >= self._every_s:
             gc.collect()
             self._last = self._clock()

@@ -236,3 +236,32 @@ def test_the_job_tables_entrypoint_joins_by_job_id():
     assert joined[0].job_entrypoint == "python train.py"
     assert joined[1] == probed
     assert with_job_entrypoints((run,), {"02000000": ""}) == (run,)  # empty: not known
+
+
+def test_a_run_that_did_not_change_keeps_its_claims_and_pids_of_several_runs_merge(
+    monkeypatch,
+):
+    """Only a changed run (or one whose claim ran out) is walked again; a pid claimed by
+    runs on two nodes is claimed on both, as worked out afresh."""
+    import raytop.pipeline.uninstrumented as module
+
+    walked: list[str] = []
+    claimed = module._claimed
+
+    def counted(runs, at):
+        runs = tuple(runs)
+        walked.extend(r.attempt_id for r in runs)
+        return claimed(runs, at)
+
+    monkeypatch.setattr(module, "_claimed", counted)
+    kept, now = KeptProbed(), 1_000_000.0
+    a = dataclasses.replace(probed_by(21, "n1", now - 10), run_id="a", attempt_id="a")
+    b = dataclasses.replace(probed_by(21, "n2", now - 50), run_id="b", attempt_id="b")
+    assert kept.of((a, b), now) == {21: {"n1", "n2"}}
+    assert walked == ["a", "b"]
+    b2 = dataclasses.replace(b, run_name="changed")
+    assert kept.of((a, b2), now + 1) == {21: {"n1", "n2"}}
+    assert walked == ["a", "b", "b"]  # a kept its own
+    assert kept.of((a, b2), now + 11) == {21: {"n1"}}  # b's claim ran out: b walked again
+    assert walked == ["a", "b", "b", "b"]
+    assert kept.of((a, b2), now + 11) == module._probed_processes((a, b2), now + 11)

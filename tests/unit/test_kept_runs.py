@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from raytop.diagnose import diagnose
 from raytop.diagnose.findings import RunContext, judge_run, trial_findings
-from raytop.diagnose.hang import stall_limit
+from raytop.diagnose.hang import stall_limit, stall_limit_of
 from raytop.model import (
     Activity,
     Bundle,
@@ -30,6 +30,7 @@ from raytop.model import (
 from raytop.model.identity import same_items, same_values
 from raytop.model.snapshot import BestTrial
 from raytop.model.thresholds import Thresholds
+from raytop.model.train_run import report_intervals
 from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.joins import pending_reasons, with_reasons
 from raytop.pipeline.kept_groups import KeptGroups
@@ -148,13 +149,19 @@ def test_a_changed_context_is_judged_again():
 
 
 def test_the_stall_limit_is_made_again_only_when_a_report_history_changed(monkeypatch):
-    made = []
+    """And then from the intervals of the ranks whose history did not change, as kept."""
+    made, walked = [], []
 
-    def counted(run, t):
-        made.append(run.run_id)
-        return stall_limit(run, t)
+    def counted(gaps, t):
+        made.append("r1")
+        return stall_limit_of(gaps, t)
 
-    monkeypatch.setattr("raytop.pipeline.kept_runs.stall_limit", counted)
+    def intervals(times):
+        walked.append(times)
+        return report_intervals(times)
+
+    monkeypatch.setattr("raytop.pipeline.kept_runs.stall_limit_of", counted)
+    monkeypatch.setattr("raytop.pipeline.kept_runs.report_intervals", intervals)
     kept = KeptRuns()
     histories = ((900.0, 910.0, 920.0), (905.0, 915.0))
     workers = tuple(dataclasses.replace(w, report_times=h)
@@ -173,6 +180,8 @@ def test_the_stall_limit_is_made_again_only_when_a_report_history_changed(monkey
         dataclasses.replace(aged.workers[0], report_times=longer), aged.workers[1]))  # fmt: skip
     assert kept.judge(moved, T, context()) == judge_run(moved, T, context())
     assert made == ["r1", "r1"] and [f.kind for f in first[2]] == ["barrier_stall"]
+    assert walked == [*histories, longer]  # rank 1's intervals kept
+    assert kept._stall(moved, T) == stall_limit(moved, T)
 
 
 def test_the_run_time_shares_are_kept_while_its_ranks_activities_are_the_same():

@@ -63,7 +63,12 @@ class StallLimit:
 def stall_limit(run: TrainRun, t: Thresholds) -> StallLimit:
     """With ``t.learn_stall``, ``max(k × median report interval, 1.5 × the longest recent
     one, floor)`` once the run has two intervals; else (or before) ``t.stall_after_s``."""
-    gaps = report_intervals(run)
+    return stall_limit_of(report_intervals(run), t)
+
+
+def stall_limit_of(gaps: Sequence[float], t: Thresholds) -> StallLimit:
+    """``stall_limit`` of a run whose ranks' report intervals, all together, are ``gaps``
+    (in any order): a caller that kept each rank's own hands them in."""
     if not t.learn_stall or len(gaps) < 2:
         return StallLimit(t.stall_after_s, f"the {t.stall_after_s:g}s stall threshold", len(gaps))
     median = statistics.median(gaps)

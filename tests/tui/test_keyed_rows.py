@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from raytop.tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from raytop.tui.widgets.table_cells import LazyRow
@@ -100,3 +101,28 @@ async def test_the_rows_order_is_kept_until_rows_are_added_removed_or_moved() ->
         keyed.clear()
         assert order() == []
         await pilot.pause()
+
+
+async def test_a_new_width_keeps_the_rows_and_draws_at_it() -> None:
+    """Only a column's width changed (a scrollbar came, the terminal was resized): the
+    rows stay (Textual would clear the table and add them all again) and the column is
+    drawn at its new width; a new header still makes the columns again."""
+    app = Tables()
+    async with app.run_test(size=(60, 30)) as pilot:
+        keyed = app.query_one("#keyed", KeyedTable)
+        keyed.sync_rows({f"k{i}": cells(i) for i in range(50)}, COLUMNS)
+        await pilot.pause()
+        rows = dict(keyed.rows)
+        width = keyed.virtual_size.width
+        n_at = "".join(s.text for s in keyed.render_line(1)).rindex("0")  # row 0's n
+        wider = (ColumnSpec("name", "name", 14), COLUMNS[1])
+        keyed.sync_rows({f"k{i}": cells(i) for i in range(50)}, wider)
+        await pilot.pause()
+        assert keyed.rows == rows and all(keyed.rows[k] is r for k, r in rows.items())
+        assert keyed.virtual_size.width == width + 6
+        assert keyed.columns[ColumnKey("name")].width == 14
+        assert "".join(s.text for s in keyed.render_line(1)).rindex("0") == n_at + 6
+        renamed = (ColumnSpec("name", "who", 14), COLUMNS[1])
+        keyed.sync_rows({f"k{i}": cells(i) for i in range(50)}, renamed)
+        await pilot.pause()
+        assert keyed.row_count == 50 and keyed.rows[RowKey("k0")] is not rows[RowKey("k0")]

@@ -15,8 +15,7 @@ and the cursor stays on its row's key. A cell sorts by the key its row's builder
 (a ``SortedCell``: a number drawn as ``1m35s``, ``2.1G`` or a progress bar sorts by the
 seconds, the bytes, the count), else by its text (``t2`` before ``t10``); blank cells
 (no key, ``-``, empty) go last either way. The cells and the sorting are in
-``table_cells``; every cell and header is made visible before it is drawn
-(``table_cells.shown_cell``).
+``table_cells``, where every cell and header is made visible first (``shown_cell``).
 """
 
 from __future__ import annotations
@@ -57,6 +56,10 @@ class ColumnSpec:
     header: str
     width: int
     justify: Literal["left", "right"] = "left"
+
+    @property
+    def but_width(self) -> tuple[str, str, str]:
+        return self.key, self.header, self.justify
 
 
 class KeyedTable(LeanTable):
@@ -369,6 +372,14 @@ class KeyedTable(LeanTable):
         keys = {column.key for column in layout}
         sort = (self._sort_column, self._sort_reverse) if self._sort_column in keys else None
         if layout == self._layout and sort == self._header_sort:
+            return
+        # Only widths changed (not the sorted column's, whose arrow is cut to it): kept rows.
+        widths, before = ({c.key: c.width for c in cs} for cs in (layout, self._layout or ()))
+        same = [c.but_width for c in layout] == [c.but_width for c in self._layout or ()]
+        arrow = sort is None or widths[sort[0]] == before.get(sort[0])
+        if same and arrow and sort == self._header_sort:
+            self._layout = layout
+            self.set_widths(widths)
             return
         self._layout = layout
         self._header_sort = sort

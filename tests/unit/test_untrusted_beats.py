@@ -79,15 +79,24 @@ def test_what_only_the_checked_path_decides_is_left_to_it(figure, value):
     assert _plain({figure: value}) is None
 
 
-def test_a_beat_equal_to_the_one_parsed_before_keeps_the_beat_checked_then():
-    parsed = {"0": {"cpu_percent": 5.0}, "1": {"cpu_percent": 6.0}}
+def test_a_beat_stamped_as_the_one_checked_before_is_that_beat():
+    """The Ledger stamps each beat it receives (``received_at``): a rank's beat with the
+    stamp of its beat checked at the last read keeps that checked beat, the very object;
+    a new stamp, a rank not read before or a beat with no stamp is checked."""
+    parsed = {"0": {"received_at": 10.0, "cpu_percent": 5.0},
+              "1": {"received_at": 10.5, "cpu_percent": 6.0},
+              "3": {"cpu_percent": 1.0}}  # fmt: skip
     first = ledger_beats({"ranks": parsed})
-    moved = {"0": {"cpu_percent": 5.0}, "1": {"cpu_percent": 7.0}, "2": {"cpu_percent": 5.0}}
-    again = ledger_beats({"ranks": moved}, (parsed, first))
+    moved = {**parsed, "1": {"received_at": 11.5, "cpu_percent": 7.0},
+             "2": {"received_at": 10.0, "cpu_percent": 5.0}}  # fmt: skip
+    again = ledger_beats({"ranks": moved}, first)
     assert again["0"] is first["0"]  # the very object: what is made of it is kept
     assert again["1"]["cpu_percent"] == 7.0 and again["2"] == first["0"]
-    assert again["2"] is not first["0"]  # a rank not read before is checked
-    # a beat that moved is checked, and a bad one refuses the chunk as without ``before``
-    bad = {**moved, "1": {"cpu_percent": "hot"}}
+    assert again["2"] is not first["0"] and again["3"] is not first["3"]
+    # Another beat under the same stamp (no Ledger sends one) shows the checked figures.
+    same_stamp = {**moved, "0": {"received_at": 10.0, "cpu_percent": "hot"}}
+    assert ledger_beats({"ranks": same_stamp}, again)["0"] is first["0"]
+    # A new beat is checked, and a bad one refuses the chunk as without ``before``.
+    bad = {**moved, "1": {"received_at": 12.5, "cpu_percent": "hot"}}
     with pytest.raises(untrusted.Invalid, match="ranks.1.cpu_percent"):
-        ledger_beats({"ranks": bad}, (parsed, first))
+        ledger_beats({"ranks": bad}, first)

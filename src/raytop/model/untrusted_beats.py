@@ -3,14 +3,14 @@ Ledger publishes them (``model.records.RankBeat``), checked as every value from 
 cluster is (``model.untrusted``).
 
 Every rank beats once a second, so a refresh after the Ledger's publish checks every
-rank's beat again: 2,000 of them at the largest runs measured. A beat equal to the one
-its rank had when the chunk was last read keeps the beat checked then (``before``): the
-ranks' beats arrive one by one over the second, and the Ledger re-sends a chunk's every
-beat when one of them moved. Most beats are plain (each
-figure null, or a float or int of its own type, in range), and a plain one is checked in
-one pass with no message made (``_plain``); any other goes through the check field by
-field (``_checked``), which names what is wrong. Both give the same beat, or the same
-error: a property test holds them to it.
+rank's beat again: 2,000 of them at the largest runs measured. The Ledger stamps each
+beat it receives with the time it did (``received_at``), and re-sends a chunk's every
+beat when one of them moved: a rank's beat stamped as the one checked at the chunk's last
+read (``before``) is that very beat, and keeps the beat checked then. Most beats are plain
+(each figure null, or a float or int of its own type, in range), and a plain one is
+checked in one pass with no message made (``_plain``); any other goes through the check
+field by field (``_checked``), which names what is wrong. Both give the same beat, or the
+same error: a property test holds them to it.
 """
 
 from __future__ import annotations
@@ -32,28 +32,29 @@ EXACT_INT = 2**53
 RANGES = {"step_rate": (0.0, MAX_STEP_RATE), "gpu_util_percent": (0.0, 100.0)}
 
 
-# A chunk as last read: its ranks' beats as parsed, and the beats checked from them.
-Before = tuple[dict[str, Any], dict[str, RankBeat]]
-
-
-def ledger_beats(data: Any, before: Before | None = None) -> dict[str, RankBeat]:
+def ledger_beats(data: Any, before: dict[str, RankBeat] | None = None) -> dict[str, RankBeat]:
     """``{"ranks": {rank: beat}}``: the heartbeat figures (``RankBeat``) of each rank of
     the chunk (or of the attempt, from a Ledger before beats came in chunks). With
-    ``before``, a rank whose beat equals (``==``) the one parsed then keeps the beat
-    checked then, the very object (what is made of it downstream is kept too): the
-    check is a function of the beat, so what is shown is still a checked beat. Python's
-    ``==`` takes 1, 1.0 and true as one value, which the check may not: a beat that
-    changed only so shows its rank's last checked figures, not a warning."""
+    ``before`` (the chunk's beats as checked at its last read), a rank whose beat carries
+    the stamp (``received_at``, a float) of its beat then keeps that beat, the very
+    object (what is made of it downstream is kept too): the Ledger stamps each beat it
+    receives. A Ledger that re-sent another beat under the same stamp would show the
+    rank's last checked figures, never unchecked ones. (Kept by comparing each beat as
+    parsed, the reader held every beat as parsed too: ~2 KB a rank.)"""
     ranks = obj(obj(data).get("ranks") or {}, "ranks")
     rank_keys(ranks)
-    parsed, checked = before if before is not None else ({}, {})
+    before = before or {}
     beats = {}
     for key, beat in ranks.items():
-        kept = checked.get(key)
-        if kept is not None and parsed.get(key) == beat:
-            beats[key] = kept
-            continue
-        made = _plain(beat) if type(beat) is dict else None
+        if type(beat) is dict:
+            kept = before.get(key)
+            stamp = beat.get("received_at")
+            if kept is not None and type(stamp) is float and kept["received_at"] == stamp:
+                beats[key] = kept
+                continue
+            made = _plain(beat)
+        else:
+            made = None
         beats[key] = made if made is not None else _checked(beat, f"ranks.{key}")
     return beats
 
@@ -119,4 +120,4 @@ def _checked(beat: Any, where: str) -> RankBeat:
     )  # fmt: skip
 
 
-__all__ = ["MAX_STEP_RATE", "Before", "ledger_beats"]
+__all__ = ["MAX_STEP_RATE", "ledger_beats"]

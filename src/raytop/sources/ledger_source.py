@@ -87,6 +87,16 @@ def _checked_page(_name: str, data: Any, previous: LedgerPage | None) -> LedgerP
     return ledger_page(data, previous)
 
 
+def _checked_beats(
+    _name: str, data: Any, previous: dict[str, RankBeat] | None
+) -> dict[str, RankBeat]:
+    """A beat chunk (``untrusted_beats.ledger_beats``): a chunk's beats are re-sent whole
+    when one of them moved, so the Ledger's publish of a few ranks' beats (they arrive one
+    by one over a second) re-sends up to 31 others, each kept as checked at the last read
+    by its stamp."""
+    return ledger_beats(data, previous)
+
+
 def _merged(parts: list[dict[str, RankBeat]]) -> dict[str, RankBeat]:
     """One attempt's beats by rank, from its chunks."""
     if not parts:
@@ -113,8 +123,6 @@ class LedgerReader:
         self._beats: dict[str, dict[str, RankBeat]] = {}
         self._beat_versions: dict[str, int] = {}
         self._beats_read_at = -math.inf  # when changed beat chunks were last fetched
-        # beat name → its ranks' beats as parsed at that read (``ledger_beats``'s ``before``)
-        self._beats_parsed: dict[str, dict[str, Any]] = {}
         # page key → rank → (its record, its beat, the Worker built from them, its ages' time)
         self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker, float]]]
         self._worker_cache = {}
@@ -151,7 +159,6 @@ class LedgerReader:
             self._versions.clear()
             self._beats.clear()
             self._beat_versions.clear()
-            self._beats_parsed.clear()
             self._beats_read_at = -math.inf
             self._run_records.clear()
             self._run_versions.clear()
@@ -162,7 +169,7 @@ class LedgerReader:
         # (prefix, listed versions, check, last good values, their versions) of each kind
         kinds = (
             (PAGE_PREFIX, pages, _checked_page, self._pages, self._versions),
-            (BEAT_PREFIX, beats, self._checked_beats, self._beats, self._beat_versions),
+            (BEAT_PREFIX, beats, _checked_beats, self._beats, self._beat_versions),
         )
         # Every changed page, with its attempt's changed beats (a rank that reported beat
         # too); other beats only when due (``BEATS_EVERY_S``) or never read.
@@ -195,8 +202,6 @@ class LedgerReader:
             for gone in set(kept) - set(listed):
                 kept.pop(gone, None)
                 held.pop(gone, None)
-        for gone in set(self._beats_parsed) - set(self._beats):
-            del self._beats_parsed[gone]
         self._attempts = {}
         for page in self._pages.values():
             key = page_key(page["run_id"], page["attempt_id"])
@@ -221,19 +226,6 @@ class LedgerReader:
         )
         # Ages as of the ledger's last publish (``LedgerStatus.known_at``).
         return self._latest_attempts(status.known_at(now)), status
-
-    def _checked_beats(
-        self, name: str, data: Any, previous: dict[str, RankBeat] | None
-    ) -> dict[str, RankBeat]:
-        """Beat chunk ``name``'s beats (``untrusted_beats.ledger_beats``), a rank's beat as
-        checked at the last read kept while it is equal to the one parsed then: a chunk's
-        beats are re-sent whole when one of them moved, so the Ledger's publish of a few
-        ranks' beats (they arrive one by one over a second) re-sends up to 31 others."""
-        parsed = self._beats_parsed.get(name)
-        before = (parsed, previous) if parsed is not None and previous is not None else None
-        beats = ledger_beats(data, before)
-        self._beats_parsed[name] = data.get("ranks") or {}  # a dict: ledger_beats checked
-        return beats
 
     def _read_run_records(self, versions: dict[str, int]) -> list[str]:
         """Fetch the run records (RunProbe) whose version changed; a bad one is a warning

@@ -1529,11 +1529,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one shape, JSON out
     args = parser.parse_args(argv)
-    # What raytop's process does first (``cli.main``): it bounds the malloc arenas its
-    # threads make, and so its peak RSS (``faces.process_memory``).
-    from raytop.faces.process_memory import limit_malloc_arenas
-
-    limit_malloc_arenas()
     if args.one:
         result = run_shape(args.one, args.refreshes, args.applies, args.presses,
                            args.dead_actors, not args.no_tui)  # fmt: skip

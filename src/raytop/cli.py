@@ -57,13 +57,17 @@ from raytop.faces.options import (
     tui_options,
 )
 from raytop.faces.output import confirm, echo_lines, say
-from raytop.faces.process_memory import limit_malloc_arenas
 from raytop.faces.progress import stderr_progress
 from raytop.faces.read_only import READ_ONLY_REFUSES
 from raytop.faces.status import print_status
 from raytop.faces.terminal import NO_TUI_HINT, color_system_problem, tui_look, tui_unavailable
 from raytop.faces.terminal import native_stderr_to_log as _native_stderr_to_log
-from raytop.faces.text import follow, resume_preview_lines, status_once, status_text
+from raytop.faces.text import (
+    follow,
+    resume_preview_lines,
+    status_once,
+    status_text,
+)
 from raytop.model.thresholds import Thresholds
 
 # Importable from here too: tests and the docs name them as the CLI's.
@@ -127,7 +131,6 @@ def main(
 
     The options above mean the same after a command's name (which wins): every command
     takes them, and one with no use for an option ignores it."""
-    limit_malloc_arenas()  # first, before any thread (``faces.process_memory``)
     if ctx.invoked_subcommand:
         return  # each command merges these values itself (``group_options``)
     ctx.meta[TUI_META] = {"theme": theme, "ascii_only": ascii_only}

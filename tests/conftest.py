@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -197,20 +197,34 @@ def probed_cluster(tmp_path_factory):
         stop()
 
 
-# Session clusters whose tests run one after the other (a group of their own,
-# ``OWN_CLUSTER_GROUPS``, or adjacent files of the shared group: the 2-CPU cluster),
-# stopped as soon as the last of those tests on this worker is done: an idle cluster
-# costs ~3 CPU-s a minute of the 2 cores the suite shares. Fixture name -> its stop.
+# Session clusters stopped as soon as the last test that uses them is done: an idle
+# cluster costs ~3 CPU-s a minute of the 2 cores the suite shares. Fixture name -> its stop.
 _EARLY_STOPS: dict[str, Callable[[], None]] = {}
+
+
+def last_users(items: list[pytest.Item], names: Iterable[str]) -> dict[str, pytest.Item]:
+    """Fixture name -> the last of ``items`` (the run order) that uses it. Under xdist a
+    cluster fixture's tests are one group (``pytest_collection_modifyitems``), run whole by
+    one worker in this order, so its last user is that worker's last."""
+    last: dict[str, pytest.Item] = {}
+    for item in items:
+        for name in names:
+            if name in item.fixturenames:
+                last[name] = item
+    return last
 
 
 @pytest.hookimpl(trylast=True)  # after the test's own fixtures (the leak guard) are torn down
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop a session cluster of ``_EARLY_STOPS`` after the last test that uses it (its
-    group's tests run together, in order: the next one does not use it)."""
-    for name in list(_EARLY_STOPS):
-        if name in item.fixturenames and (nextitem is None
-                                          or name not in nextitem.fixturenames):  # fmt: skip
+    """Stop a session cluster of ``_EARLY_STOPS`` after the last test that uses it. Not
+    after the last of a run of them: one selection may put another file between two that
+    use it (the 2-CPU cluster's), and the second would meet a stopped cluster."""
+    early = [name for name in _EARLY_STOPS if name in item.fixturenames]
+    if not early:
+        return
+    last = last_users(item.session.items, early)
+    for name in early:
+        if nextitem is None or last.get(name) is item:
             _EARLY_STOPS.pop(name)()
 
 

@@ -259,9 +259,45 @@ def test_a_run_that_did_not_change_keeps_its_claims_and_pids_of_several_runs_mer
     b = dataclasses.replace(probed_by(21, "n2", now - 50), run_id="b", attempt_id="b")
     assert kept.of((a, b), now) == {21: {"n1", "n2"}}
     assert walked == ["a", "b"]
-    b2 = dataclasses.replace(b, run_name="changed")
-    assert kept.of((a, b2), now + 1) == {21: {"n1", "n2"}}
+    moved = dataclasses.replace(b.workers[0], pid=22)
+    b2 = dataclasses.replace(b, run_name="changed", workers=(moved,))
+    assert kept.of((a, b2), now + 1) == {21: {"n1"}, 22: {"n2"}}
     assert walked == ["a", "b", "b"]  # a kept its own
     assert kept.of((a, b2), now + 11) == {21: {"n1"}}  # b's claim ran out: b walked again
     assert walked == ["a", "b", "b", "b"]
     assert kept.of((a, b2), now + 11) == module._probed_processes((a, b2), now + 11)
+
+
+def test_a_run_made_again_by_a_report_or_a_heartbeat_keeps_its_claims(monkeypatch):
+    """A run re-made with the same pids on the same nodes, its beats only later, is not
+    walked again; a worker whose stale beat (no claim) became fresh is, and claims its
+    pid. Every answer is the one worked out afresh."""
+    import raytop.pipeline.uninstrumented as module
+
+    walked: list[str] = []
+    claimed = module._claimed
+
+    def counted(runs, at):
+        runs = tuple(runs)
+        walked.extend(r.run_name for r in runs)
+        return claimed(runs, at)
+
+    monkeypatch.setattr(module, "_claimed", counted)
+    kept, now = KeptProbed(), 1_000_000.0
+    fresh = Worker(rank=0, pid=21, node_id="n1", heartbeat_at=now - 10)
+    stale = Worker(rank=1, pid=31, node_id="n1", heartbeat_at=now - 100)
+    run = TrainRun("r", "first", "a", 2, workers=(fresh, stale))
+    assert kept.of((run,), now) == {21: {"n1"}} and walked == ["first"]
+    reported = dataclasses.replace(fresh, reports_entered=1)
+    beat = dataclasses.replace(fresh, heartbeat_at=now - 1)
+    for name, worker in (("reported", reported), ("beat", beat)):
+        again = TrainRun("r", name, "a", 2, workers=(worker, stale))
+        assert kept.of((again,), now + 1) == claimed((again,), now + 1)[0]
+    assert walked == ["first"]
+    back = dataclasses.replace(stale, heartbeat_at=now)
+    woke = TrainRun("r", "woke", "a", 2, workers=(beat, back))
+    assert kept.of((woke,), now + 2) == {21: {"n1"}, 31: {"n1"}}
+    assert walked == ["first", "woke"]
+    older = TrainRun("r", "older", "a", 2, workers=(fresh, back))  # a beat that went back
+    assert kept.of((older,), now + 3) == claimed((older,), now + 3)[0]
+    assert walked == ["first", "woke", "older"]

@@ -136,36 +136,66 @@ def _claimed(instrumented: Iterable[TrainRun], now: float) -> tuple[Probed, floa
 class KeptProbed:
     """``_probed_processes``, kept while the runs are the very same objects and no worker's
     claim has run out: 2,000 workers walked at every refresh were ~1.5 ms of one in which
-    nothing changed (docs/PERFORMANCE.md, issue 25). When some runs changed, each run that
-    did not keeps its own claims (at 250 runs of 8 ranks a report re-made one run, and
-    the whole walk was ~3 ms of such a refresh); the runs' claims are then merged. Not to
-    be changed by its callers: a pid's set of nodes may be a run's own."""
+    nothing changed (docs/PERFORMANCE.md, issue 25). A run that changed keeps its own
+    claims when each of its workers claims what it did (``_same_claims``): a report or a
+    heartbeat re-makes a run without moving a pid, and at 1 × 2,000 ranks walking its
+    workers to make their claims again was 3-6 ms of every such refresh. The runs' claims
+    are then merged (the very merge again when no run's claims moved). Not to be changed
+    by its callers: a pid's set of nodes may be a run's own."""
 
     def __init__(self) -> None:
         self._runs: tuple[TrainRun, ...] = ()
         self._made: tuple[Probed, float, float] | None = None  # (probed, as of, until)
-        # id(run) → (the run, its claims, as of, until)
-        self._each: dict[int, tuple[TrainRun, Probed, float, float]] = {}
+        # run id → (the run, its claims, as of, until)
+        self._each: dict[str, tuple[TrainRun, Probed, float, float]] = {}
+        self._claims: list[Probed] = []  # each run's claims, as merged into ``_made``
 
     def of(self, instrumented: tuple[TrainRun, ...], now: float) -> Probed:
         made = self._made
         if made is not None and made[1] <= now <= made[2] and same_items(self._runs, instrumented):
             return made[0]
         before, self._each = self._each, {}
-        probed: Probed = {}
-        until = float("inf")
+        until, each = float("inf"), []
         for run in instrumented:
-            kept = before.get(id(run))
-            if kept is None or kept[0] is not run or not kept[2] <= now <= kept[3]:
+            kept = before.get(run.run_id)
+            if kept is not None and kept[0] is not run and kept[2] <= now <= kept[3]:
+                same = _same_claims(kept[0], run, now)
+                kept = (run, kept[1], kept[2], kept[3]) if same else None
+            if kept is None or not kept[2] <= now <= kept[3]:
                 claims, run_until = _claimed((run,), now)
                 kept = (run, claims, now, run_until)
-            self._each[id(run)] = kept
+            self._each[run.run_id] = kept
+            each.append(kept[1])
             until = min(until, kept[3])
-            for pid, nodes in kept[1].items():
-                held = probed.get(pid)
-                probed[pid] = nodes if held is None else held | nodes
-        self._runs, self._made = instrumented, (probed, now, until)
+        if made is not None and same_items(self._claims, each):
+            probed = made[0]  # no run's claims moved: the very merge
+        else:
+            probed = {}
+            for claims in each:
+                for pid, nodes in claims.items():
+                    held = probed.get(pid)
+                    probed[pid] = nodes if held is None else held | nodes
+        self._runs, self._claims, self._made = instrumented, each, (probed, now, until)
         return probed
+
+
+def _same_claims(before: TrainRun, after: TrainRun, now: float) -> bool:
+    """Whether ``after``'s workers claim, at ``now``, just what ``before``'s did (worker by
+    worker): the same pids on the same nodes, and a heartbeat that moved only later, its
+    worker claiming then as before. Its claims' end is then no sooner than ``before``'s."""
+    if len(before.workers) != len(after.workers):
+        return False
+    for old, new in zip(before.workers, after.workers, strict=True):
+        if old is new:
+            continue
+        if old.pid != new.pid or old.node_id != new.node_id:
+            return False
+        was, beat = old.heartbeat_at, new.heartbeat_at
+        if was == beat:
+            continue
+        if was is None or beat is None or beat < was or now - was > CLAIM_BEAT_S:
+            return False
+    return True
 
 
 def _claims(probed: dict[int, set[str | None]], actor: dict[str, Any]) -> bool:

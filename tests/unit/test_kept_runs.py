@@ -363,9 +363,15 @@ def test_the_placement_reader_hands_out_the_same_groups_while_their_basis_is_the
     assert reader.read(experiments, (), {}, now=100.5) is first  # ages as of 100.0
     later = reader.read(experiments, (), {}, now=100.0 + SAME_GROUPS_FOR_S)
     assert later is not first and later[0].age_s == 50.0 + SAME_GROUPS_FOR_S
+    # only its age moved: the same group otherwise, and the reader says which it aged
+    assert reader.aged_from is first
+    assert later[0] == dataclasses.replace(first[0], age_s=later[0].age_s)
+    assert reader.read(experiments, (), {}, now=100.0 + SAME_GROUPS_FOR_S) is later
+    assert reader.aged_from is None
     run = TrainRun("r1", "exp-t1", "a1", 2, placement_group_id="pg1")
     owned = reader.read(experiments, (run,), {}, now=101.1)  # a run names the group
     assert owned is not later and owned[0].owner_kind == "train_run"
+    assert reader.aged_from is None  # labelled again, not aged
     gcs.rows = [dict(GROUP)]  # read again from the GCS: a new row, equal or not
     assert reader.read(experiments, (run,), {}, now=101.2) is not owned
 
@@ -390,6 +396,40 @@ def test_why_a_group_waits_and_its_findings_are_kept_while_the_nodes_hold_the_sa
     assert [f.kind for f in judged] == ["placement_waiting"]  # pending for 50 s, over 30
     assert kept.findings(why, (node(0.0),), 30.0) is judged
     assert kept.findings(why, (node(0.0),), 60.0) == []
+
+
+def test_groups_that_only_aged_keep_their_reasons_said_at_their_new_age(monkeypatch):
+    """What a group's reason says in resources is not worked out again as the groups age
+    (``PlacementReader.aged_from``); a Train run's worker group says at its new age how
+    many start timeouts it has waited. Each answer is the one worked out afresh."""
+    import raytop.pipeline.pending as pending
+
+    asked: list[int] = []
+    made = pending.waiting_reasons
+
+    def counted(groups, nodes):
+        asked.append(len(groups))
+        return made(groups, nodes)
+
+    monkeypatch.setattr(pending, "waiting_reasons", counted)
+    import raytop.pipeline.kept_groups as kept_groups
+
+    monkeypatch.setattr(kept_groups, "waiting_reasons", counted)
+    reader, kept, nodes = PlacementReader(Groups(GROUP), FakeKv()), KeptGroups(), (node(0.0),)
+    run = TrainRun("r1", "exp-t1", "a1", 2, placement_group_id="pg1")
+    young = reader.read([], (run,), {}, now=100.0)  # 50 s old: no start timeout yet
+    why = kept.with_why_pending(young, nodes, reader.aged_from)
+    assert why[0].why_pending.startswith("fits, but 8 of 8 CPU") and asked == [1]
+    old = reader.read([], (run,), {}, now=111.0)  # 61 s old: past one start timeout
+    aged = kept.with_why_pending(old, nodes, reader.aged_from)
+    assert asked == [1]
+    afresh = KeptGroups().with_why_pending(old, nodes)
+    assert aged == afresh and aged[0].why_pending.startswith(
+        "Train run exp-t1 has waited in SCHEDULING for 1 worker-group start timeout(s)"
+    )
+    freed = kept.with_why_pending(old, (node(8.0),), reader.aged_from)
+    assert freed == KeptGroups().with_why_pending(old, (node(8.0),))
+    assert asked == [1, 1, 1, 1]  # other nodes, and each fresh KeptGroups: worked out again
 
 
 VALUES = st.one_of(st.none(), st.sampled_from([0.1, 0.2, 0.3, float("nan")]))

@@ -162,7 +162,13 @@ def why_pending(
 ) -> str:
     """``capacity``: ``Capacity(nodes, groups)``, given when many groups are asked about."""
     capacity = capacity or Capacity(nodes, groups)
-    reason = capacity.reason(pg)
+    return waited(pg, capacity.reason(pg))
+
+
+def waited(pg: PlacementGroup, reason: str) -> str:
+    """``reason`` (``Capacity.reason``, which its age does not move) as ``why_pending``
+    says it at the group's age: a Train run's worker group past a start timeout says how
+    many it has waited."""
     if pg.owner_kind == "train_run" and pg.age_s and pg.age_s >= WORKER_GROUP_START_TIMEOUT_S:
         timeouts = int(pg.age_s // WORKER_GROUP_START_TIMEOUT_S)
         return (f"Train run {pg.owner} has waited in SCHEDULING for {timeouts} worker-group start "

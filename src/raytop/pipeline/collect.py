@@ -254,7 +254,7 @@ class SnapshotCollector:
             groups = self._placement.read(experiments, runs, actors, others=others)
         except ClusterUnreachable:
             return ()
-        return self._groups_kept.with_why_pending(groups, cluster.nodes)
+        return self._groups_kept.with_why_pending(groups, cluster.nodes, self._placement.aged_from)
 
     def _uninstrumented(self, runs, actors, ledger) -> tuple[TrainRun, ...]:
         """Train runs in the actor table with no probe report (``pipeline.uninstrumented``),

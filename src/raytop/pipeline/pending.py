@@ -9,22 +9,29 @@ and before ``pipeline.kept_trials`` hands the reasons to waiting trials.
 
 from __future__ import annotations
 
-from raytop.diagnose.placement import Capacity, why_pending
+from raytop.diagnose.placement import Capacity, waited
 from raytop.model import Node, PlacementGroup
 from raytop.model.evolve import evolve
 
+Groups = tuple[PlacementGroup, ...]
 
-def with_why_pending(
-    groups: tuple[PlacementGroup, ...], nodes: tuple[Node, ...]
-) -> tuple[PlacementGroup, ...]:
-    """Each unplaced group with its ``why_pending`` sentence, judged against the alive
-    ``nodes`` and every group (the placed ones hold what the waiting ones need); the
-    placed ones as they are."""
+
+def waiting_reasons(groups: Groups, nodes: tuple[Node, ...]) -> dict[str, str]:
+    """Group id → why the unplaced group waits, in resources (``Capacity.reason``),
+    judged against the alive ``nodes`` and every group (the placed ones hold what the
+    waiting ones need): what its age does not move, so groups that only aged keep them
+    (``kept_groups``)."""
     if all(g.placed for g in groups):
+        return {}
+    capacity = Capacity(list(nodes), list(groups))  # asked once, for every waiting group
+    return {g.pg_id: capacity.reason(g) for g in groups if not g.placed}
+
+
+def with_why_pending(groups: Groups, reasons: dict[str, str]) -> Groups:
+    """Each unplaced group with ``reasons``' sentence for it, as said at its age
+    (``diagnose.placement.waited``); the placed ones as they are."""
+    if not reasons:
         return groups
-    listed, every = list(nodes), list(groups)
-    capacity = Capacity(listed, every)  # asked once, for every waiting group
     return tuple(
-        g if g.placed else evolve(g, why_pending=why_pending(g, listed, every, capacity))
-        for g in groups
+        g if g.placed else evolve(g, why_pending=waited(g, reasons[g.pg_id])) for g in groups
     )

@@ -1,6 +1,6 @@
 """A run unchanged between refreshes is the very same object, and what is made of it is
-kept (``sources.ledger_source.SAME_RUN_FOR_S``, ``pipeline.kept_runs``): for at most a
-second of the ledger's time, and never past a change of the run or of its context. So are
+kept (``model.refresh.same_second``, ``pipeline.kept_runs``): until the wall clock's next
+second, and never past a change of the run or of its context. So are
 an experiment's trials' reasons to wait and its best trial (``pipeline.kept_trials``), and
 the placement groups, why each waits and their findings (``pipeline.kept_groups``)."""
 
@@ -28,6 +28,7 @@ from raytop.model import (
     Worker,
 )
 from raytop.model.identity import same_items, same_values
+from raytop.model.refresh import AGES_EVERY_S
 from raytop.model.snapshot import BestTrial
 from raytop.model.thresholds import Thresholds
 from raytop.model.train_run import report_intervals
@@ -39,8 +40,8 @@ from raytop.pipeline.kept_trials import KeptTrials
 from raytop.pipeline.run_checkpoints import RunCheckpoints
 from raytop.pipeline.workloads import KeptHoldings, _held
 from raytop.sources.checkpoints import CheckpointSnapshots
-from raytop.sources.ledger_source import SAME_RUN_FOR_S, LedgerReader
-from raytop.sources.placement_source import SAME_GROUPS_FOR_S, PlacementReader
+from raytop.sources.ledger_source import LedgerReader
+from raytop.sources.placement_source import PlacementReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX
 from tests.fakes import FakeKv
 
@@ -88,10 +89,31 @@ def test_a_run_is_made_again_once_its_ages_are_a_second_old():
     reader = LedgerReader(kv)
     publish(kv, 100.0, 1, rank(0, 3), rank(1, 3))
     (first,), _ = reader.read(now=100.0)
-    publish(kv, 100.0 + SAME_RUN_FOR_S, 1, rank(0, 3), rank(1, 3))
-    (later,), _ = reader.read(now=100.0 + SAME_RUN_FOR_S)
+    publish(kv, 100.0 + AGES_EVERY_S, 1, rank(0, 3), rank(1, 3))
+    (later,), _ = reader.read(now=100.0 + AGES_EVERY_S)
     assert later is not first and later.workers[0].reports_entered == 3
-    assert later.workers[0].heartbeat_age_s == SAME_RUN_FOR_S
+    assert later.workers[0].heartbeat_age_s == AGES_EVERY_S
+
+
+def test_runs_and_groups_move_their_ages_on_at_the_same_refresh_the_first_of_a_second():
+    """Ages move on at the first refresh of each second of the wall clock, for the runs
+    and the groups alike (``model.refresh``): a run made late in a second is made again
+    at the next second's first refresh, not a whole second later, and on the refresh
+    the groups age too. A ledger that did not publish again keeps its runs' ages."""
+    kv = FakeKv()
+    reader, groups = LedgerReader(kv), PlacementReader(Groups(GROUP), FakeKv())
+    publish(kv, 100.9, 1, rank(0, 3), rank(1, 3))
+    (first,), _ = reader.read(now=100.9)
+    placed = groups.read([], (), {}, now=100.9)
+    (same,), _ = reader.read(now=100.95)
+    assert same is first and groups.read([], (), {}, now=100.95) is placed
+    publish(kv, 101.0, 1, rank(0, 3), rank(1, 3))
+    (later,), _ = reader.read(now=101.05)
+    aged = groups.read([], (), {}, now=101.05)
+    assert later is not first and later.workers[0].heartbeat_age_s == 1.0  # as of 101.0
+    assert aged is not placed and groups.aged_from is placed
+    (stale,), _ = reader.read(now=102.5)  # no publish since 101.0: its ages stand
+    assert stale is later
 
 
 def test_a_changed_page_or_run_record_makes_the_run_again_at_once():
@@ -361,12 +383,12 @@ def test_the_placement_reader_hands_out_the_same_groups_while_their_basis_is_the
     first = reader.read(experiments, (), {}, now=100.0)
     assert first[0].owner_kind == "pending_trial" and first[0].age_s == 50.0
     assert reader.read(experiments, (), {}, now=100.5) is first  # ages as of 100.0
-    later = reader.read(experiments, (), {}, now=100.0 + SAME_GROUPS_FOR_S)
-    assert later is not first and later[0].age_s == 50.0 + SAME_GROUPS_FOR_S
+    later = reader.read(experiments, (), {}, now=100.0 + AGES_EVERY_S)
+    assert later is not first and later[0].age_s == 50.0 + AGES_EVERY_S
     # only its age moved: the same group otherwise, and the reader says which it aged
     assert reader.aged_from is first
     assert later[0] == dataclasses.replace(first[0], age_s=later[0].age_s)
-    assert reader.read(experiments, (), {}, now=100.0 + SAME_GROUPS_FOR_S) is later
+    assert reader.read(experiments, (), {}, now=100.0 + AGES_EVERY_S) is later
     assert reader.aged_from is None
     run = TrainRun("r1", "exp-t1", "a1", 2, placement_group_id="pg1")
     owned = reader.read(experiments, (run,), {}, now=101.1)  # a run names the group

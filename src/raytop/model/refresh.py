@@ -21,3 +21,19 @@ def paced_delay(refresh_s: float, took_s: float) -> tuple[float, str | None]:
     if took_s <= refresh_s:
         return refresh_s, None
     return took_s, f"slow cluster: refresh {2 * took_s:.1f}s"
+
+
+# Ages (a rank's since its last report, a group's since it was created, an attempt's
+# duration) move on once a second, at one refresh for every source: the first refresh in
+# a new second of the wall clock (``same_second``). Until then a source hands out what it
+# made, the very objects, and what is made of them downstream is kept too. Each source on
+# a second of its own (the ledger's runs from when each was made, the groups from when
+# they were) put their once-a-second work on different refreshes: at 250 runs and 2,000
+# groups, two refreshes of four at a 0.25 s refresh did it (docs/PERFORMANCE.md, issue 25).
+AGES_EVERY_S = 1.0
+
+
+def same_second(a: float, b: float) -> bool:
+    """Whether wall-clock times ``a`` and ``b`` (unix s) fall in the same second, so that
+    ages made at ``b`` stand at ``a``."""
+    return a // AGES_EVERY_S == b // AGES_EVERY_S

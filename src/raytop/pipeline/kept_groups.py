@@ -2,7 +2,7 @@
 groups are the very same tuple and the nodes hold what they held.
 
 The placement reader hands out the same tuple of groups while what they are made of is
-the same, for at most ``sources.placement_source.SAME_GROUPS_FOR_S``; then the same groups
+the same, until the wall clock's next second (``model.refresh``); then the same groups
 with their ages moved on (``PlacementReader.aged_from``). At 2,000 groups on 500 nodes,
 saying again why each of ~1,000 waits, and judging them, was ~15 ms of a refresh in which
 nothing changed (docs/PERFORMANCE.md, issue 25); and saying it again once a second, as

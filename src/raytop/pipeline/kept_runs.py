@@ -1,8 +1,8 @@
 """A run's derived facts and its findings, kept while the run is the very same object.
 
-The ledger reader hands out the same ``TrainRun`` while nothing new was said of it, for at
-most ``sources.ledger_source.SAME_RUN_FOR_S`` (its ages as of when it was made: the Ledger
-republishes, and so moves them on, once a second), and ``pipeline.run_checkpoints`` the
+The ledger reader hands out the same ``TrainRun`` while nothing new was said of it, until
+the wall clock's next second (its ages as of when it was made: ``model.refresh``), and
+``pipeline.run_checkpoints`` the
 same run with its checkpoints while those did not change either. What is made of such a
 run is then what was made of it last time: its rank states (``pipeline.derive``), the run
 with its trial's id (``pipeline.joins.attach_runs``) and its judgement

@@ -39,6 +39,7 @@ from raytop.model.records import (
     RunAttempts,
     Wait,
 )
+from raytop.model.refresh import same_second
 from raytop.model.untrusted_beats import ledger_beats
 from raytop.model.untrusted_ledger_page import ledger_page
 from raytop.sources.ledger_records import (
@@ -59,12 +60,6 @@ from raytop.wire.kv_keys import (
 )
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
-# How long a run the ledger says nothing new of is handed out as the very same ``TrainRun``
-# (its ages as of when it was made): the Ledger republishes once a second, so its ages
-# move on once a second anyway, and every stage after the reader keeps its result per run
-# object (``pipeline.kept_runs``). At 250 runs a refresh made each run again: ~40 % of one
-# where nothing changed (docs/PERFORMANCE.md, issue 25).
-SAME_RUN_FOR_S = 1.0
 # How often a beat chunk already read is fetched again when its version moved: each probe
 # beats once a second (``probe.rank_state.HEARTBEAT_S``), its ranks' beats arrive spread
 # over that second, and the Ledger re-sends a chunk when any of them moved. At a 0.25 s
@@ -123,16 +118,20 @@ class LedgerReader:
         self._beats: dict[str, dict[str, RankBeat]] = {}
         self._beat_versions: dict[str, int] = {}
         self._beats_read_at = -math.inf  # when changed beat chunks were last fetched
-        # page key → rank → (its record, its beat, the Worker built from them, its ages' time)
-        self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker, float]]]
+        # page key → rank → (its record, its beat, the Worker built from them, the wall
+        # clock's time it was made at, its ages' time)
+        self._worker_cache: dict[
+            str, dict[str, tuple[RankRecord, RankBeat | None, Worker, float, float]]
+        ]
         self._worker_cache = {}
         self._run_records: dict[str, RunAttempts] = {}  # run_id → the RunProbe's record
         self._run_versions: dict[str, int] = {}
         self._started_at: float | None = None
         self._last_published: float | None = None
         self._restarted: tuple[float, float] | None = None  # (restarted_at, gap_s)
-        # run id → (what its TrainRun was made from, as of when, that TrainRun)
-        self._made: dict[str, tuple[tuple, float, TrainRun]] = {}
+        # run id → (what its TrainRun was made from, the wall clock's time it was made at,
+        # its ages' time, that TrainRun)
+        self._made: dict[str, tuple[tuple, float, float, TrainRun]] = {}
 
     def read(self, now: float | None = None) -> tuple[tuple[TrainRun, ...], LedgerStatus]:
         """(latest attempt of every run, ledger status). Raises ClusterUnreachable."""
@@ -150,7 +149,7 @@ class LedgerReader:
                 False, self._started_at, self._last_published,
                 error=f"{problem}; counts are frozen", warnings=(problem,),
             )  # fmt: skip
-            return self._latest_attempts(status.known_at(now)), status
+            return self._latest_attempts(status.known_at(now), now), status
         if self._started_at is not None and index["started_at"] != self._started_at:
             gap = index["started_at"] - (self._last_published or index["started_at"])
             self._restarted = (index["started_at"], max(0.0, gap))
@@ -225,7 +224,7 @@ class LedgerReader:
             warnings=tuple(warnings),
         )
         # Ages as of the ledger's last publish (``LedgerStatus.known_at``).
-        return self._latest_attempts(status.known_at(now)), status
+        return self._latest_attempts(status.known_at(now), now), status
 
     def _read_run_records(self, versions: dict[str, int]) -> list[str]:
         """Fetch the run records (RunProbe) whose version changed; a bad one is a warning
@@ -254,14 +253,20 @@ class LedgerReader:
             self._run_versions.pop(gone, None)
         return warnings
 
-    def _latest_attempts(self, now: float) -> tuple[TrainRun, ...]:
+    def _latest_attempts(self, now: float, wall: float) -> tuple[TrainRun, ...]:
+        """The latest attempt of every run, its ages as of ``now`` (the ledger's last
+        publish). A run of which nothing new was read is the very ``TrainRun`` made
+        before while the wall clock is in the same second (``model.refresh``), or its
+        ages' time has not moved: every stage after the reader keeps its result per run
+        object (``pipeline.kept_runs``). At 250 runs a refresh made each run again: ~40 %
+        of one where nothing changed (docs/PERFORMANCE.md, issue 25)."""
         by_run: dict[str, list[tuple[str, list[LedgerPage]]]] = {}
         for key, chunks in self._attempts.items():
             by_run.setdefault(chunks[0]["run_id"], []).append((key, chunks))
         runs = []
         beats = self._beat_chunks()
         began: dict[str, float] = {}  # run id → when it was first seen
-        made: dict[str, tuple[tuple, float, TrainRun]] = {}
+        made: dict[str, tuple[tuple, float, float, TrainRun]] = {}
         for attempts in by_run.values():
             attempts.sort(key=lambda a: a[1][0]["first_seen_at"])
             key, chunks = attempts[-1]
@@ -272,13 +277,16 @@ class LedgerReader:
             # replaced only when its version moved.
             parts = (*(c for _, cs in attempts for c in cs), *beats.get(key, ()), record)
             kept = self._made.get(page["run_id"])
-            fresh = kept is not None and 0 <= now - kept[1] < SAME_RUN_FOR_S
-            if kept is not None and fresh and same_items(kept[0], parts):
+            if (
+                kept is not None
+                and (same_second(wall, kept[1]) or now == kept[2])
+                and same_items(kept[0], parts)
+            ):
                 made[page["run_id"]] = kept
-                runs.append(kept[2])
+                runs.append(kept[3])
                 continue
             ranks = self._ranks_of(key)
-            workers = self._workers(key, ranks, _merged(beats.get(key, [])), now)
+            workers = self._workers(key, ranks, _merged(beats.get(key, [])), now, wall)
             history, budget = attempts_from_record(record, now) if record else ((), {})
             run = TrainRun(
                 run_id=page["run_id"],
@@ -294,7 +302,7 @@ class LedgerReader:
                 ray_detector=detector_from_record(record) if record else None,
                 controller_poll_s=record.get("controller_poll_s") if record else None,
             )
-            made[page["run_id"]] = (parts, now, run)
+            made[page["run_id"]] = (parts, wall, now, run)
             runs.append(run)
         self._made = made
         for run_id, record in self._run_records.items():
@@ -319,14 +327,20 @@ class LedgerReader:
         return tuple(sorted(runs, key=lambda r: (r.run_name, began[r.run_id])))
 
     def _workers(
-        self, key: str, ranks: dict[str, RankRecord], beats: dict[str, RankBeat], now: float
+        self,
+        key: str,
+        ranks: dict[str, RankRecord],
+        beats: dict[str, RankBeat],
+        now: float,
+        wall: float,
     ) -> list[Worker]:
-        """The attempt's ``Worker``s by rank. A rank whose record and beat are the very
-        ones read last time keeps its ``Worker``: the very object while its ages are under
-        ``SAME_RUN_FOR_S`` old (what is made of it is then kept too, ``pipeline.kept_runs``),
-        else with only its ages moved on. At 2,000 ranks, building each afresh was most of
-        a refresh where nothing changed, and moving every rank's ages on most of one where
-        1 % of them reported."""
+        """The attempt's ``Worker``s by rank, their ages as of ``now``. A rank whose
+        record and beat are the very ones read last time keeps its ``Worker``: the very
+        object while the wall clock is in the same second or its ages' time has not moved
+        (what is made of it is then kept too, ``pipeline.kept_runs``), else with only its
+        ages moved on. At 2,000 ranks, building each afresh was most of a refresh where
+        nothing changed, and moving every rank's ages on most of one where 1 % of them
+        reported."""
         cache = self._worker_cache.setdefault(key, {})
         workers = []
         for rank, record in ranks.items():
@@ -334,21 +348,21 @@ class LedgerReader:
             kept = cache.get(rank)
             if kept is not None and kept[0] is record and kept[1] is beat:
                 worker = kept[2]
-                if not 0 <= now - kept[3] < SAME_RUN_FOR_S:
+                if not same_second(wall, kept[3]) and now != kept[4]:
                     worker = evolve(
                         worker,
                         last_report_age_s=age(now, worker.last_enter_at),
                         heartbeat_age_s=age(now, worker.heartbeat_at),
                     )
-                    cache[rank] = (record, beat, worker, now)
+                    cache[rank] = (record, beat, worker, wall, now)
                 workers.append(worker)
             elif kept is not None and kept[0] is record and beat is not None:
                 worker = with_beat(kept[2], beat, now)  # a heartbeat: its figures moved
-                cache[rank] = (record, beat, worker, now)
+                cache[rank] = (record, beat, worker, wall, now)
                 workers.append(worker)
             else:
                 worker = worker_from_record(record, now, beat)
-                cache[rank] = (record, beat, worker, now)
+                cache[rank] = (record, beat, worker, wall, now)
                 workers.append(worker)
         workers.sort(key=lambda w: w.rank)
         return workers

@@ -38,15 +38,10 @@ from raytop.model import (
 from raytop.model.evolve import evolve
 from raytop.model.identity import same_items, same_values
 from raytop.model.jobs import Job
+from raytop.model.refresh import same_second
 from raytop.rundir import train_run_name
 from raytop.wire.gcs import GcsKv, GcsReader, RayLacks
 from raytop.wire.kv_keys import TRIAL_PREFIX
-
-# How long the groups are handed out as the very same tuple while what they are made of
-# is (their ages as of when they were made): at 2,000 groups, making and judging them
-# again was a quarter of a refresh where nothing changed (docs/PERFORMANCE.md, issue 25).
-# The same second as the ledger's runs (``sources.ledger_source.SAME_RUN_FOR_S``).
-SAME_GROUPS_FOR_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -168,7 +163,11 @@ class PlacementReader:
                        for g, r in run_of_pg.items()}, experiment_of_job, others)  # fmt: skip
         made = self._made
         if made is not None and made.basis == basis:
-            if 0 <= now - made.at < SAME_GROUPS_FOR_S:
+            # The very same tuple while the wall clock is in the same second (their ages
+            # as of when they were made, ``model.refresh``): at 2,000 groups, making and
+            # judging them again was a quarter of a refresh where nothing changed
+            # (docs/PERFORMANCE.md, issue 25).
+            if same_second(now, made.at):
                 return made.groups
             # Only time moved: the same groups, each with its age moved on (~1 µs a group;
             # labelling 2,000 again was ~15 ms once a second).

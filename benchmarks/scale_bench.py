@@ -970,15 +970,15 @@ def measure_collect(
     cluster: StandInCluster, collector: Any, refreshes: int, watch_s: float
 ) -> dict[str, Any]:
     """The refresh kinds (see the module's docstring), each ``refreshes`` times."""
-    from raytop.sources.ledger_source import BEATS_EVERY_S
+    from raytop.model.refresh import AGES_EVERY_S
     from raytop.wire.gcs import CREATOR_GONE_REREAD_S
 
     kinds = {
         "nothing changed": cluster.index_heartbeat,
         "1% of ranks reported": lambda: cluster.report(0.01),
-        # A second after the last: the reader fetches a beat chunk it holds at most once
-        # a second (``sources.ledger_source.BEATS_EVERY_S``); this is the refresh that does.
-        "every rank's heartbeat": lambda: (time.sleep(BEATS_EVERY_S), cluster.heartbeat()),
+        # A second after the last: the reader fetches a beat chunk it holds at the first
+        # refresh of each second (``sources.ledger_source``); this is the refresh that does.
+        "every rank's heartbeat": lambda: (time.sleep(AGES_EVERY_S), cluster.heartbeat()),
         "a trial's row rewritten": lambda: (
             cluster.index_heartbeat(),
             cluster.rewrite_trials(changed=1),

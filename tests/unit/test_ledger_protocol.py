@@ -11,6 +11,7 @@ ranks is measured in ``benchmarks/scale_bench.py``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -18,7 +19,6 @@ import pytest
 from raytop.model import untrusted_beats as beats_module
 from raytop.model import untrusted_ledger_page as ledger_page_module
 from raytop.probe import ledger as ledger_module
-from raytop.sources import ledger_source
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import (
     BEAT_CHUNK_RANKS,
@@ -249,16 +249,18 @@ def test_one_ranks_beat_keeps_the_other_beats_of_its_chunk_and_their_workers(mon
     reader = LedgerReader(published.kv)
     (before,), _ = reader.read(now=100.0)
     checked = calls_of(monkeypatch, beats_module, "_plain")
-    monkeypatch.setattr(ledger_source, "BEATS_EVERY_S", 0.25)  # read again within the second
     rank = BEAT_CHUNK_RANKS + 5
     assert published.send(report(rank, cpu=80.0)) == [BEAT_PREFIX + "r1.a1~1"]
-    (run,), _ = reader.read(now=100.5)  # within a second: the ages have not moved on
+    (run,), _ = reader.read(now=101.0)  # a new second: beats read, ages moved on
     assert [beat["cpu_percent"] for (beat,) in checked] == [80.0]
-    kept = [w.rank for w, b in zip(run.workers, before.workers, strict=True) if w is b]
-    assert kept == [r for r in range(WORLD) if r != rank]
+    aged = [w.rank for w, b in zip(run.workers, before.workers, strict=True)
+            if w == dataclasses.replace(b, last_report_age_s=w.last_report_age_s,
+                                        heartbeat_age_s=w.heartbeat_age_s)]  # fmt: skip
+    assert aged == [r for r in range(WORLD) if r != rank]
     assert run.workers[rank].cpu_percent == 80.0
-    (run,), _ = reader.read(now=102.0)  # the ages moved on: as a fresh reader reads them
-    assert read_afresh(published, 102.0) == run
+    assert read_afresh(published, 101.0) == run
+    (again,), _ = reader.read(now=101.5)  # the same second: the very run
+    assert again is run
 
 
 def test_a_beat_chunk_held_is_fetched_again_at_most_once_a_second(monkeypatch):

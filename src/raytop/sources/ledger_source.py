@@ -60,15 +60,17 @@ from raytop.wire.kv_keys import (
 )
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
-# How often a beat chunk already read is fetched again when its version moved: each probe
-# beats once a second (``probe.rank_state.HEARTBEAT_S``), its ranks' beats arrive spread
-# over that second, and the Ledger re-sends a chunk when any of them moved. At a 0.25 s
-# refresh, reading each chunk's new version meant every run of a large cluster made and
-# judged again four times a second for figures that move once a second (2,000 ranks: over
-# half a core). A chunk never read is fetched at once, and so is every changed chunk of an
-# attempt whose pages changed (a rank that reports beats too: read apart, its run would
-# be made again twice); pages (the report counts), always.
-BEATS_EVERY_S = 1.0
+# A beat chunk already read is fetched again when its version moved at most once a second:
+# each probe beats once a second (``probe.rank_state.HEARTBEAT_S``), its ranks' beats
+# arrive spread over that second, and the Ledger re-sends a chunk when any of them moved.
+# At a 0.25 s refresh, reading each chunk's new version meant every run of a large cluster
+# made and judged again four times a second for figures that move once a second (2,000
+# ranks: over half a core). They are read at the first refresh of each second of the wall
+# clock, the one at which the ages move on (``model.refresh``): on a refresh a second after
+# the last read instead, a run was made again twice a second, once for its ages and once
+# for its beats. A chunk never read is fetched at once, and so is every changed chunk of an
+# attempt whose pages changed (a rank that reports beats too: read apart, its run would be
+# made again twice); pages (the report counts), always.
 
 
 def _parse(raw: Any, max_bytes: int) -> Any:
@@ -171,15 +173,15 @@ class LedgerReader:
             (BEAT_PREFIX, beats, _checked_beats, self._beats, self._beat_versions),
         )
         # Every changed page, with its attempt's changed beats (a rank that reported beat
-        # too); other beats only when due (``BEATS_EVERY_S``) or never read.
+        # too); other beats only at a new second or never read.
         new_pages = [k for k, v in pages.items() if self._versions.get(k) != v]
         reported = {split_chunk_key(k)[0] for k in new_pages}
-        due = not 0 <= now - self._beats_read_at < BEATS_EVERY_S
+        due = not same_second(now, self._beats_read_at)
         new_beats = [
             k for k, v in beats.items() if self._beat_versions.get(k) != v
             and (due or k not in self._beats or split_chunk_key(k)[0] in reported)
         ]  # fmt: skip
-        if due and new_beats:
+        if due:  # the second's read, changed chunks or none: the next is a second on
             self._beats_read_at = now
         changed = [PAGE_PREFIX + k for k in new_pages] + [BEAT_PREFIX + k for k in new_beats]
         blobs = self._kv.multi_get(changed) if changed else {}

@@ -63,14 +63,12 @@ STALE_AFTER_S = 5.0  # the ledger republishes its index every second
 # A beat chunk already read is fetched again when its version moved at most once a second:
 # each probe beats once a second (``probe.rank_state.HEARTBEAT_S``), its ranks' beats
 # arrive spread over that second, and the Ledger re-sends a chunk when any of them moved.
-# At a 0.25 s refresh, reading each chunk's new version meant every run of a large cluster
-# made and judged again four times a second for figures that move once a second (2,000
-# ranks: over half a core). They are read at the first refresh of each second of the wall
-# clock, the one at which the ages move on (``model.refresh``): on a refresh a second after
-# the last read instead, a run was made again twice a second, once for its ages and once
-# for its beats. A chunk never read is fetched at once, and so is every changed chunk of an
-# attempt whose pages changed (a rank that reports beats too: read apart, its run would be
-# made again twice); pages (the report counts), always.
+# Read at each new version, at a 0.25 s refresh, every run of a large cluster was made and
+# judged again four times a second (2,000 ranks: over half a core). They are read at the
+# first refresh of each second, the one at which ages move on (``model.refresh``); a
+# second after the last read instead, a run was made again twice a second. A chunk never
+# read is fetched at once, and so is every changed chunk of an attempt whose pages changed
+# (a rank that reports beats too); pages (the report counts), always.
 
 
 def _parse(raw: Any, max_bytes: int) -> Any:

@@ -42,6 +42,7 @@ from raytop.pipeline.workloads import KeptHoldings, _held
 from raytop.sources.checkpoints import CheckpointSnapshots
 from raytop.sources.ledger_source import LedgerReader
 from raytop.sources.placement_source import PlacementReader
+from raytop.wire.gcs import KeptNodes, nodes_from_gcs
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, RUN_PREFIX
 from tests.fakes import FakeKv
 
@@ -523,3 +524,22 @@ def test_what_is_kept_is_told_by_identity_not_by_equality():
     assert not same_items([row], [row, row])
     assert same_values({"a": row}, {"a": row}) and not same_values({"a": row}, {"a": again})
     assert not same_values({"a": row}, {"b": row})
+
+
+def test_a_node_whose_row_holds_the_very_values_is_the_very_node():
+    """``wire.gcs.KeptNodes``: the GCS reader keeps a node's parsed row and its free
+    figures while their bytes are the same; such a row is the very ``Node`` made before,
+    any other is made afresh (the same as ``nodes_from_gcs``), in the rows' order."""
+    total, free = {"CPU": 8.0}, {"CPU": 2.0}
+    rows = [{"node_id": n, "address": "1.2.3.4", "alive": True, "is_head": n == "a",
+             "resources_total": total, "resources_available": free, "labels": {}}
+            for n in ("a", "b")]  # fmt: skip
+    kept = KeptNodes()
+    first = kept.of(rows)
+    assert first == nodes_from_gcs(rows)
+    again = kept.of([dict(r) for r in rows])  # new dicts of the very values
+    assert all(n is m for n, m in zip(again, first, strict=True))
+    moved = [dict(rows[0]), {**rows[1], "resources_available": {"CPU": 2.0}}]
+    later = kept.of(moved)
+    assert later[0] is first[0] and later[1] is not first[1] and later == nodes_from_gcs(moved)
+    assert [n.node_id for n in kept.of(moved[::-1])] == ["b", "a"]

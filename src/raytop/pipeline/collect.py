@@ -42,7 +42,7 @@ from raytop.sources.tune_dir import ExperimentReader
 from raytop.sources.tune_home import TuneHome, default_roots
 from raytop.wire.capabilities import READING, lacking
 from raytop.wire.dashboard import DashboardClient
-from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, nodes_from_gcs, ray_version
+from raytop.wire.gcs import ClusterUnreachable, GcsKv, GcsReader, KeptNodes, ray_version
 from raytop.wire.version import unsupported_warning
 
 HISTORY_ONLY = "no cluster: history from storage"
@@ -117,6 +117,7 @@ class SnapshotCollector:
         self._trials = KeptTrials()  # the trials' reasons to wait and the best, the same
         self._groups_kept = KeptGroups()  # why each group waits, its findings, the same
         self._probed = KeptProbed()  # the probed workers' pids, while the runs are the same
+        self._nodes = KeptNodes()  # each node, while its row's values are the same
         self._lock = threading.Lock()
         # Nodes elsewhere: Ray's figures, asked of its dashboard only while there are some.
         self._remote = RemoteHosts(dashboard) if dashboard is not None else None
@@ -212,7 +213,7 @@ class SnapshotCollector:
             why = self._unreachable_reason or "no Ray cluster found (none named, none running)"
             return Cluster(address=None, connected=False, error=why)
         try:
-            nodes = nodes_from_gcs(self._reader.nodes())
+            nodes = self._nodes.of(self._reader.nodes())
         except ClusterUnreachable as exc:
             return Cluster(address=self.address, connected=False, error=str(exc),
                            embedded=self.embedded)  # fmt: skip

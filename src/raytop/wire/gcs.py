@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from raytop.model import Node
+from raytop.model.identity import same_values
 from raytop.wire import capabilities as caps
 from raytop.wire.gcs_auth import auth_refusal
 from raytop.wire.gcs_pubsub import Changes
@@ -37,6 +38,7 @@ __all__ = [
     "ClusterUnreachable",
     "GcsKv",
     "GcsReader",
+    "KeptNodes",
     "RayLacks",
     "local_cluster_address",
     "nodes_from_gcs",
@@ -269,6 +271,29 @@ def nodes_from_gcs(rows: list[dict[str, Any]]) -> tuple[Node, ...]:
     """``GcsReader.nodes()``'s rows as ``model.Node``s: the one place their keys meet the
     model's fields (the collector's cluster and the reuse guard's both read it)."""
     return tuple(Node(**row) for row in rows)
+
+
+class KeptNodes:
+    """``nodes_from_gcs`` for a reader asked at every refresh: a row whose every value is
+    the very object of the row it was made from last time (``GcsReader`` keeps a node's
+    parsed row, and its figures of what is free, while their bytes are the same) is that
+    very ``Node``. 500 nodes made again at each refresh were ~1.5 ms of one in which
+    nothing changed (docs/PERFORMANCE.md, issue 25)."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, tuple[dict[str, Any], Node]] = {}  # node id → (row, Node)
+
+    def of(self, rows: list[dict[str, Any]]) -> tuple[Node, ...]:
+        made: dict[str, tuple[dict[str, Any], Node]] = {}
+        nodes = []
+        for row in rows:
+            kept = self._made.get(row["node_id"])
+            if kept is None or not same_values(kept[0], row):
+                kept = (row, Node(**row))
+            made[row["node_id"]] = kept
+            nodes.append(kept[1])
+        self._made = made
+        return tuple(nodes)
 
 
 # -- GCS internal KV: how raytop and the ledger talk without raytop joining the cluster ----

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from raytop.diagnose import diagnose
 from raytop.diagnose.check import (
     BARRIER_STALL,
@@ -284,3 +287,28 @@ def test_a_ranks_peers_median_is_the_median_of_every_other_rank():
                 others = values[:i] + values[i + 1 :]
                 index = ordered.index(value)
                 assert median_without(ordered, index) == statistics.median(others)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.01, 0.1, 0.15, 0.3, 0.5, 0.66, 0.9, 1.0]),
+                min_size=2, max_size=12))  # fmt: skip
+def test_stragglers_are_the_ranks_over_twice_their_peers_median(waits):
+    """The stragglers (``hang.stragglers``, which passes a rank under twice the lowest of
+    its peers' medians without its own) are the ranks a rank-by-rank reading names: a
+    working share of at least 0.2 and at least STRAGGLER_SCORE times the median of every
+    other rank's (any share over 0.2 against a median of 0)."""
+    import statistics
+
+    from raytop.diagnose.hang import STRAGGLER_SCORE, stragglers
+
+    ranks = [rank(r, 30, last=NOW - 1, kind="user", samples=40, waiting=w)
+             for r, w in enumerate(waits)]  # fmt: skip
+    named = {f.evidence["rank"] for f in stragglers(run(*ranks), T, NOW)}
+    works = [1.0 - w for w in waits]
+    expected = set()
+    for r, share in enumerate(works):
+        median = statistics.median(works[:r] + works[r + 1 :])
+        score = share / median if median > 0 else (float("inf") if share > 0.2 else 0.0)
+        if score >= STRAGGLER_SCORE and share >= 0.2:
+            expected.add(r)
+    assert named == expected

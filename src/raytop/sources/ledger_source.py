@@ -42,6 +42,7 @@ from raytop.model.records import (
 from raytop.model.refresh import same_second
 from raytop.model.untrusted_beats import ledger_beats
 from raytop.model.untrusted_ledger_page import ledger_page
+from raytop.sources.ledger_beat_reads import beats_to_read
 from raytop.sources.ledger_records import (
     age,
     attempts_from_record,
@@ -60,15 +61,6 @@ from raytop.wire.kv_keys import (
 )
 
 STALE_AFTER_S = 5.0  # the ledger republishes its index every second
-# A beat chunk already read is fetched again when its version moved at most once a second:
-# each probe beats once a second (``probe.rank_state.HEARTBEAT_S``), its ranks' beats
-# arrive spread over that second, and the Ledger re-sends a chunk when any of them moved.
-# Read at each new version, at a 0.25 s refresh, every run of a large cluster was made and
-# judged again four times a second (2,000 ranks: over half a core). They are read at the
-# first refresh of each second, the one at which ages move on (``model.refresh``); a
-# second after the last read instead, a run was made again twice a second. A chunk never
-# read is fetched at once, and so is every changed chunk of an attempt whose pages changed
-# (a rank that reports beats too); pages (the report counts), always.
 
 
 def _parse(raw: Any, max_bytes: int) -> Any:
@@ -170,15 +162,12 @@ class LedgerReader:
             (PAGE_PREFIX, pages, _checked_page, self._pages, self._versions),
             (BEAT_PREFIX, beats, _checked_beats, self._beats, self._beat_versions),
         )
-        # Every changed page, with its attempt's changed beats (a rank that reported beat
-        # too); other beats only at a new second or never read.
+        # Every changed page; beats at a new second, else those of the ranks that
+        # reported and those never read (``ledger_beat_reads``).
         new_pages = [k for k, v in pages.items() if self._versions.get(k) != v]
-        reported = {split_chunk_key(k)[0] for k in new_pages}
         due = not same_second(now, self._beats_read_at)
-        new_beats = [
-            k for k, v in beats.items() if self._beat_versions.get(k) != v
-            and (due or k not in self._beats or split_chunk_key(k)[0] in reported)
-        ]  # fmt: skip
+        reported = {k: self._pages.get(k) for k in new_pages}
+        new_beats = beats_to_read(beats, self._beat_versions, self._beats, reported, due)
         if due:  # the second's read, changed chunks or none: the next is a second on
             self._beats_read_at = now
         changed = [PAGE_PREFIX + k for k in new_pages] + [BEAT_PREFIX + k for k in new_beats]

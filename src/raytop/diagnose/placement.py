@@ -182,6 +182,8 @@ def placement_findings(
     findings = []
     capacity = Capacity(list(nodes))
     for pg in groups:
+        if not pg.leaked and (pg.placed or pg.why_pending is None):
+            continue  # most groups: no finding, nothing made for one
         evidence = {"pg_id": pg.pg_id, "owner_kind": pg.owner_kind, "owner": pg.owner,
                     "experiment": pg.experiment, "age_s": pg.age_s}  # fmt: skip
         subject = f"{pg.owner_label} (group {pg.pg_id[:8]})"

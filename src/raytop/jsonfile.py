@@ -81,7 +81,7 @@ def read_capped(path: Path, max_bytes: int) -> bytes:
             raise _not_regular(path, info.st_mode)
         untrusted.check_size(info.st_size, max_bytes)
         with os.fdopen(fd, "rb", closefd=False) as f:
-            raw = f.read(max_bytes + 1)
+            raw = untrusted.read_upto(f, info.st_size, max_bytes)
         untrusted.check_size(len(raw), max_bytes)
         return raw
     except untrusted.Refused as exc:

@@ -234,3 +234,52 @@ def test_a_file_read_again_unchanged_is_the_same_object(tmp_path):
     assert changed == {"n": [1, 3]} and changed is not first
     (tmp_path / "a.json").unlink()
     assert storage.read_json("a.json")[0] is changed
+
+
+def test_a_file_read_again_with_the_very_bytes_is_not_parsed_or_checked_again(tmp_path):
+    """A re-read (a watched file's safety net, every max_age_s) of the very bytes of its
+    last good read hands back that copy without parsing and checking it again; other
+    bytes (the same content laid out anew too) are parsed and checked."""
+    checked: list[object] = []
+
+    def check(data):
+        checked.append(data)
+        return data
+
+    (tmp_path / "a.json").write_text(json.dumps({"n": [1, 2]}))
+    storage = LocalStorage(tmp_path, watch=False)  # every read goes to the disk
+    first, _ = storage.read_json("a.json", validate=check)
+    again, warning = storage.read_json("a.json", validate=check)
+    assert again is first and warning is None and len(checked) == 1 and storage.reads == 2
+    (tmp_path / "a.json").write_text(json.dumps({"n": [1, 2]}, indent=2))
+    assert storage.read_json("a.json", validate=check)[0] is first and len(checked) == 2
+    (tmp_path / "a.json").write_text("{torn")
+    assert storage.read_json("a.json", validate=check)[1].endswith("using the last good copy")
+    (tmp_path / "a.json").write_text(json.dumps({"n": [1, 2]}, indent=2))  # good again
+    assert storage.read_json("a.json", validate=check) == (first, None) and len(checked) == 2
+
+
+def test_a_file_is_read_whole_up_to_one_byte_past_its_cap_whatever_its_stat_said():
+    """``untrusted.read_upto``: the bytes there are, in a buffer of the file's size, read
+    on if it grew since its size was taken, never more than one byte past the cap; and a
+    tail is at most its cap, grown or not."""
+    import io
+
+    from raytop.model.untrusted import read_upto
+
+    assert read_upto(io.BytesIO(b"abcd"), 4, 10) == b"abcd"
+    assert read_upto(io.BytesIO(b"abcdefgh"), 4, 10) == b"abcdefgh"  # grew since
+    assert read_upto(io.BytesIO(b"abcdefghijklmnop"), 4, 10) == b"abcdefghijk"  # past the cap
+    assert read_upto(io.BytesIO(b"ab"), 4, 10) == b"ab"  # shrank
+    assert read_upto(io.BytesIO(b"abcdefghijklmnop"), 10, 10) == b"abcdefghijk"
+    assert read_upto(io.BytesIO(b""), 0, 10) == b""
+
+
+def test_a_tail_is_at_most_its_cap(tmp_path):
+    (tmp_path / "result.json").write_bytes(b"x" * 250)
+    storage = LocalStorage(tmp_path, watch=False)
+    tail = storage.read_tail("result.json", 100)
+    assert tail.data == b"x" * 100 and tail.mid_file
+    (tmp_path / "short.json").write_bytes(b"y" * 40)
+    short = storage.read_tail("short.json", 100)
+    assert short.data == b"y" * 40 and not short.mid_file

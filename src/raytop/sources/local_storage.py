@@ -88,7 +88,7 @@ class LocalStorage(Storage):
         fd, info = opened
         with os.fdopen(fd, "rb") as f:
             untrusted.check_size(info.st_size, max_bytes)
-            return f.read(max_bytes + 1)
+            return untrusted.read_upto(f, info.st_size, max_bytes)
 
     def _read_tail(self, rel: str, max_bytes: int) -> tuple[bytes, bool] | None:
         opened = self._open(rel)
@@ -98,7 +98,8 @@ class LocalStorage(Storage):
         with os.fdopen(fd, "rb") as f:
             start = max(0, info.st_size - max_bytes)
             f.seek(start)
-            return f.read(max_bytes), start > 0
+            # at most max_bytes, in a buffer of what is there (and what it grew by since)
+            return untrusted.read_upto(f, info.st_size - start, max_bytes - 1), start > 0
 
     def _list(self, rel: str) -> list[Entry] | None:
         self._watched(join_rel(self.root, rel))

@@ -10,6 +10,7 @@ Paths are relative to the storage's root (``"experiment_state-….json"``,
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import threading
 import time
@@ -33,6 +34,11 @@ class Entry:
     mtime: float | None
 
 
+def _digest(raw: bytes) -> bytes:
+    """A file's bytes, told apart from others': its length and BLAKE2b digest."""
+    return len(raw).to_bytes(8, "big") + hashlib.blake2b(raw, digest_size=16).digest()
+
+
 class Storage:
     """The caching and parse-error handling; subclasses say how to read and when a cached
     copy is still good."""
@@ -49,6 +55,7 @@ class Storage:
         # rel → (read at, parsed or last good copy, the warning of that read)
         self._files: dict[str, tuple[float, Any, str | None]] = {}
         self._last_good: dict[str, Any] = {}
+        self._good_digests: dict[str, bytes | None] = {}  # rel → its last good bytes' digest
         self._listings: dict[str, tuple[float, list[Entry] | None]] = {}
         self._tails: dict[str, tuple[float, Tail]] = {}
         self.reads = 0  # files actually read (for tests and benchmarks)
@@ -109,6 +116,15 @@ class Storage:
             try:
                 self.reads += 1
                 raw = self._read_bytes(rel, max_bytes)
+                digest = None if raw is None else _digest(raw)
+                with self._lock:
+                    if digest is not None and self._good_digests.get(rel) == digest:
+                        # The very bytes of its last good read (a watched file is read
+                        # again every max_age_s as a safety net): that copy, not parsed
+                        # and checked again (250 runs' snapshots: ~40 ms every 5 s).
+                        good = self._last_good.get(rel)
+                        self._files[rel] = (read_at, good, None)
+                        return good, None
                 data = None if raw is None else untrusted.parse(raw, max_bytes)
                 if raw is not None and data is None:  # None means absent: a null is bad
                     raise untrusted.Invalid("top level: expected a dict or a list, got null")
@@ -142,8 +158,10 @@ class Storage:
                     # the same content is the same object, so what callers made of it
                     # (a run's checkpoint pipeline, ``pipeline.run_checkpoints``) is kept.
                     data = last
+                    self._good_digests[rel] = digest
                 else:
                     self._last_good[rel] = data
+                    self._good_digests[rel] = digest
                 self._files[rel] = (read_at, data, None)
             return data, None
         if invalid is not None:

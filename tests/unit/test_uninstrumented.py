@@ -238,11 +238,9 @@ def test_the_job_tables_entrypoint_joins_by_job_id():
     assert with_job_entrypoints((run,), {"02000000": ""}) == (run,)  # empty: not known
 
 
-def test_a_run_that_did_not_change_keeps_its_claims_and_pids_of_several_runs_merge(
-    monkeypatch,
-):
-    """Only a changed run (or one whose claim ran out) is walked again; a pid claimed by
-    runs on two nodes is claimed on both, as worked out afresh."""
+def counted_walks(monkeypatch, label):
+    """``uninstrumented._claimed`` counted from now on: the labels of the runs it walks,
+    and the function itself (to work an answer out afresh, uncounted)."""
     import raytop.pipeline.uninstrumented as module
 
     walked: list[str] = []
@@ -250,10 +248,21 @@ def test_a_run_that_did_not_change_keeps_its_claims_and_pids_of_several_runs_mer
 
     def counted(runs, at):
         runs = tuple(runs)
-        walked.extend(r.attempt_id for r in runs)
+        walked.extend(label(r) for r in runs)
         return claimed(runs, at)
 
     monkeypatch.setattr(module, "_claimed", counted)
+    return walked, claimed
+
+
+def test_a_run_that_did_not_change_keeps_its_claims_and_pids_of_several_runs_merge(
+    monkeypatch,
+):
+    """Only a changed run (or one whose claim ran out) is walked again; a pid claimed by
+    runs on two nodes is claimed on both, as worked out afresh."""
+    import raytop.pipeline.uninstrumented as module
+
+    walked, _ = counted_walks(monkeypatch, lambda r: r.attempt_id)
     kept, now = KeptProbed(), 1_000_000.0
     a = dataclasses.replace(probed_by(21, "n1", now - 10), run_id="a", attempt_id="a")
     b = dataclasses.replace(probed_by(21, "n2", now - 50), run_id="b", attempt_id="b")
@@ -272,17 +281,7 @@ def test_a_run_made_again_by_a_report_or_a_heartbeat_keeps_its_claims(monkeypatc
     """A run re-made with the same pids on the same nodes, its beats only later, is not
     walked again; a worker whose stale beat (no claim) became fresh is, and claims its
     pid. Every answer is the one worked out afresh."""
-    import raytop.pipeline.uninstrumented as module
-
-    walked: list[str] = []
-    claimed = module._claimed
-
-    def counted(runs, at):
-        runs = tuple(runs)
-        walked.extend(r.run_name for r in runs)
-        return claimed(runs, at)
-
-    monkeypatch.setattr(module, "_claimed", counted)
+    walked, claimed = counted_walks(monkeypatch, lambda r: r.run_name)
     kept, now = KeptProbed(), 1_000_000.0
     fresh = Worker(rank=0, pid=21, node_id="n1", heartbeat_at=now - 10)
     stale = Worker(rank=1, pid=31, node_id="n1", heartbeat_at=now - 100)

@@ -455,6 +455,30 @@ def test_groups_that_only_aged_keep_their_reasons_said_at_their_new_age(monkeypa
     assert asked == [1, 1, 1, 1]  # other nodes, and each fresh KeptGroups: worked out again
 
 
+def test_the_findings_of_groups_that_only_aged_are_said_again_at_their_age(monkeypatch):
+    """Groups that only aged keep what was said of each but its age (its subject, whether
+    it can never be placed): not looked up again, and the findings are those judged
+    afresh, their ages moved on."""
+    from raytop.diagnose import placement
+
+    looked: list[str] = []
+    infeasible = placement.Capacity.infeasible
+
+    def counted(self, pg):
+        looked.append(pg.pg_id)
+        return infeasible(self, pg)
+
+    monkeypatch.setattr(placement.Capacity, "infeasible", counted)
+    reader, kept, nodes = PlacementReader(Groups(GROUP), FakeKv()), KeptGroups(), (node(0.0),)
+    young = kept.with_why_pending(reader.read([], (), {}, now=100.0), nodes, reader.aged_from)
+    (first,) = kept.findings(young, nodes, 30.0)
+    assert first.message.startswith("pending for 50s") and len(looked) == 2  # why, findings
+    old = kept.with_why_pending(reader.read([], (), {}, now=111.0), nodes, reader.aged_from)
+    (later,) = kept.findings(old, nodes, 30.0)
+    assert len(looked) == 2 and later.message.startswith("pending for 61s")
+    assert [later] == placement.placement_findings(old, nodes, 30.0)
+
+
 VALUES = st.one_of(st.none(), st.sampled_from([0.1, 0.2, 0.3, float("nan")]))
 
 

@@ -177,16 +177,34 @@ def waited(pg: PlacementGroup, reason: str) -> str:
 
 
 def placement_findings(
-    groups: tuple[PlacementGroup, ...], nodes: tuple[Node, ...], waiting_after_s: float
+    groups: tuple[PlacementGroup, ...],
+    nodes: tuple[Node, ...],
+    waiting_after_s: float,
+    said: dict[str, tuple[str, bool]] | None = None,
 ) -> list[Finding]:
+    """The findings about the groups: leaked, never placeable, waiting too long.
+    ``said``: a caller's record, by group id, of each group's subject and whether it can
+    never be placed on these nodes (what its age does not move), used and filled in: the
+    caller keeps it while the groups only age on the same nodes (``pipeline.kept_groups``;
+    ~1,000 waiting groups' shapes looked up again each second)."""
     findings = []
-    capacity = Capacity(list(nodes))
+    capacity: Capacity | None = None
+    said = {} if said is None else said
     for pg in groups:
         if not pg.leaked and (pg.placed or pg.why_pending is None):
             continue  # most groups: no finding, nothing made for one
+        known = said.get(pg.pg_id)
+        if known is None:
+            capacity = capacity or Capacity(list(nodes))
+            never = (
+                not pg.placed
+                and pg.why_pending is not None
+                and (capacity.infeasible(pg) is not None or pg.scheduling_state == "INFEASIBLE")
+            )
+            known = said[pg.pg_id] = (f"{pg.owner_label} (group {pg.pg_id[:8]})", never)
+        subject, never = known
         evidence = {"pg_id": pg.pg_id, "owner_kind": pg.owner_kind, "owner": pg.owner,
                     "experiment": pg.experiment, "age_s": pg.age_s}  # fmt: skip
-        subject = f"{pg.owner_label} (group {pg.pg_id[:8]})"
         if pg.leaked:
             holds = "holds" if pg.placed else "waits for"
             message = f"its creator is gone but it still {holds} {len(pg.bundles)} bundle(s)"
@@ -194,7 +212,7 @@ def placement_findings(
                                     evidence, trial_id=pg.trial_id))  # fmt: skip
         if pg.placed or pg.why_pending is None:
             continue
-        if capacity.infeasible(pg) is not None or pg.scheduling_state == "INFEASIBLE":
+        if never:
             findings.append(Finding("placement_infeasible", Severity.ERROR, subject,
                                     pg.why_pending, evidence, trial_id=pg.trial_id))  # fmt: skip
         elif (pg.age_s or 0.0) > waiting_after_s:

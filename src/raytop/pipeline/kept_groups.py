@@ -29,7 +29,9 @@ class KeptGroups:
     def __init__(self) -> None:
         # groups, nodes, the groups with their reasons, each waiting one's reason by id
         self._why: tuple[Groups, tuple, Groups, dict[str, str]] | None = None
-        self._judged: tuple[Groups, tuple, float, list[Finding]] | None = None
+        # groups, nodes, threshold, findings, what was said of each (``placement_findings``)
+        self._judged: tuple[Groups, tuple, float, list[Finding], dict] | None = None
+        self._aged: tuple[Groups, Groups] | None = None  # (reasoned, the same aged)
 
     def with_why_pending(
         self, groups: Groups, nodes: tuple[Node, ...], aged_from: Groups | None = None
@@ -46,7 +48,9 @@ class KeptGroups:
             if aged_from is not None and kept[0] is aged_from:
                 reasoned = with_why_pending(groups, kept[3])
                 self._why = (groups, capacity, reasoned, kept[3])
+                self._aged = (kept[2], reasoned)
                 return reasoned
+        self._aged = None
         why = waiting_reasons(groups, nodes)
         reasoned = with_why_pending(groups, why)
         self._why = (groups, capacity, reasoned, why)
@@ -54,16 +58,17 @@ class KeptGroups:
 
     def findings(self, groups: Groups, nodes: tuple[Node, ...], waiting_after_s: float):
         """``diagnose.placement.placement_findings``, or what it gave for these very
-        groups on nodes that hold the same, with the same threshold."""
+        groups on nodes that hold the same, with the same threshold; for the same groups
+        aged, what it said of each but their ages (its ``said``)."""
         capacity = _capacity(nodes)
         kept = self._judged
-        if (
-            kept is not None
-            and kept[0] is groups
-            and kept[1] == capacity
-            and kept[2] == waiting_after_s
-        ):
-            return kept[3]
-        judged = placement_findings(groups, nodes, waiting_after_s)
-        self._judged = (groups, capacity, waiting_after_s, judged)
+        said: dict = {}
+        if kept is not None and kept[1] == capacity and kept[2] == waiting_after_s:
+            if kept[0] is groups:
+                return kept[3]
+            aged = self._aged
+            if aged is not None and aged[0] is kept[0] and aged[1] is groups:
+                said = kept[4]
+        judged = placement_findings(groups, nodes, waiting_after_s, said)
+        self._judged = (groups, capacity, waiting_after_s, judged, said)
         return judged

@@ -57,6 +57,7 @@ RUN_RECORD = {"run_id": "run1", "run_name": "exp-t1", "sent_at": 9.0,
                                      "error_class": None, "failure_class": None}]}  # fmt: skip
 
 T = Thresholds(stall_after_s=60)
+AT = (1000.0, 1000.0)  # the ledger's publish and the wall clock's time: ages as of then
 
 
 def rank(r: int, entered: int, received_at: float = 100.0) -> dict:
@@ -75,46 +76,57 @@ def publish(kv: FakeKv, published_at: float, version: int, *ranks: dict, runs=No
 
 
 def test_the_reader_hands_out_the_same_run_while_nothing_was_said_of_it():
+    """However much later: the run carries times, not ages (``pipeline.derive`` makes
+    those)."""
     kv = FakeKv()
     reader = LedgerReader(kv)
     publish(kv, 100.0, 1, rank(0, 3), rank(1, 3))
     (first,), _ = reader.read(now=100.0)
-    publish(kv, 100.6, 1, rank(0, 3), rank(1, 3))  # republished, nothing new
-    (again,), _ = reader.read(now=100.6)
+    publish(kv, 105.6, 1, rank(0, 3), rank(1, 3))  # republished, nothing new
+    (again,), _ = reader.read(now=105.6)
     assert again is first
-    assert again.workers[0].heartbeat_age_s == 0.0  # its ages as of when it was made
+    assert again.workers[0].heartbeat_at == 100.0 and again.workers[0].heartbeat_age_s is None
+    assert again.attempts == ()
 
 
-def test_a_run_is_made_again_once_its_ages_are_a_second_old():
+def test_a_runs_ages_are_made_once_a_second_as_of_the_ledgers_publish():
     kv = FakeKv()
-    reader = LedgerReader(kv)
-    publish(kv, 100.0, 1, rank(0, 3), rank(1, 3))
-    (first,), _ = reader.read(now=100.0)
-    publish(kv, 100.0 + AGES_EVERY_S, 1, rank(0, 3), rank(1, 3))
-    (later,), _ = reader.read(now=100.0 + AGES_EVERY_S)
-    assert later is not first and later.workers[0].reports_entered == 3
-    assert later.workers[0].heartbeat_age_s == AGES_EVERY_S
+    reader, kept = LedgerReader(kv), KeptRuns()
+    kv.data[RUN_PREFIX + "run1"] = json.dumps(RUN_RECORD).encode()
+    publish(kv, 100.0, 1, rank(0, 3), rank(1, 3), runs={"run1": 1})
+    (run,), _ = reader.read(now=100.0)
+    first = kept.derive(run, T, 100.0, 100.0)
+    assert first.workers[0].heartbeat_age_s == 0.0 and first.workers[0].last_report_age_s == 10.0
+    assert [a.duration_s for a in first.attempts] == [0.5, 91.0]  # the running one's: to now
+    assert kept.derive(run, T, 100.6, 100.6) is first  # the same second
+    later = kept.derive(run, T, 100.0 + AGES_EVERY_S, 100.0 + AGES_EVERY_S)
+    assert later is not first and later.workers[0].heartbeat_age_s == AGES_EVERY_S
+    assert later.attempts[1].duration_s == 91.0 + AGES_EVERY_S
+    assert later.attempts[0] is first.attempts[0]  # an ended attempt is not made again
 
 
 def test_runs_and_groups_move_their_ages_on_at_the_same_refresh_the_first_of_a_second():
     """Ages move on at the first refresh of each second of the wall clock, for the runs
-    and the groups alike (``model.refresh``): a run made late in a second is made again
-    at the next second's first refresh, not a whole second later, and on the refresh
-    the groups age too. A ledger that did not publish again keeps its runs' ages."""
+    and the groups alike (``model.refresh``): a run derived late in a second is derived
+    again at the next second's first refresh, not a whole second later, and on the
+    refresh the groups age too. A ledger that did not publish again keeps its runs'
+    ages."""
     kv = FakeKv()
-    reader, groups = LedgerReader(kv), PlacementReader(Groups(GROUP), FakeKv())
+    reader, groups, kept = LedgerReader(kv), PlacementReader(Groups(GROUP), FakeKv()), KeptRuns()
     publish(kv, 100.9, 1, rank(0, 3), rank(1, 3))
-    (first,), _ = reader.read(now=100.9)
+    (run,), _ = reader.read(now=100.9)
+    first = kept.derive(run, T, 100.9, 100.9)
     placed = groups.read([], (), {}, now=100.9)
-    (same,), _ = reader.read(now=100.95)
-    assert same is first and groups.read([], (), {}, now=100.95) is placed
+    assert kept.derive(run, T, 100.9, 100.95) is first
+    assert groups.read([], (), {}, now=100.95) is placed
     publish(kv, 101.0, 1, rank(0, 3), rank(1, 3))
-    (later,), _ = reader.read(now=101.05)
+    (same,), _ = reader.read(now=101.05)
+    later = kept.derive(same, T, 101.0, 101.05)
     aged = groups.read([], (), {}, now=101.05)
-    assert later is not first and later.workers[0].heartbeat_age_s == 1.0  # as of 101.0
+    assert same is run and later is not first
+    assert later.workers[0].heartbeat_age_s == 1.0  # as of the publish, 101.0
     assert aged is not placed and groups.aged_from is placed
-    (stale,), _ = reader.read(now=102.5)  # no publish since 101.0: its ages stand
-    assert stale is later
+    assert kept.derive(same, T, 101.0, 102.5) is later  # no publish since: its ages stand
 
 
 def test_a_changed_page_or_run_record_makes_the_run_again_at_once():
@@ -134,7 +146,7 @@ def test_a_changed_page_or_run_record_makes_the_run_again_at_once():
 
 def worker(r: int, entered: int, exited: int, age: float) -> Worker:
     return Worker(rank=r, reports_entered=entered, reports_exited=exited, last_report_age_s=age,
-                  last_enter_at=1000.0 - age, heartbeat_age_s=0.5)  # fmt: skip
+                  last_enter_at=1000.0 - age, heartbeat_at=999.5, heartbeat_age_s=0.5)  # fmt: skip
 
 
 def stalled() -> TrainRun:
@@ -150,9 +162,9 @@ def context(**changed) -> RunContext:
 def test_what_is_made_of_the_same_run_is_kept_and_of_a_new_one_made_again():
     kept = KeptRuns()
     run = stalled()
-    derived = kept.derive(run, T)
-    assert kept.derive(run, T) is derived
-    assert kept.derive(stalled(), T) is not derived  # equal, but not the same object
+    derived = kept.derive(run, T, *AT)
+    assert kept.derive(run, T, *AT) is derived
+    assert kept.derive(stalled(), T, *AT) is not derived  # equal, but not the same object
     tagged = kept.with_trial(derived, "t1")
     assert tagged.trial_id == "t1" and kept.with_trial(derived, "t1") is tagged
     assert kept.with_trial(derived, "t2").trial_id == "t2"
@@ -163,7 +175,7 @@ def test_what_is_made_of_the_same_run_is_kept_and_of_a_new_one_made_again():
 
 def test_a_changed_context_is_judged_again():
     kept = KeptRuns()
-    run = kept.derive(stalled(), T)
+    run = kept.derive(stalled(), T, *AT)
     kept.judge(run, T, context())
     assert kept.judge(run, T, context(ended=True))[2] == []  # its trial ended: over
     assert kept.judge(run, T, context(ledger_available=False))[2] == []
@@ -189,7 +201,7 @@ def test_the_stall_limit_is_made_again_only_when_a_report_history_changed(monkey
     histories = ((900.0, 910.0, 920.0), (905.0, 915.0))
     workers = tuple(dataclasses.replace(w, report_times=h)
                     for w, h in zip(stalled().workers, histories, strict=True))  # fmt: skip
-    run = kept.derive(dataclasses.replace(stalled(), workers=workers), T)
+    run = kept.derive(dataclasses.replace(stalled(), workers=workers), T, *AT)
     first = kept.judge(run, T, context())
     aged = dataclasses.replace(run, workers=tuple(
         dataclasses.replace(w, last_report_age_s=w.last_report_age_s + 1) for w in run.workers
@@ -230,17 +242,17 @@ def test_the_run_time_shares_are_kept_while_its_ranks_activities_are_the_same():
 def test_a_run_not_seen_in_a_collection_is_forgotten():
     kept = KeptRuns()
     run = stalled()
-    derived = kept.derive(run, T)
+    derived = kept.derive(run, T, *AT)
     kept.forget_unseen()  # seen in that collection: kept
-    assert kept.derive(run, T) is derived
+    assert kept.derive(run, T, *AT) is derived
     kept.forget_unseen()
     kept.forget_unseen()  # a collection without it
-    assert kept.derive(run, T) is not derived
+    assert kept.derive(run, T, *AT) is not derived
 
 
 def test_diagnose_with_kept_judgements_says_what_judging_afresh_says():
     kept = KeptRuns()
-    run = kept.derive(stalled(), T)
+    run = kept.derive(stalled(), T, *AT)
     snapshot = Snapshot(
         taken_at=1000.0,
         cluster=Cluster(address="a", connected=True, nodes=(Node("n1", "1.2.3.4", True, True),)),

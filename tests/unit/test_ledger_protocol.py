@@ -11,13 +11,15 @@ ranks is measured in ``benchmarks/scale_bench.py``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 
 import pytest
 
+from raytop.model import LedgerStatus, TrainRun
 from raytop.model import untrusted_beats as beats_module
 from raytop.model import untrusted_ledger_page as ledger_page_module
+from raytop.model.thresholds import Thresholds
+from raytop.pipeline.derive import with_rank_states
 from raytop.probe import ledger as ledger_module
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import (
@@ -112,7 +114,8 @@ def test_chunks_and_beats_read_back_as_one_run_of_whole_workers(monkeypatch):
         50.0,
         2**30,
     )
-    assert last.activity.where == "train.py:3" and 0 <= last.heartbeat_age_s < 60
+    assert last.activity.where == "train.py:3" and last.heartbeat_at is not None
+    assert 0 <= aged(run, status, 100.0).workers[-1].heartbeat_age_s < 60
     assert run.run_path == "/s/exp/r1"
 
 
@@ -138,8 +141,9 @@ def test_a_heartbeat_changes_no_page_and_one_report_only_its_chunk(monkeypatch):
     entered = {w.rank: w.reports_entered for w in run.workers}
     assert entered[rank] == 2 and set(entered.values()) == {1, 2} and len(entered) == WORLD
     assert read_afresh(published, 102.0) == run
-    (run,), _ = reader.read(now=109.0)  # nothing changed: only the ages moved on
-    assert read_afresh(published, 109.0) == run and run.workers[0].last_report_age_s == 99.0
+    (later,), status = reader.read(now=109.0)  # nothing changed: the very run
+    assert later is run and read_afresh(published, 109.0) == run
+    assert aged(run, status, 109.0).workers[0].last_report_age_s == 99.0  # its ages: derived
 
 
 def test_ages_run_to_the_ledgers_last_publish_not_past_it(monkeypatch):
@@ -150,9 +154,15 @@ def test_ages_run_to_the_ledgers_last_publish_not_past_it(monkeypatch):
     published.send(report(0))  # entered its report at 10.0
     last_publish = json.loads(published.kv.data[INDEX_KEY])["published_at"]
     (run,), status = LedgerReader(published.kv).read(now=last_publish + 3.0)
-    assert status.available and run.workers[0].last_report_age_s == last_publish - 10.0
+    assert status.available
+    assert aged(run, status, last_publish + 3.0).workers[0].last_report_age_s == (
+        last_publish - 10.0
+    )
     (run,), status = LedgerReader(published.kv).read(now=last_publish + 60.0)
-    assert not status.available and run.workers[0].last_report_age_s == last_publish - 10.0
+    assert not status.available
+    assert aged(run, status, last_publish + 60.0).workers[0].last_report_age_s == (
+        last_publish - 10.0
+    )
 
 
 def test_an_older_ledgers_whole_beat_still_reads(monkeypatch):
@@ -169,7 +179,12 @@ def test_an_older_ledgers_whole_beat_still_reads(monkeypatch):
     published.kv.data[INDEX_KEY] = json.dumps(index).encode()
     (run,), status = LedgerReader(published.kv).read(now=100.0)
     assert status.warnings == () and len(run.workers) == WORLD
-    assert all(w.cpu_percent == 50.0 and w.heartbeat_age_s is not None for w in run.workers)
+    assert all(w.cpu_percent == 50.0 and w.heartbeat_at is not None for w in run.workers)
+
+
+def aged(run: TrainRun, status: LedgerStatus, now: float) -> TrainRun:
+    """``run`` with its ages as the pipeline makes them: as of the ledger's last publish."""
+    return with_rank_states(run, Thresholds(), now=status.known_at(now))
 
 
 def read_afresh(published: Published, now: float):
@@ -251,12 +266,10 @@ def test_one_ranks_beat_keeps_the_other_beats_of_its_chunk_and_their_workers(mon
     checked = calls_of(monkeypatch, beats_module, "_plain")
     rank = BEAT_CHUNK_RANKS + 5
     assert published.send(report(rank, cpu=80.0)) == [BEAT_PREFIX + "r1.a1~1"]
-    (run,), _ = reader.read(now=101.0)  # a new second: beats read, ages moved on
+    (run,), _ = reader.read(now=101.0)  # a new second: beats read
     assert [beat["cpu_percent"] for (beat,) in checked] == [80.0]
-    aged = [w.rank for w, b in zip(run.workers, before.workers, strict=True)
-            if w == dataclasses.replace(b, last_report_age_s=w.last_report_age_s,
-                                        heartbeat_age_s=w.heartbeat_age_s)]  # fmt: skip
-    assert aged == [r for r in range(WORLD) if r != rank]
+    kept = [w.rank for w, b in zip(run.workers, before.workers, strict=True) if w is b]
+    assert kept == [r for r in range(WORLD) if r != rank]
     assert run.workers[rank].cpu_percent == 80.0
     assert read_afresh(published, 101.0) == run
     (again,), _ = reader.read(now=101.5)  # the same second: the very run

@@ -168,7 +168,7 @@ def test_the_probe_answers_a_native_request_in_its_next_message(monkeypatch):
             "first_seen_at": 1.0, "placement_group_id": None,
             "ranks": {"0": {**message, "received_at": time.time()}}}  # fmt: skip
     record = untrusted_ledger_page.ledger_page(json.loads(json.dumps(page)))["ranks"]["0"]
-    worker = worker_from_record(record, now=time.time())
+    worker = worker_from_record(record)
     assert (worker.native_stack_request, worker.native_stack) == ("q2", message["native_stack"])
 
 

@@ -45,7 +45,7 @@ def test_the_probe_sends_its_last_reports_bounded_and_the_reader_keeps_them():
             "first_seen_at": 1.0, "placement_group_id": None,
             "ranks": {"1": {**message, "received_at": time.time()}}}  # fmt: skip
     record = untrusted_ledger_page.ledger_page(json.loads(json.dumps(page)))["ranks"]["1"]
-    worker = worker_from_record(record, now=time.time())
+    worker = worker_from_record(record)
     assert worker.report_times == tuple(entered for entered, _ in history)
     assert worker.report_exits[-1] is None and None not in worker.report_exits[:-1]
     assert worker.reports_entered == MAX_REPORT_HISTORY + 9

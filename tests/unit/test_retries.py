@@ -18,7 +18,9 @@ from raytop.diagnose.retries import (
     retry_loop_findings,
 )
 from raytop.model import Attempt, Cluster, RetryBudget, Snapshot, TrainRun, untrusted_kv
+from raytop.model.thresholds import Thresholds
 from raytop.model.untrusted import Invalid
+from raytop.pipeline.derive import with_rank_states
 from raytop.probe.run_probe import RunRecorder, error_snippet, scalar_metrics
 from raytop.sources.ledger_records import attempts_from_record
 from raytop.sources.ledger_source import LedgerReader
@@ -92,7 +94,9 @@ def test_a_bad_run_record_is_a_warning_naming_its_key_and_the_last_good_copy_sta
     (run,), status = reader.read(now=100.0)
     assert [a.index for a in run.attempts] == [1, 2] and not status.warnings
     assert run.attempt_index == 2  # the RunProbe's number for the page's worker group
-    assert run.attempts[1].duration_s == 80.0  # running: to now
+    assert run.attempts[1].duration_s is None  # running: its duration is the pipeline's
+    derived = with_rank_states(run, Thresholds(), now=status.known_at(100.0))
+    assert derived.attempts[1].duration_s == 80.0  # to the ledger's publish
     assert run.retry_budget["worker"] == RetryBudget("max_failures", 1, 1, 0)
     kv.data[RUN_PREFIX + "r"] = b'{"run_id": 3}'
     kv.data[INDEX_KEY] = kv.data[INDEX_KEY].replace(b'"runs": {"r": 1}', b'"runs": {"r": 2}')
@@ -116,7 +120,7 @@ def test_budgets_count_only_retried_failures_of_their_class():
         attempt(1), attempt(2), attempt(3, failure_class="preemption"),
         attempt(4, "errored", failure_class=None),  # not retryable
     ))  # fmt: skip
-    _, budget = attempts_from_record(rec, 100.0)
+    _, budget = attempts_from_record(rec)
     assert budget["worker"] == RetryBudget("max_failures", 1, 1, 0)  # the 2nd one raised
     assert budget["preemption"] == RetryBudget("max_preemption_failures", -1, 1, -1)
     assert budget["controller"] == RetryBudget("controller_failure_limit", -1, 0, -1)
@@ -172,7 +176,7 @@ def test_snippets_and_metrics_are_bounded():
 
 def run_of(*attempts: dict, config=CONFIG) -> TrainRun:
     history, budget = attempts_from_record(
-        untrusted_kv.run_attempts(record(*attempts, config=config)), 100.0
+        untrusted_kv.run_attempts(record(*attempts, config=config))
     )
     return TrainRun("r", "exp-t1", "a", 2, attempts=history, retry_budget=budget)
 

@@ -78,18 +78,16 @@ class SnapshotCollector:
         train_runs: TrainRunsSource | None = None,
         tune_home: list[str] | None = None,
     ) -> None:
-        """``gcs``: (reader, kv) standing in for ``wire.gcs.GcsReader`` / ``GcsKv`` of
-        ``address`` (tests of the pipeline's join with recorded shapes, no cluster);
-        ``dashboard`` for ``wire.dashboard.DashboardClient`` (with ``gcs``, none unless
-        given: the nodes elsewhere then have no host figures), which also serves Train's
-        own state of its runs unless ``train_runs`` stands in for that (without either,
-        runs with no probe are what the actor table says). ``storage_roots``
-        (``--storage``): every Tune experiment folder under each is shown too, completed
-        with its history from storage (``pipeline.history``); with no cluster the snapshot
-        says "no cluster: history from storage", not a fault. ``tune_home``: Tune's default
-        storage folders, whose live and recent experiments are shown too
-        (``sources.tune_home``; default: ``default_roots()`` when no experiment is named,
-        none when some are; ``[]``: none)."""
+        """``gcs``: (reader, kv) standing in for ``wire.gcs.GcsReader`` / ``GcsKv`` of ``address``
+        (tests with recorded shapes, no cluster); ``dashboard`` for
+        ``wire.dashboard.DashboardClient`` (with ``gcs``, none unless given), which also serves
+        Train's own state of its runs unless ``train_runs`` stands in for that (without either,
+        runs with no probe are what the actor table says). ``storage_roots`` (``--storage``):
+        every Tune experiment folder under each is shown too, with its history from storage
+        (``pipeline.history``); with no cluster the snapshot says "no cluster: history from
+        storage", not a fault. ``tune_home``: Tune's default storage folders, whose live and
+        recent experiments are shown too (``sources.tune_home``; default: ``default_roots()``
+        when no experiment is named, none when some are; ``[]``: none)."""
         self.address = address
         self.embedded = embedded
         self.thresholds = thresholds or Thresholds()
@@ -232,10 +230,12 @@ class SnapshotCollector:
         if self._ledger is None or not cluster.connected:
             return (), None
         try:
-            runs, status = self._ledger.read()
+            runs, status = self._ledger.read(wall := time.time())
         except ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
-        derived = tuple(self._kept.derive(self._checkpoints.of(r), self.thresholds) for r in runs)
+        at = (status.known_at(wall), wall)  # ages as of the ledger's last publish
+        derive, thresholds = self._kept.derive, self.thresholds
+        derived = tuple(derive(self._checkpoints.of(r), thresholds, *at) for r in runs)
         self._checkpoints.forget_unseen()
         self._kept.forget_unseen()  # a run judged is one derived: its id is seen here
         return derived, status

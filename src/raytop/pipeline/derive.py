@@ -22,6 +22,7 @@ from raytop.model import Activity, TrainRun, Worker
 from raytop.model.evolve import evolve
 from raytop.model.identity import same_items
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
+from raytop.model.refresh import same_second
 from raytop.model.thresholds import Thresholds
 from raytop.model.time_shares import shares, summed
 from raytop.model.train_run import BARRIER_HOLDING, BARRIER_WAITING, report_intervals
@@ -57,7 +58,8 @@ def _median_gap(times: tuple[float, ...]) -> float | None:
 
 
 # rank → (the rank's Worker as read, the top report and whether a rank is short then, the
-# Worker derived from them): what ``with_rank_states`` keeps for a caller, per run; and
+# Worker derived from them, its ages' time and the wall clock's time it was derived at):
+# what ``with_rank_states`` keeps for a caller, per run; and
 # under ``SHARES`` (not a rank), the run's time shares and the activities they were summed
 # from: a run made again only because its ages moved (the Ledger republishes once a
 # second) has the very same activities, and summing 8 ranks' shares twice was a third of
@@ -66,13 +68,30 @@ KeptRanks = dict[int, tuple]
 SHARES = -1
 
 
-def with_rank_states(run: TrainRun, t: Thresholds, kept: KeptRanks | None = None) -> TrainRun:
+def age(now: float, at: float | None) -> float | None:
+    """Seconds from ``at`` to ``now``, never negative; None when ``at`` is unknown."""
+    return None if at is None else max(0.0, now - at)
+
+
+def with_rank_states(
+    run: TrainRun,
+    t: Thresholds,
+    kept: KeptRanks | None = None,
+    now: float | None = None,
+    wall: float | None = None,
+) -> TrainRun:
     """``run`` with every rank's derived facts filled in (``state``, ``behind``,
     ``usual_interval_s``, ``rate_per_min``, ``silent``, ``barrier``) and ``gone``, in one
-    pass (O(ranks): once per snapshot, not per row per redraw). ``kept``: a caller's
-    record of this run's ranks as last derived (with the same ``t``): a rank whose
-    ``Worker`` is the very one, with the same top report and shortfall, is not derived
+    pass (O(ranks): once per snapshot, not per row per redraw). With ``now`` (the
+    ledger's last publish), its ages first: each rank's since its last report and
+    heartbeat, and its running attempts' durations (the reader's runs carry times, not
+    ages); without, the ages the run carries. ``kept``: a caller's record of this run's
+    ranks as last derived (with the same ``t``): a rank whose ``Worker`` is the very one,
+    with the same top report and shortfall, and whose ages were made at ``now`` or in
+    the same second of the wall clock as ``wall`` (``model.refresh``), is not derived
     again (the ledger reader hands out the same ``Worker`` while nothing moved)."""
+    if now is not None:
+        run = _with_attempt_durations(run, now)
     if not run.workers:
         return run
     top = max(w.reports_entered for w in run.workers)
@@ -83,10 +102,11 @@ def with_rank_states(run: TrainRun, t: Thresholds, kept: KeptRanks | None = None
         or any(r not in seen for r in range(run.world_size))
     )
     if kept is None:
-        workers = tuple(_derived(w, top, short, t) for w in run.workers)
+        workers = tuple(_derived(w, top, short, t, now) for w in run.workers)
     else:
-        workers = tuple(_kept_derived(w, top, short, t, kept) for w in run.workers)
-    beats = [w.heartbeat_age_s for w in run.workers if w.heartbeat_age_s is not None]
+        wall = now if wall is None else wall
+        workers = tuple(_kept_derived(w, top, short, t, kept, now, wall) for w in run.workers)
+    beats = [w.heartbeat_age_s for w in workers if w.heartbeat_age_s is not None]
     gone = bool(beats) and min(beats) > t.dead_after_s
     activities = [w.activity for w in run.workers if w.activity is not None]
     was = kept.get(SHARES) if kept is not None else None
@@ -110,25 +130,54 @@ def _run_shares(activities: list[Activity]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _kept_derived(w: Worker, top: int, short: bool, t: Thresholds, kept: KeptRanks) -> Worker:
+def _with_attempt_durations(run: TrainRun, now: float) -> TrainRun:
+    """``run`` with each running attempt's duration as of ``now``."""
+    if all(a.ended_at is not None for a in run.attempts):
+        return run
+    attempts = tuple(
+        a if a.ended_at is not None else evolve(a, duration_s=max(0.0, now - a.started_at))
+        for a in run.attempts
+    )
+    return evolve(run, attempts=attempts)
+
+
+def _kept_derived(
+    w: Worker,
+    top: int,
+    short: bool,
+    t: Thresholds,
+    kept: KeptRanks,
+    now: float | None,
+    wall: float | None,
+) -> Worker:
     was = kept.get(w.rank)
-    if was is not None and was[0] is w and was[1] == top and was[2] == short:
+    if (
+        was is not None
+        and was[0] is w
+        and was[1] == top
+        and was[2] == short
+        and (was[4] == now or (wall is not None and same_second(wall, was[5])))
+    ):
         return was[3]
-    derived = _derived(w, top, short, t)
-    kept[w.rank] = (w, top, short, derived)
+    derived = _derived(w, top, short, t, now)
+    kept[w.rank] = (w, top, short, derived, now, wall)
     return derived
 
 
-def _derived(w: Worker, top: int, short: bool, t: Thresholds) -> Worker:
+def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float | None) -> Worker:
+    if now is None:
+        report_age, beat_age = w.last_report_age_s, w.heartbeat_age_s
+    else:
+        report_age, beat_age = age(now, w.last_enter_at), age(now, w.heartbeat_at)
     behind = top - w.reports_entered
     interval = report_interval(w)
-    dead = not w.done and w.heartbeat_age_s is not None and w.heartbeat_age_s > t.dead_after_s
+    dead = not w.done and beat_age is not None and beat_age > t.dead_after_s
     silent = (
         not (w.done or w.in_report or dead)
         and w.reports_entered >= 3
         and interval is not None
-        and w.last_report_age_s is not None
-        and w.last_report_age_s > max(t.silent_min_s, t.silent_factor * interval)
+        and report_age is not None
+        and report_age > max(t.silent_min_s, t.silent_factor * interval)
     )
     if w.done:
         state = "done"
@@ -147,6 +196,8 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds) -> Worker:
         barrier = BARRIER_HOLDING if behind > 0 else BARRIER_WAITING if w.in_report else ""
     return evolve(
         w,
+        last_report_age_s=report_age,
+        heartbeat_age_s=beat_age,
         state=state,
         behind=behind,
         usual_interval_s=interval,

@@ -23,6 +23,7 @@ from raytop.diagnose.findings import RunContext, RunFindings, judge_run
 from raytop.diagnose.hang import StallLimit, stall_limit_of
 from raytop.model import TrainRun
 from raytop.model.identity import same_items
+from raytop.model.refresh import same_second
 from raytop.model.thresholds import Thresholds
 from raytop.model.train_run import report_intervals
 from raytop.pipeline.derive import KeptRanks, with_rank_states
@@ -31,7 +32,9 @@ from raytop.pipeline.joins import with_trial
 
 class KeptRuns:
     def __init__(self) -> None:
-        self._derived: dict[str, tuple[TrainRun, Thresholds, TrainRun]] = {}
+        # run id → (the run as read, thresholds, the run derived, its ages' time, the wall
+        # clock's time it was derived at)
+        self._derived: dict[str, tuple[TrainRun, Thresholds, TrainRun, float, float]] = {}
         # run id → (thresholds, its ranks as last derived): a run that changed keeps the
         # ranks that did not (``derive.with_rank_states``'s ``kept``)
         self._ranks: dict[str, tuple[Thresholds, KeptRanks]] = {}
@@ -44,17 +47,24 @@ class KeptRuns:
         self._gaps: dict[str, dict[int, tuple[tuple, tuple[float, ...]]]] = {}
         self._seen: set[str] = set()
 
-    def derive(self, run: TrainRun, thresholds: Thresholds) -> TrainRun:
-        """``with_rank_states(run, thresholds)``, or what it gave for this very run."""
+    def derive(self, run: TrainRun, thresholds: Thresholds, now: float, wall: float) -> TrainRun:
+        """``with_rank_states(run, thresholds, now=now)``, or what it gave for this very
+        run while the wall clock is in the same second as when it did (``model.refresh``),
+        or its ages' time (``now``, the ledger's publish) has not moved."""
         self._seen.add(run.run_id)
         kept = self._derived.get(run.run_id)
-        if kept is not None and kept[0] is run and kept[1] == thresholds:
+        if (
+            kept is not None
+            and kept[0] is run
+            and kept[1] == thresholds
+            and (kept[3] == now or same_second(wall, kept[4]))
+        ):
             return kept[2]
         ranks = self._ranks.get(run.run_id)
         if ranks is None or ranks[0] != thresholds:
             ranks = self._ranks[run.run_id] = (thresholds, {})
-        derived = with_rank_states(run, thresholds, ranks[1])
-        self._derived[run.run_id] = (run, thresholds, derived)
+        derived = with_rank_states(run, thresholds, ranks[1], now, wall)
+        self._derived[run.run_id] = (run, thresholds, derived, now, wall)
         return derived
 
     def with_trial(self, run: TrainRun, trial_id: str) -> TrainRun:

@@ -1,7 +1,12 @@
 """A validated ledger record (``model.records``) as the model's objects: a rank's record
-and its latest heartbeat as a ``Worker`` (ages as of the read), a run's record as its
-``Attempt``s and retry budgets, and Ray's NCCL hang detector on it. ``ledger_source``
-reads the records from the KV store.
+and its latest heartbeat as a ``Worker``, a run's record as its ``Attempt``s and retry
+budgets, and Ray's NCCL hang detector on it. ``ledger_source`` reads the records from the
+KV store.
+
+They carry times, never ages: what was read is the same a second later, and is kept while
+it is (``ledger_source``). Their ages (a rank's since its last report and heartbeat, a
+running attempt's duration) are the pipeline's to make, as of the ledger's publish
+(``pipeline.derive``).
 """
 
 from __future__ import annotations
@@ -15,15 +20,10 @@ from raytop.model.records import FAILURE_CLASSES, RankBeat, RankRecord, RunAttem
 from raytop.model.records import Activity as ActivityRecord
 
 
-def age(now: float, at: float | None) -> float | None:
-    """Seconds from ``at`` to ``now``, never negative; None when ``at`` is unknown."""
-    return None if at is None else max(0.0, now - at)
-
-
-def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = None) -> Worker:
-    """One rank of a validated page as the ``Worker`` the faces show (ages as of ``now``),
-    with its heartbeat figures from ``beat`` (a ledger before beats kept them in the
-    record)."""
+def worker_from_record(record: RankRecord, beat: RankBeat | None = None) -> Worker:
+    """One rank of a validated page as the ``Worker`` the faces show (its ages not yet
+    made), with its heartbeat figures from ``beat`` (a ledger before beats kept them in
+    the record)."""
     return Worker(
         rank=record["rank"],
         reports_entered=record["entered"],
@@ -34,7 +34,6 @@ def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = N
         pid=record["pid"],
         last_enter_at=record["last_enter_at"],
         last_exit_at=record["last_exit_at"],
-        last_report_age_s=age(now, record["last_enter_at"]),
         gpu_ids=tuple(record["gpu_ids"]),
         usual_interval_s=record["usual_interval_s"],
         done=record["done"],
@@ -49,16 +48,15 @@ def worker_from_record(record: RankRecord, now: float, beat: RankBeat | None = N
         report_exits=record["report_times"][1],
         declared_resources=record["declared"],
         restored_from=record["restored_from"],
-        **_beat_fields(beat if beat is not None else record, now),
+        **_beat_fields(beat if beat is not None else record),
     )
 
 
-def _beat_fields(beat: RankBeat | RankRecord, now: float) -> dict[str, Any]:
+def _beat_fields(beat: RankBeat | RankRecord) -> dict[str, Any]:
     """The ``Worker`` fields a heartbeat sets, from a beat (or the record itself, from a
     ledger before beats)."""
     return {
         "heartbeat_at": beat["received_at"],
-        "heartbeat_age_s": age(now, beat["received_at"]),
         "cpu_percent": beat["cpu_percent"],
         "rss_bytes": beat["rss_bytes"],
         "gpu_memory_bytes": beat["gpu_memory_bytes"],
@@ -70,10 +68,9 @@ def _beat_fields(beat: RankBeat | RankRecord, now: float) -> dict[str, Any]:
     }
 
 
-def with_beat(worker: Worker, beat: RankBeat, now: float) -> Worker:
+def with_beat(worker: Worker, beat: RankBeat) -> Worker:
     """``worker`` with a newer heartbeat's figures (``worker_from_record``'s, from a beat)."""
-    return evolve(worker, last_report_age_s=age(now, worker.last_enter_at),
-                  **_beat_fields(beat, now))  # fmt: skip
+    return evolve(worker, **_beat_fields(beat))
 
 
 def _activity(record: ActivityRecord | None) -> Activity | None:
@@ -81,16 +78,16 @@ def _activity(record: ActivityRecord | None) -> Activity | None:
 
 
 def attempts_from_record(
-    record: RunAttempts, now: float
+    record: RunAttempts,
 ) -> tuple[tuple[Attempt, ...], dict[str, RetryBudget]]:
-    """A validated run record as the run's attempts (durations as of ``now``) and its
-    retry budget per failure class."""
+    """A validated run record as the run's attempts (an ended one's duration; a running
+    one's is the pipeline's to make) and its retry budget per failure class."""
     attempts = tuple(
         Attempt(
             index=a["index"], status=a["status"], started_at=a["started_at"],
             attempt_id=a["attempt_id"], ended_at=a["ended_at"],
-            duration_s=max(0.0, (a["ended_at"] if a["ended_at"] is not None else now)
-                           - a["started_at"]),
+            duration_s=(None if a["ended_at"] is None
+                        else max(0.0, a["ended_at"] - a["started_at"])),
             error_class=a["error_class"], error=a["error"], failure_class=a["failure_class"],
             first_report=a["first_report"], restored=a["restored"],
             reports_taken=a.get("reports_taken"), undeliverable=a.get("undeliverable", False),

@@ -29,7 +29,6 @@ from raytop.model import (
     untrusted,
     untrusted_kv,
 )
-from raytop.model.evolve import evolve
 from raytop.model.identity import same_items
 from raytop.model.records import (
     CheckpointUpload,
@@ -44,7 +43,6 @@ from raytop.model.untrusted_beats import ledger_beats
 from raytop.model.untrusted_ledger_page import ledger_page
 from raytop.sources.ledger_beat_reads import beats_to_read
 from raytop.sources.ledger_records import (
-    age,
     attempts_from_record,
     detector_from_record,
     with_beat,
@@ -100,6 +98,20 @@ def _attempt_index(history: tuple[Attempt, ...], attempt_id: str, pages: int) ->
     return pages
 
 
+def _run_of_record(run_id: str, record: RunAttempts) -> TrainRun:
+    """A run whose workers never reported (every attempt failed before its probes
+    flushed): its attempts alone."""
+    history, budget = attempts_from_record(record)
+    last = history[-1] if history else None
+    return TrainRun(
+        run_id=run_id, run_name=record["run_name"],
+        attempt_id=(last.attempt_id or "") if last else "", world_size=0,
+        attempt_index=last.index if last else 1,
+        attempts=history, retry_budget=budget,
+        ray_detector=detector_from_record(record),
+    )  # fmt: skip
+
+
 class LedgerReader:
     def __init__(self, kv: GcsKv) -> None:
         self._kv = kv
@@ -110,20 +122,16 @@ class LedgerReader:
         self._beats: dict[str, dict[str, RankBeat]] = {}
         self._beat_versions: dict[str, int] = {}
         self._beats_read_at = -math.inf  # when changed beat chunks were last fetched
-        # page key → rank → (its record, its beat, the Worker built from them, the wall
-        # clock's time it was made at, its ages' time)
-        self._worker_cache: dict[
-            str, dict[str, tuple[RankRecord, RankBeat | None, Worker, float, float]]
-        ]
+        # page key → rank → (its record, its beat, the Worker built from them)
+        self._worker_cache: dict[str, dict[str, tuple[RankRecord, RankBeat | None, Worker]]]
         self._worker_cache = {}
         self._run_records: dict[str, RunAttempts] = {}  # run_id → the RunProbe's record
         self._run_versions: dict[str, int] = {}
         self._started_at: float | None = None
         self._last_published: float | None = None
         self._restarted: tuple[float, float] | None = None  # (restarted_at, gap_s)
-        # run id → (what its TrainRun was made from, the wall clock's time it was made at,
-        # its ages' time, that TrainRun)
-        self._made: dict[str, tuple[tuple, float, float, TrainRun]] = {}
+        # run id → (what its TrainRun was made from, that TrainRun)
+        self._made: dict[str, tuple[tuple, TrainRun]] = {}
 
     def read(self, now: float | None = None) -> tuple[tuple[TrainRun, ...], LedgerStatus]:
         """(latest attempt of every run, ledger status). Raises ClusterUnreachable."""
@@ -141,7 +149,7 @@ class LedgerReader:
                 False, self._started_at, self._last_published,
                 error=f"{problem}; counts are frozen", warnings=(problem,),
             )  # fmt: skip
-            return self._latest_attempts(status.known_at(now), now), status
+            return self._latest_attempts(), status
         if self._started_at is not None and index["started_at"] != self._started_at:
             gap = index["started_at"] - (self._last_published or index["started_at"])
             self._restarted = (index["started_at"], max(0.0, gap))
@@ -212,8 +220,7 @@ class LedgerReader:
             ),
             warnings=tuple(warnings),
         )
-        # Ages as of the ledger's last publish (``LedgerStatus.known_at``).
-        return self._latest_attempts(status.known_at(now), now), status
+        return self._latest_attempts(), status
 
     def _read_run_records(self, versions: dict[str, int]) -> list[str]:
         """Fetch the run records (RunProbe) whose version changed; a bad one is a warning
@@ -242,20 +249,20 @@ class LedgerReader:
             self._run_versions.pop(gone, None)
         return warnings
 
-    def _latest_attempts(self, now: float, wall: float) -> tuple[TrainRun, ...]:
-        """The latest attempt of every run, its ages as of ``now`` (the ledger's last
-        publish). A run of which nothing new was read is the very ``TrainRun`` made
-        before while the wall clock is in the same second (``model.refresh``), or its
-        ages' time has not moved: every stage after the reader keeps its result per run
-        object (``pipeline.kept_runs``). At 250 runs a refresh made each run again: ~40 %
-        of one where nothing changed (docs/PERFORMANCE.md, issue 25)."""
+    def _latest_attempts(self) -> tuple[TrainRun, ...]:
+        """The latest attempt of every run. A run of which nothing new was read is the
+        very ``TrainRun`` made before: it carries times, not ages (the pipeline makes
+        those, ``pipeline.derive``), and every stage after the reader keeps its result per
+        run object (``pipeline.kept_runs``). At 250 runs a refresh made each run again:
+        ~40 % of one where nothing changed; and moving every run's ages on at each second
+        here made each of them again once a second (docs/PERFORMANCE.md, issue 25)."""
         by_run: dict[str, list[tuple[str, list[LedgerPage]]]] = {}
         for key, chunks in self._attempts.items():
             by_run.setdefault(chunks[0]["run_id"], []).append((key, chunks))
         runs = []
         beats = self._beat_chunks()
         began: dict[str, float] = {}  # run id → when it was first seen
-        made: dict[str, tuple[tuple, float, float, TrainRun]] = {}
+        made: dict[str, tuple[tuple, TrainRun]] = {}
         for attempts in by_run.values():
             attempts.sort(key=lambda a: a[1][0]["first_seen_at"])
             key, chunks = attempts[-1]
@@ -266,17 +273,13 @@ class LedgerReader:
             # replaced only when its version moved.
             parts = (*(c for _, cs in attempts for c in cs), *beats.get(key, ()), record)
             kept = self._made.get(page["run_id"])
-            if (
-                kept is not None
-                and (same_second(wall, kept[1]) or now == kept[2])
-                and same_items(kept[0], parts)
-            ):
+            if kept is not None and same_items(kept[0], parts):
                 made[page["run_id"]] = kept
-                runs.append(kept[3])
+                runs.append(kept[1])
                 continue
             ranks = self._ranks_of(key)
-            workers = self._workers(key, ranks, _merged(beats.get(key, [])), now, wall)
-            history, budget = attempts_from_record(record, now) if record else ((), {})
+            workers = self._workers(key, ranks, _merged(beats.get(key, [])))
+            history, budget = attempts_from_record(record) if record else ((), {})
             run = TrainRun(
                 run_id=page["run_id"],
                 run_name=page["run_name"],
@@ -291,45 +294,31 @@ class LedgerReader:
                 ray_detector=detector_from_record(record) if record else None,
                 controller_poll_s=record.get("controller_poll_s") if record else None,
             )
-            made[page["run_id"]] = (parts, wall, now, run)
+            made[page["run_id"]] = (parts, run)
             runs.append(run)
-        self._made = made
         for run_id, record in self._run_records.items():
             if run_id in by_run:
                 continue
-            # A run whose workers never reported (every attempt failed before its probes
-            # flushed): its attempts alone.
-            history, budget = attempts_from_record(record, now)
-            last = history[-1] if history else None
-            began[run_id] = history[0].started_at if history else 0.0
-            runs.append(
-                TrainRun(
-                    run_id=run_id, run_name=record["run_name"],
-                    attempt_id=(last.attempt_id or "") if last else "", world_size=0,
-                    attempt_index=last.index if last else 1,
-                    attempts=history, retry_budget=budget,
-                    ray_detector=detector_from_record(record),
-                )
-            )  # fmt: skip
+            kept = self._made.get(run_id)  # its workers never reported
+            if kept is not None and kept[0][0] is record:
+                run = kept[1]
+            else:
+                run = _run_of_record(run_id, record)
+            made[run_id] = ((record,), run)
+            began[run_id] = run.attempts[0].started_at if run.attempts else 0.0
+            runs.append(run)
+        self._made = made
         # By name, and the runs of one name (each controller that ran it: a resumed run has
         # the same name, a new run id) oldest first: ``attach_runs`` keeps the newest.
         return tuple(sorted(runs, key=lambda r: (r.run_name, began[r.run_id])))
 
     def _workers(
-        self,
-        key: str,
-        ranks: dict[str, RankRecord],
-        beats: dict[str, RankBeat],
-        now: float,
-        wall: float,
+        self, key: str, ranks: dict[str, RankRecord], beats: dict[str, RankBeat]
     ) -> list[Worker]:
-        """The attempt's ``Worker``s by rank, their ages as of ``now``. A rank whose
-        record and beat are the very ones read last time keeps its ``Worker``: the very
-        object while the wall clock is in the same second or its ages' time has not moved
-        (what is made of it is then kept too, ``pipeline.kept_runs``), else with only its
-        ages moved on. At 2,000 ranks, building each afresh was most of a refresh where
-        nothing changed, and moving every rank's ages on most of one where 1 % of them
-        reported."""
+        """The attempt's ``Worker``s by rank. A rank whose record and beat are the very
+        ones read last time keeps its ``Worker``, the very object (what is made of it is
+        then kept too, ``pipeline.kept_runs``). At 2,000 ranks, building each afresh was
+        most of a refresh where nothing changed."""
         cache = self._worker_cache.setdefault(key, {})
         workers = []
         for rank, record in ranks.items():
@@ -337,22 +326,13 @@ class LedgerReader:
             kept = cache.get(rank)
             if kept is not None and kept[0] is record and kept[1] is beat:
                 worker = kept[2]
-                if not same_second(wall, kept[3]) and now != kept[4]:
-                    worker = evolve(
-                        worker,
-                        last_report_age_s=age(now, worker.last_enter_at),
-                        heartbeat_age_s=age(now, worker.heartbeat_at),
-                    )
-                    cache[rank] = (record, beat, worker, wall, now)
-                workers.append(worker)
             elif kept is not None and kept[0] is record and beat is not None:
-                worker = with_beat(kept[2], beat, now)  # a heartbeat: its figures moved
-                cache[rank] = (record, beat, worker, wall, now)
-                workers.append(worker)
+                worker = with_beat(kept[2], beat)  # a heartbeat: its figures moved
+                cache[rank] = (record, beat, worker)
             else:
-                worker = worker_from_record(record, now, beat)
-                cache[rank] = (record, beat, worker, wall, now)
-                workers.append(worker)
+                worker = worker_from_record(record, beat)
+                cache[rank] = (record, beat, worker)
+            workers.append(worker)
         workers.sort(key=lambda w: w.rank)
         return workers
 

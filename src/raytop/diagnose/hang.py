@@ -308,7 +308,7 @@ def stragglers(run: TrainRun, t: Thresholds, now: float) -> list[Finding]:
             continue
         median = median_without(shares, bisect.bisect_left(shares, share))
         score = share / median if median > 0 else (float("inf") if share > 0.2 else 0.0)
-        if score < STRAGGLER_SCORE or share < 0.2:
+        if score < STRAGGLER_SCORE:
             continue
         shown = f"{score:.1f}×" if score != float("inf") else "far more than"
         findings.append(Finding(

@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
 import time
 
-import psutil
 import pytest
 
 from tests.conftest import (
@@ -22,7 +20,6 @@ from tests.conftest import (
     kill_driver,
     launch_run,
     run_raytop,
-    status_json,
     wait_for,
 )
 from tests.tmux import Pane
@@ -137,47 +134,3 @@ def test_foreign_run_opts_in_with_the_env_var(ray_cluster, tmp_path):
         pane.wait_for(lambda s: "EXITED=0" in s, 20, "raytop to exit")
     finally:
         pane.close()
-
-
-def test_a_run_without_the_probe_still_shows_its_workers_marked(ray_cluster, tmp_path):
-    """No RAY_TRAIN_CALLBACKS: raytop still finds the run in the actor table (its Train
-    controller and the 2 worker actors it owns, with their pids), marked as having no probe,
-    and raises no rank finding for counts it cannot have."""
-    script = tmp_path / "no_probe.py"
-    script.write_text(
-        textwrap.dedent(f"""
-        import os, time, ray, ray.train
-        from ray.train.torch import TorchTrainer
-
-        def loop(config):
-            print("WORKER_PID", os.getpid(), flush=True)
-            for i in range(120):
-                time.sleep(0.5)
-                ray.train.report({{"i": i}})
-
-        ray.init(address="{ray_cluster.address}", logging_level="ERROR")
-        TorchTrainer(loop, scaling_config=ray.train.ScalingConfig(num_workers=2),
-                     run_config=ray.train.RunConfig(name="no-probe-run",
-                                                    storage_path="{tmp_path}")).fit()
-    """)
-    )
-    env = {k: v for k, v in os.environ.items() if k != "RAY_TRAIN_CALLBACKS"}
-    user = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-
-    def no_probe_run():
-        snapshot = status_json(ray_cluster.address)
-        runs = [r for r in snapshot["runs"] if not r["instrumented"] and len(r["workers"]) == 2]
-        return (snapshot, runs[0]) if runs else None
-
-    try:
-        snapshot, run = wait_for(no_probe_run, 150, "the run without a probe")
-        assert run["world_size"] == 2
-        pids = [w["pid"] for w in run["workers"]]
-        assert all(psutil.pid_exists(pid) for pid in pids) and pids == sorted(pids)
-        assert all(w["reports_entered"] == 0 and w["state"] == "" for w in run["workers"])
-        kinds = {f["kind"] for f in snapshot["findings"]}
-        assert not kinds & {"barrier_stall", "rank_dead", "rank_silent", "report_mispaired"}
-    finally:
-        os.killpg(user.pid, signal.SIGKILL)
-        user.wait(timeout=30)

@@ -4,7 +4,9 @@ environment only (Train reads it in the driver that calls ``fit()``, whose contr
 creates Train's state actor: the cluster needs nothing), rank 1 fails the first attempt
 and Train retries. ``raytop status --json`` shows the run with Train's name, both attempts
 and the world ranks of the running one, marked ``instrumented: false`` and
-``source: "train_state"``; the same script without the variable stays the actor table's."""
+``source: "train_state"``. The same script without the variable (and without the failure)
+stays the actor table's: its Train workers found with their pids, marked as having no
+probe, and no rank finding raised for counts it cannot have."""
 
 from __future__ import annotations
 
@@ -31,14 +33,14 @@ def loop(config):
     i = 0
     while not os.path.exists(os.path.join(config["folder"], "stop")):  # the test ends it
         time.sleep(0.5)
-        if rank == 1 and i == 1 and not os.path.exists(marker):
+        if config["fail"] and rank == 1 and i == 1 and not os.path.exists(marker):
             open(marker, "w").close()
             raise RuntimeError(f"injected failure at step {{i}}")
         ray.train.report({{"i": i}})
         i += 1
 
 ray.init(address="{address}", logging_level="ERROR")
-TorchTrainer(loop, train_loop_config={{"folder": "{folder}"}},
+TorchTrainer(loop, train_loop_config={{"folder": "{folder}", "fail": {fail}}},
              scaling_config=ray.train.ScalingConfig(num_workers=2),
              run_config=ray.train.RunConfig(
                  name="{name}", storage_path="{folder}",
@@ -47,8 +49,11 @@ TorchTrainer(loop, train_loop_config={{"folder": "{folder}"}},
 
 
 def start(address: str, folder, name: str, tracking: bool) -> subprocess.Popen:
+    """The script, its rank 1 failing once only when Train tracks the run (the untracked
+    run's ranks keep the pids they are first seen with)."""
     script = folder / "tracked.py"
-    script.write_text(textwrap.dedent(SCRIPT.format(address=address, folder=folder, name=name)))
+    script.write_text(textwrap.dedent(SCRIPT.format(address=address, folder=folder, name=name,
+                                                    fail=tracking)))  # fmt: skip
     env = {k: v for k, v in os.environ.items()
            if k not in ("RAY_TRAIN_CALLBACKS", "RAY_TRAIN_ENABLE_STATE_TRACKING")}  # fmt: skip
     if tracking:
@@ -121,16 +126,27 @@ def test_a_tracked_run_without_a_probe_shows_trains_name_and_attempts(ray_cluste
 
 def test_the_same_run_without_tracking_stays_the_actor_tables(ray_cluster, tmp_path):
     """Whether Train's state actor is there (the test above made it) or not, it knows
-    nothing of this run: the run is what the actor table says, as before."""
+    nothing of this run: the run is what the actor table says, as before (its Train
+    controller and the 2 worker actors it owns, with their pids), marked as having no
+    probe (no ``RAY_TRAIN_CALLBACKS``), and no rank finding is raised for counts it
+    cannot have."""
     user = start(ray_cluster.address, tmp_path, "untracked-run", tracking=False)
 
     def shown():
-        runs = [r for r in foreign_runs(ray_cluster.address) if len(r["workers"]) == 2]
-        return runs[0] if runs else None
+        snapshot = status_json(ray_cluster.address)
+        runs = [r for r in snapshot["runs"] if not r["instrumented"] and len(r["workers"]) == 2]
+        return (snapshot, runs[0]) if runs else None
 
     try:
-        run = wait_for(shown, 240, "the untracked run in raytop status --json")
+        snapshot, run = wait_for(shown, 240, lambda: "the untracked run in raytop status --json\n"
+                                 + said(tmp_path, user))  # fmt: skip
         assert (run["source"], run["attempts"]) == ("actor_table", [])
         assert run["run_name"].endswith("(no probe)")
+        assert run["world_size"] == 2
+        pids = [w["pid"] for w in run["workers"]]
+        assert all(psutil.pid_exists(pid) for pid in pids) and pids == sorted(pids)
+        assert all(w["reports_entered"] == 0 and w["state"] == "" for w in run["workers"])
+        kinds = {f["kind"] for f in snapshot["findings"]}
+        assert not kinds & {"barrier_stall", "rank_dead", "rank_silent", "report_mispaired"}
     finally:
         stop(user)

@@ -1,7 +1,17 @@
 """Is a recorded pid still the process raytop started? (driver.json, cluster.json)
 
-A signal goes only to a process proven by pid, start time (psutil ``create_time``) and
-command line; a pid that may have been reused is never signalled, nor taken for stopped.
+A signal goes only to a process proven by pid, start time and command line; a pid that
+may have been reused is never signalled, nor taken for stopped.
+
+The start time is recorded twice (``start_stamp``). psutil's ``create_time`` is the wall
+clock's: the boot time Linux derives from it (``btime`` in ``/proc/stat``) plus the ticks
+since boot at which the process started, so a step of the wall clock between the record
+and its check (an NTP step, a virtual machine restored from a snapshot: seen here, a
+25 s step during a test run, and ``raytop down`` refused its own cluster) moves it by
+the step. On Linux, the kernel's own start of the process, in clock ticks since boot
+(``/proc/<pid>/stat``, field 22), with the boot's id (``/proc/sys/kernel/random/boot_id``)
+does not move: where both are recorded and readable they prove the process exactly
+(``same_start``); elsewhere, the wall-clock time within ``CREATE_TIME_TOLERANCE_S``.
 """
 
 from __future__ import annotations
@@ -117,8 +127,7 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
     if (
         DRIVER_MODULE not in argv
         and not ended
-        and _is_number(recorded)
-        and (abs(started - float(recorded)) <= CREATE_TIME_TOLERANCE_S)
+        and same_start(info, pid, started)
         and time.time() - started < SPAWNING_S
     ):
         # The very process the launcher spawned and timed, seconds ago, whose command line
@@ -141,7 +150,7 @@ def check_driver(raytop_dir: Path) -> DriverCheck:
     if not _is_number(recorded):
         why = "driver.json records no start time (an older raytop), so it cannot be proven"
         return DriverCheck(pid, None, f"{refused} ({why}); not signalled; stop it by hand")
-    if abs(started - float(recorded)) > CREATE_TIME_TOLERANCE_S:
+    if not same_start(info, pid, started):
         when = f"started at {_stamp(started)}, recorded {_stamp(float(recorded))}"
         return DriverCheck(pid, None, f"{refused} ({when}); not signalled")
     return DriverCheck(pid, True, None, process)
@@ -189,3 +198,51 @@ def process_create_time(pid: int) -> float | None:
         return psutil.Process(pid).create_time()
     except (psutil.Error, OSError):
         return None
+
+
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def _boot_id() -> str | None:
+    try:
+        with open(BOOT_ID, encoding="ascii") as file:
+            found = file.read(64).strip()
+    except (OSError, ValueError):
+        return None
+    return found or None
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat``, field 22:
+    the 20th after the command name, which is in parentheses and may hold any byte)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            fields = file.read(4096).rpartition(b")")[2].split()
+        return int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def start_stamp(pid: int) -> dict[str, Any]:
+    """What a record of ``pid`` holds to prove it later (``same_start``): psutil's
+    ``pid_create_time`` (None if unknown) and, on Linux, ``pid_boot_id`` and
+    ``pid_start_ticks``."""
+    stamp: dict[str, Any] = {"pid_create_time": process_create_time(pid)}
+    boot, ticks = _boot_id(), _start_ticks(pid)
+    if boot is not None and ticks is not None:
+        stamp.update(pid_boot_id=boot, pid_start_ticks=ticks)
+    return stamp
+
+
+def same_start(record: dict[str, Any], pid: int, started: float) -> bool:
+    """Whether the live ``pid`` (psutil ``create_time`` ``started``) is the process whose
+    ``start_stamp`` is in ``record``: by the boot and the start ticks, exactly, where both
+    were recorded and can be read; else by the wall-clock start time within
+    ``CREATE_TIME_TOLERANCE_S``."""
+    boot, ticks = record.get("pid_boot_id"), record.get("pid_start_ticks")
+    if isinstance(boot, str) and _is_number(ticks):
+        now_boot, now_ticks = _boot_id(), _start_ticks(pid)
+        if now_boot is not None and now_ticks is not None:
+            return now_boot == boot and now_ticks == ticks
+    recorded = record.get("pid_create_time")
+    return _is_number(recorded) and abs(started - float(recorded)) <= CREATE_TIME_TOLERANCE_S

@@ -62,10 +62,10 @@ def _rdir(tmp_path: Path, name: str = "exp") -> Path:
     return rdir
 
 
-def _record_driver(rdir: Path, pid: int, create_time: float | None) -> None:
+def _record_driver(rdir: Path, pid: int, create_time: float | None, **stamp) -> None:
     info = {
         "pid": pid, "host": socket.gethostname(), "experiment_name": rdir.parent.name,
-        "experiment_path": str(rdir.parent), "metric": "loss", "mode": "min",
+        "experiment_path": str(rdir.parent), "metric": "loss", "mode": "min", **stamp,
     }  # fmt: skip
     if create_time is not None:
         info["pid_create_time"] = create_time
@@ -217,6 +217,60 @@ def test_the_proven_driver_is_alive_and_stop_signals_it(tmp_path, spawn):
     assert (rdir / "stop_requested.json").exists()
 
 
+def _stepped_clock(monkeypatch, seconds: float) -> None:
+    """The wall clock stepped by ``seconds`` since the records were written: psutil's
+    create_time (Linux's boot time from the wall clock, plus the start ticks) moves by
+    as much; the kernel's start ticks and boot id do not."""
+    real = psutil.Process.create_time
+    monkeypatch.setattr(psutil.Process, "create_time", lambda self: real(self) + seconds)
+
+
+@pytest.mark.skipif(process_identity._boot_id() is None, reason="no Linux /proc boot id")
+def test_a_wall_clock_step_after_the_record_keeps_the_driver_proven(tmp_path, spawn,
+                                                                     monkeypatch):  # fmt: skip
+    """Seen in a test run here: a virtual machine restored from a snapshot stepped the
+    clock 25 s, and the start time alone no longer proved raytop's own processes."""
+    rdir = _rdir(tmp_path)
+    proc = spawn([sys.executable, "-c", SLEEP, "raytop.launch.driver", str(rdir)],
+                 "raytop.launch.driver")  # fmt: skip
+    _record_driver(rdir, proc.pid, None, **process_identity.start_stamp(proc.pid))
+    _stepped_clock(monkeypatch, 25.0)
+    assert driver_alive(rdir) == (proc.pid, True)
+    assert driver_identity_problem(rdir) is None
+
+
+@pytest.mark.skipif(process_identity._boot_id() is None, reason="no Linux /proc boot id")
+def test_the_start_ticks_outweigh_a_wall_clock_time_that_matches(tmp_path, spawn):
+    """A pid reused within the second its first process started: the same wall-clock
+    start, other ticks. Not proven, not signalled."""
+    rdir = _rdir(tmp_path)
+    proc = spawn([sys.executable, "-c", SLEEP, "raytop.launch.driver", str(rdir)],
+                 "raytop.launch.driver")  # fmt: skip
+    stamp = process_identity.start_stamp(proc.pid)
+    _record_driver(
+        rdir, proc.pid, None, **{**stamp, "pid_start_ticks": stamp["pid_start_ticks"] - 1}
+    )
+    assert driver_alive(rdir) == (proc.pid, None)
+    with pytest.raises(ControlError, match="not signalled"):
+        stop_experiment(rdir, wait_s=0)
+    assert proc.poll() is None
+
+
+def test_without_the_kernels_start_the_wall_clock_time_proves_it(tmp_path, spawn, monkeypatch):
+    """Where ``/proc`` has no boot id (another OS), the wall-clock start time within a
+    second, as before: a step is then refused, never taken for the process."""
+    rdir = _rdir(tmp_path)
+    proc = spawn([sys.executable, "-c", SLEEP, "raytop.launch.driver", str(rdir)],
+                 "raytop.launch.driver")  # fmt: skip
+    monkeypatch.setattr(process_identity, "_boot_id", lambda: None)
+    stamp = process_identity.start_stamp(proc.pid)
+    assert set(stamp) == {"pid_create_time"}
+    _record_driver(rdir, proc.pid, None, **stamp)
+    assert driver_alive(rdir) == (proc.pid, True)
+    _stepped_clock(monkeypatch, 25.0)
+    assert driver_alive(rdir) == (proc.pid, None)
+
+
 # --- the embedded cluster -------------------------------------------------------------
 
 
@@ -235,8 +289,9 @@ def _fake_ray(tmp_path: Path) -> Path:
     return script
 
 
-def _record_cluster(home: Path, pid: int, port: int, create_time: float | None) -> Path:
-    record = {"address": f"127.0.0.1:{port}", "pid": pid, "started_at": time.time(), "log": "x"}
+def _record_cluster(home: Path, pid: int, port: int, create_time: float | None, **stamp) -> Path:
+    record = {"address": f"127.0.0.1:{port}", "pid": pid, "started_at": time.time(), "log": "x",
+              **stamp}  # fmt: skip
     if create_time is not None:
         record["pid_create_time"] = create_time
     path = home / "cluster.json"
@@ -276,6 +331,18 @@ def test_down_stops_the_proven_cluster(tmp_path, home, spawn):
                  start_new_session=True)  # fmt: skip
     path = _record_cluster(home, proc.pid, 7001, _create_time(proc))
     assert cluster.embedded_record()["pid"] == proc.pid
+    assert cluster.stop_embedded() is True
+    assert proc.wait(timeout=5) != 0  # SIGTERM
+    assert not path.exists()
+
+
+@pytest.mark.skipif(process_identity._boot_id() is None, reason="no Linux /proc boot id")
+def test_down_stops_its_cluster_after_a_wall_clock_step(tmp_path, home, spawn, monkeypatch):
+    ray = _fake_ray(tmp_path)
+    proc = spawn([str(ray), "start", "--head", "--block", "--port=7003"], "--port=7003",
+                 start_new_session=True)  # fmt: skip
+    path = _record_cluster(home, proc.pid, 7003, None, **process_identity.start_stamp(proc.pid))
+    _stepped_clock(monkeypatch, -25.0)
     assert cluster.stop_embedded() is True
     assert proc.wait(timeout=5) != 0  # SIGTERM
     assert not path.exists()

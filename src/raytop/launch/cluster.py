@@ -31,7 +31,7 @@ from raytop.launch.spec import ClusterSection
 from raytop.launch.start_progress import finished_of, waiting_of
 from raytop.model import untrusted
 from raytop.model.visible import visible
-from raytop.process_identity import CREATE_TIME_TOLERANCE_S, process_create_time
+from raytop.process_identity import same_start, start_stamp
 from raytop.wire import gcs as ray_adapter
 from raytop.wire.address_file import address_file, forget
 from raytop.wire.gcs import ClusterUnreachable
@@ -107,7 +107,7 @@ def _identity(record: dict, pid: int, port: int) -> tuple[psutil.Process | None,
     recorded = record.get("pid_create_time")
     if not isinstance(recorded, (int, float)) or isinstance(recorded, bool):
         return None, "cluster.json records no start time (an older raytop)"
-    if abs(started - float(recorded)) > CREATE_TIME_TOLERANCE_S:
+    if not same_start(record, pid, started):
         return None, f"it started at {started:.2f}, recorded {float(recorded):.2f}"
     head = next((i for i, a in enumerate(argv) if os.path.basename(a) == "ray"), None)
     rest = argv[head + 1 :] if head is not None else []
@@ -291,7 +291,7 @@ def _start_head(cluster: ClusterSection, progress: Callable[[str], None]) -> Tar
         )  # fmt: skip
     write_json_atomic(
         _cluster_record_path(),
-        {"address": address, "pid": proc.pid, "pid_create_time": process_create_time(proc.pid),
+        {"address": address, "pid": proc.pid, **start_stamp(proc.pid),
          "started_at": time.time(), "log": str(log_path), "loopback_only": True,
          "address_file": str(address_file())},
     )  # fmt: skip

@@ -24,7 +24,7 @@ from raytop.launch.cluster import LOOPBACK_ENV, Target
 from raytop.launch.planning import trial_count
 from raytop.launch.preflight import preflight
 from raytop.launch.spec import RunSpec
-from raytop.process_identity import DRIVER_MODULE, process_create_time, wait_until_shown
+from raytop.process_identity import DRIVER_MODULE, start_stamp, wait_until_shown
 from raytop.rundir import STOP_MARKER, TRIALS_INDEX, TRIALS_WHOLE, raytop_dir_for
 
 # Set for launched drivers unless the user set them; Ray propagates RAY_TRAIN_* variables
@@ -89,7 +89,7 @@ def launch(spec: RunSpec, target: Target, errored: str | None = None) -> Launche
         {
             "pid": proc.pid,
             # With the pid, what proves later that a live pid is still this driver.
-            "pid_create_time": process_create_time(proc.pid),
+            **start_stamp(proc.pid),
             "host": socket.gethostname(),
             "spec": spec_file,
             "address": target.address,

@@ -350,6 +350,8 @@ def _process_record(
     record = obj(data)
     integer(record, "pid", minimum=1)
     number(record, "pid_create_time", optional=True)
+    text(record, "pid_boot_id", optional=True)  # with the start ticks: process_identity
+    integer(record, "pid_start_ticks", optional=True)
     for key in required:
         text(record, key)
     for key in optional:

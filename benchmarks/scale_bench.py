@@ -1105,14 +1105,14 @@ def measure_screen_model(snapshot: Any, repeat: int = 5, width: int = 120) -> di
         groups = groups_of(trial, run, snapshot.placement_groups)
         run_phase(trial, run, groups)
         if run is not None:
-            rank_strip(run, width - 7, 6)
+            rank_strip(run, snapshot.ages_at, width - 7, 6)
             latest_checkpoints(run, 3)
         bundle_places(groups, run)
 
     def run_screen() -> None:
         run = find_run(snapshot, experiment.runs[0].run_id)
         run_findings(snapshot, run)
-        rank_cells(run)
+        rank_cells(run, snapshot.ages_at)
 
     out = {}
     for name, step in (("overview", overview), ("run screen", run_screen)):

@@ -138,7 +138,7 @@ def test_a_rank_that_fails_once_is_retried_and_both_attempts_show(retried):
     # The Run screen's title and attempts list, from this real snapshot.
     (shown,) = [r for r in Snapshot.from_json(snapshot).all_runs() if r.run_id == run["run_id"]]
     assert "attempt 2 · world size 1 · worker retries 1/1 used" in describe_run(shown).plain
-    listed = describe_attempts(shown).plain
+    listed = describe_attempts(shown, Snapshot.from_json(snapshot).ages_at).plain
     assert "#1 errored" in listed and "RuntimeError: boom once at epoch 1" in listed, listed
     assert "#2 finished" in listed, listed
 

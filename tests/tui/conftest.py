@@ -215,8 +215,7 @@ def _rank(
     beat_ago: float,
     **probe: Any,
 ) -> Worker:
-    """A rank on the one node; its ``*_age_s`` agree with its times (``*_ago``: seconds
-    before ``taken_at``), as the ledger source computes them."""
+    """A rank on the one node; its times ``*_ago`` seconds before ``taken_at``."""
     return Worker(
         rank=rank,
         reports_entered=entered,
@@ -227,9 +226,7 @@ def _rank(
         usual_interval_s=8.0,
         last_enter_at=taken_at - entered_ago,
         last_exit_at=taken_at - exited_ago,
-        last_report_age_s=entered_ago,
         heartbeat_at=taken_at - beat_ago,
-        heartbeat_age_s=beat_ago,
         **probe,
     )
 
@@ -269,7 +266,7 @@ def _stalled_run(taken_at: float) -> TrainRun:
         trial_id="7d2a1_00000",
         workers=(waiting, behind),
     )
-    return with_rank_states(run, Thresholds())
+    return with_rank_states(run, Thresholds(), taken_at)
 
 
 @pytest.fixture
@@ -282,7 +279,7 @@ def stalled(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
     """``sweep`` whose first trial's Train run hangs at the report barrier, diagnosed by
     the real ledger rules (so the ``barrier_stall`` evidence is what the product makes)."""
     experiment = replace(sweep.experiments[0], runs=(stall_run,))
-    findings = (*run_findings(stall_run, Thresholds()), *sweep.findings)
+    findings = (*run_findings(stall_run, Thresholds(), sweep.taken_at), *sweep.findings)
     return replace(sweep, experiments=(experiment,), findings=findings)
 
 
@@ -311,7 +308,7 @@ def collective_hung(sweep: Snapshot) -> Snapshot:
         workers=(rank(0, "collective", reduce), rank(1, "user", sleep),
                  rank(2, "collective", reduce)),
     )  # fmt: skip
-    run = with_rank_states(run, Thresholds())
+    run = with_rank_states(run, Thresholds(), t)
     experiment = replace(sweep.experiments[0], runs=(run,))
     findings = (*hang_findings(run, Thresholds(), t), *sweep.findings)
     return replace(sweep, experiments=(experiment,), findings=findings)
@@ -331,7 +328,7 @@ def retrying(sweep: Snapshot, stall_run: TrainRun) -> Snapshot:
         Attempt(2, "errored", t - 195.0, attempt_id="attempt-2b", ended_at=t - 100.0,
                 duration_s=95.0, error_class="RuntimeError", error=boom,
                 failure_class="worker", restored={"epoch": 3.0}, first_report={"epoch": 4.0}),
-        Attempt(3, "running", t - 95.0, attempt_id="attempt-9c41e", duration_s=95.0,
+        Attempt(3, "running", t - 95.0, attempt_id="attempt-9c41e",
                 restored={"epoch": 7.0}, first_report={"epoch": 0.0}),
     )  # fmt: skip
     budget = {
@@ -537,7 +534,7 @@ def placement(sweep: Snapshot) -> Snapshot:
         workers=(_gpu_rank(0, "0"), _gpu_rank(1, "1")),
         placement_group_id=TRAIN_PG,
     )
-    run = with_rank_states(run, Thresholds())
+    run = with_rank_states(run, Thresholds(), sweep.taken_at)
     trials = (
         Trial("t1", "RUNNING", config={"lr": 0.01}, iterations=7, elapsed_s=300.0),
         Trial("t2", "PENDING", config={"lr": 0.001}, pending_reason=GPU_WAIT),

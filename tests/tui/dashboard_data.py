@@ -46,10 +46,10 @@ def starting(sweep: Snapshot) -> Snapshot:
     run = TrainRun(
         run_id="6c1d", run_name=RUN_NAME, attempt_id="a1", world_size=2, trial_id=TRIAL,
         workers=(Worker(rank=0, node_id="a3f9c2d1e0b4", pid=5101,
-                        heartbeat_at=base.taken_at - 1, heartbeat_age_s=1.0),),
+                        heartbeat_at=base.taken_at - 1),),
         placement_group_id="pg-train-0",
     )  # fmt: skip
-    run = with_rank_states(run, Thresholds())
+    run = with_rank_states(run, Thresholds(), base.taken_at)
     experiment = replace(base.experiments[0], runs=(run,))
     return replace(base, experiments=(experiment,), placement_groups=(_group(True),))
 
@@ -62,13 +62,13 @@ def many_ranks(sweep: Snapshot, world: int = 64) -> Snapshot:
         n = 40 if rank in (17, 45) else 41
         workers.append(Worker(
             rank=rank, reports_entered=n, reports_exited=n if n == 40 else 40,
-            last_enter_at=now - (90 if n == 40 else 5), last_report_age_s=90 if n == 40 else 5,
-            heartbeat_at=now - 1, heartbeat_age_s=1.0, usual_interval_s=6.0,
+            last_enter_at=now - (90 if n == 40 else 5), heartbeat_at=now - 1,
+            usual_interval_s=6.0,
         ))  # fmt: skip
     run = TrainRun(
         run_id="7e2f", run_name=RUN_NAME, attempt_id="a1", world_size=world, trial_id=TRIAL,
         workers=tuple(workers), placement_group_id="pg-train-0",
     )  # fmt: skip
-    run = with_rank_states(run, Thresholds())
+    run = with_rank_states(run, Thresholds(), now)
     experiment = replace(sweep.experiments[0], runs=(run,))
     return replace(sweep, experiments=(experiment,))

@@ -24,7 +24,7 @@ def _worker(rank: int, now: float) -> Worker:
     return Worker(
         rank=rank, reports_entered=12, reports_exited=12, local_rank=rank, node_id=NODE,
         node_rank=0, usual_interval_s=8.0, last_enter_at=now - 3.0, last_exit_at=now - 2.9,
-        last_report_age_s=3.0, heartbeat_at=now - 0.5, heartbeat_age_s=0.5, pid=5100 + rank,
+        heartbeat_at=now - 0.5, pid=5100 + rank,
         report_times=tuple(now - 3.0 - 8.0 * i for i in range(11, -1, -1)),
     )  # fmt: skip
 
@@ -64,7 +64,7 @@ def glance(sweep: Snapshot) -> Snapshot:
         experiment,
         trials=trials,
         trials_total=TOTAL,
-        runs=(with_rank_states(run, Thresholds()),),
+        runs=(with_rank_states(run, Thresholds(), now),),
         best_trial=best_trial(trials, experiment.metric, experiment.mode),
     )
     return replace(sweep, experiments=(experiment,), placement_groups=(_group(),))

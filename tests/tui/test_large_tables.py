@@ -13,12 +13,13 @@ from raytop.model import TrainRun, Worker
 from raytop.tui.widgets.worker_table import WorkerTable
 
 RANKS = 400
+NOW = 1000.0  # the time the ranks' ages are said as of (``Snapshot.ages_at``)
 
 
 def run(age: float, cpu: float = 50.0) -> TrainRun:
     workers = tuple(
-        Worker(rank=r, reports_entered=4, reports_exited=4, pid=100 + r, last_enter_at=1.0,
-               last_report_age_s=age, heartbeat_age_s=1.0, cpu_percent=cpu, state="training")
+        Worker(rank=r, reports_entered=4, reports_exited=4, pid=100 + r, last_enter_at=NOW - age,
+               heartbeat_at=NOW - 1.0, cpu_percent=cpu, state="training")
         for r in range(RANKS)
     )  # fmt: skip
     return TrainRun(run_id="r", run_name="n", attempt_id="a", world_size=RANKS, workers=workers)
@@ -37,7 +38,7 @@ async def test_only_rows_in_view_are_written_and_the_rest_when_seen() -> None:
     app = OneTable()
     async with app.run_test(size=(100, 24)) as pilot:
         table = app.query_one(WorkerTable)
-        table.show_run(run(age=3.0))
+        table.show_run(run(age=3.0), now=NOW)
         await pilot.pause()
         written: list[str] = []
         update_cell = table.update_cell
@@ -50,7 +51,7 @@ async def test_only_rows_in_view_are_written_and_the_rest_when_seen() -> None:
         made: list[int] = []
         cells_of = table._cells
         table._cells = lambda w, *look: (made.append(w.rank), cells_of(w, *look))[1]  # type: ignore[method-assign]
-        table.show_run(run(age=9.0))
+        table.show_run(run(age=9.0), now=NOW)
         await pilot.pause()
         # a screen (~20 rows) and one either side, not 400: written, and their cells made
         assert 0 < len(set(written)) <= 3 * 24
@@ -66,12 +67,12 @@ async def test_only_rows_in_view_are_written_and_the_rest_when_seen() -> None:
         # none is written; the very same Workers: no row is even made again.
         written.clear()
         again = run(age=9.0)
-        table.show_run(again)
+        table.show_run(again, now=NOW)
         await pilot.pause()
         assert written == []
         made.clear()
         rows = dict(table._rows)
-        table.show_run(again)
+        table.show_run(again, now=NOW)
         await pilot.pause()
         assert written == [] and made == [] and all(table._rows[k] is rows[k] for k in rows)
 
@@ -81,12 +82,12 @@ async def test_a_resync_after_a_sort_shows_every_row_as_given() -> None:
     app = OneTable()
     async with app.run_test(size=(100, 24)) as pilot:
         table = app.query_one(WorkerTable)
-        table.show_run(run(age=3.0))
+        table.show_run(run(age=3.0), now=NOW)
         await pilot.pause()
-        table.show_run(run(age=9.0, cpu=70.0))
+        table.show_run(run(age=9.0, cpu=70.0), now=NOW)
         ranks = {w.rank: w for w in run(age=9.0, cpu=70.0).workers}
         ranks[RANKS - 1] = replace(ranks[RANKS - 1], cpu_percent=99.0)
-        table.show_run(replace(run(age=9.0), workers=tuple(ranks.values())))
+        table.show_run(replace(run(age=9.0), workers=tuple(ranks.values())), now=NOW)
         table.set_sort("cpu", reverse=True)
         await pilot.pause()
         assert table.cursor_key() is not None
@@ -114,15 +115,15 @@ async def test_a_refresh_draws_again_only_the_cells_that_changed(monkeypatch) ->
     app = OneTable()
     async with app.run_test(size=(100, 24)) as pilot:
         table = app.query_one(WorkerTable)
-        table.show_run(run(age=3.0))
+        table.show_run(run(age=3.0), now=NOW)
         await pilot.pause()
         assert len(drawn) > 100  # the first screen: every cell on it
         first = table.get_row_at(5)
         drawn.clear()
         moved = run(age=3.0)
         workers = list(moved.workers)
-        workers[5] = replace(workers[5], last_report_age_s=7.0)
-        table.show_run(replace(moved, workers=tuple(workers)))
+        workers[5] = replace(workers[5], last_enter_at=NOW - 7.0)
+        table.show_run(replace(moved, workers=tuple(workers)), now=NOW)
         await pilot.pause()
         column = table.columns_shown.index("last_report")
         cells = {(r, c) for r, c in drawn if r >= 0}

@@ -29,8 +29,8 @@ def _rank(rank: int, gaps: tuple[float, ...], probe_interval: float | None) -> W
         times.append(times[-1] + gap)
     return Worker(
         rank=rank, reports_entered=len(times), reports_exited=len(times),
-        last_enter_at=times[-1], last_exit_at=times[-1] + 0.1, last_report_age_s=NOW - times[-1],
-        heartbeat_age_s=0.5, usual_interval_s=probe_interval,
+        last_enter_at=times[-1], last_exit_at=times[-1] + 0.1, heartbeat_at=NOW - 0.5,
+        usual_interval_s=probe_interval,
         report_times=tuple(times), report_exits=tuple(t + 0.1 for t in times),
     )  # fmt: skip
 
@@ -45,19 +45,19 @@ RANKS = (
 
 @pytest.fixture
 def run() -> TrainRun:
-    return with_rank_states(TrainRun("r", "r", "a", len(RANKS), workers=RANKS), Thresholds())
+    return with_rank_states(TrainRun("r", "r", "a", len(RANKS), workers=RANKS), Thresholds(), NOW)
 
 
 def test_the_dashboard_the_rank_table_and_the_rank_screen_show_one_rate(run) -> None:
-    rows = [line.plain for line in describe_rank_rows(rank_cells(run), "█", False)][1:]
+    rows = [line.plain for line in describe_rank_rows(rank_cells(run, NOW), "█", False)][1:]
     assert len(rows) == len(run.workers)
     for worker, row in zip(run.workers, rows, strict=True):
-        table = _CELLS["rate"](worker)[1]
+        table = _CELLS["rate"](worker, NOW)[1]
         dashboard = row.split()[-2]  # … last rep, rate, state: "/m" is in the header
         dashboard += "/m" if dashboard != "-" else ""
         screen = re.search(r"rate (\S+)", describe_reports(worker, NOW).plain).group(1)
         assert dashboard == table == screen, f"rank {worker.rank}"
-    assert [_CELLS["rate"](w)[1] for w in run.workers] == ["30/m", "7.2/m", "1.2/m", "-"]
+    assert [_CELLS["rate"](w, NOW)[1] for w in run.workers] == ["30/m", "7.2/m", "1.2/m", "-"]
 
 
 def test_the_rate_is_one_minute_over_the_interval_every_face_shows(run) -> None:

@@ -158,7 +158,6 @@ async def test_the_rank_screen_follows_new_snapshots(make_app, stalled, stall_ru
                 "reports_entered": 5,
                 "reports_exited": 5,
                 "last_enter_at": entered,
-                "last_report_age_s": 0.0,
                 "report_times": (*rank1.report_times, entered),
                 "report_exits": (*rank1.report_exits, entered + 0.5),
             },
@@ -316,7 +315,7 @@ def test_the_open_interval_is_the_last_bar_until_the_rank_is_done(done) -> None:
     worker = Worker(rank=0, reports_entered=3, reports_exited=3, done=done,
                     report_times=(0.0, 10.0, 20.0), report_exits=(1.0, 11.0, 21.0))  # fmt: skip
     (worker,) = with_rank_states(
-        TrainRun("r", "r", "a", 1, workers=(worker,)), Thresholds()
+        TrainRun("r", "r", "a", 1, workers=(worker,)), Thresholds(), 40.0
     ).workers
     caption, bars = describe_intervals(worker, 40.0, 60, 2, UNICODE.spark).plain.splitlines()
     if done:

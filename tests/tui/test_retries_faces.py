@@ -32,12 +32,12 @@ def test_the_title_names_the_worker_budget_and_any_other_that_was_used():
 
 
 def test_the_attempts_list_shows_the_newest_three_and_only_when_there_is_a_story():
-    assert describe_attempts(run_with(Attempt(1, "running", 0.0, duration_s=5.0))) is None
+    assert describe_attempts(run_with(Attempt(1, "running", 0.0)), 5.0) is None
     attempts = [
         Attempt(i, "errored", 0.0, duration_s=12.0, error_class="RuntimeError", error="boom")
         for i in range(1, 5)
     ]
-    text = describe_attempts(run_with(*attempts, Attempt(5, "running", 0.0, duration_s=3.0)))
+    text = describe_attempts(run_with(*attempts, Attempt(5, "running", 0.0)), 3.0)
     lines = text.plain.splitlines()
     assert lines[0] == "(2 earlier attempts)"
     assert lines[1].startswith("#3 errored") and lines[1].endswith("RuntimeError: boom")

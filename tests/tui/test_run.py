@@ -44,14 +44,15 @@ from .helpers import (
 def with_run(snapshot: Snapshot, run: TrainRun, *, dt: float = 1.0) -> Snapshot:
     """The next snapshot: ``run`` replaces the first experiment's run, its rank states
     derived and its findings diagnosed again, as the collector does."""
-    run = with_rank_states(run, Thresholds())
+    taken_at = snapshot.taken_at + dt
+    run = with_rank_states(run, Thresholds(), taken_at)
     experiment = replace(snapshot.experiments[0], runs=(run,))
     others = tuple(f for f in snapshot.findings if f.run_id != run.run_id)
     return replace(
         snapshot,
-        taken_at=snapshot.taken_at + dt,
+        taken_at=taken_at,
         experiments=(experiment,),
-        findings=(*run_findings(run, Thresholds()), *others),
+        findings=(*run_findings(run, Thresholds(), taken_at), *others),
     )
 
 
@@ -209,8 +210,8 @@ async def test_run_screen_updates_in_place_and_keeps_the_cursor(
         # Rank 1 reaches report 5: the barrier opens, both ranks leave it.
         released = set_workers(
             stall_run,
-            rank0={"reports_exited": 5, "last_report_age_s": 1.0},
-            rank1={"reports_entered": 5, "reports_exited": 5, "last_report_age_s": 1.0},
+            rank0={"reports_exited": 5, "last_enter_at": stalled.taken_at},
+            rank1={"reports_entered": 5, "reports_exited": 5, "last_enter_at": stalled.taken_at},
         )
         await show(pilot, with_run(stalled, released))
         assert [cell(table, "1", c) for c in ("entered", "exited", "behind")] == ["5", "5", ""]
@@ -562,6 +563,8 @@ def test_order_ranks_missing_then_waiting_then_the_rest() -> None:
         Worker(rank=2, reports_entered=4, reports_exited=4),
         Worker(rank=3, reports_entered=5, reports_exited=4),
     )
-    run = with_rank_states(TrainRun("r", "r", "a", world_size=6, workers=workers), Thresholds())
+    run = with_rank_states(
+        TrainRun("r", "r", "a", world_size=6, workers=workers), Thresholds(), 0.0
+    )
     # 5 is in no finding yet, but the ledger never saw it: it is missing too.
     assert order_ranks(run, missing=[4, 2]) == [2, 4, 5, 1, 3, 0]

@@ -61,7 +61,7 @@ async def test_a_run_from_trains_own_state_says_so_with_its_attempts(make_app, p
     attempts = (
         Attempt(1, "errored", NOW - 90, attempt_id="a1", ended_at=NOW - 70, duration_s=20.0,
                 error_class="RuntimeError", error="injected failure at step 1"),
-        Attempt(2, "running", NOW - 60, attempt_id="a2", duration_s=60.0),
+        Attempt(2, "running", NOW - 60, attempt_id="a2"),
     )  # fmt: skip
     run = replace(OTHER_RUNS[1], run_name="state-tracked-run", attempt_id="a2",
                   attempt_index=2, attempts=attempts, source="train_state")  # fmt: skip

@@ -38,16 +38,16 @@ class Ranks(App[None]):
 
 async def test_sort_ranks_by_a_duration_and_a_size_column() -> None:
     workers = (
-        Worker(rank=0, last_report_age_s=75.0, rss_bytes=3 * 1024**3, pid=10),
-        Worker(rank=1, last_report_age_s=9.0, rss_bytes=512 * 1024**2, pid=11),
-        Worker(rank=2, last_report_age_s=None, rss_bytes=None, pid=12),
-        Worker(rank=3, last_report_age_s=7300.0, rss_bytes=900, pid=13),
+        Worker(rank=0, last_enter_at=9925.0, rss_bytes=3 * 1024**3, pid=10),
+        Worker(rank=1, last_enter_at=9991.0, rss_bytes=512 * 1024**2, pid=11),
+        Worker(rank=2, last_enter_at=None, rss_bytes=None, pid=12),
+        Worker(rank=3, last_enter_at=2700.0, rss_bytes=900, pid=13),
     )
     run = TrainRun(run_id="r", run_name="n", attempt_id="a", world_size=4, workers=workers)
     app = Ranks()
     async with app.run_test(size=(120, 12)) as pilot:
         table = app.query_one(WorkerTable)
-        table.show_run(run)
+        table.show_run(run, now=10_000.0)
         table.set_sort("last_report")
         await pilot.pause()
         assert [str(table.get_row(k)[table.columns_shown.index("last_report")])

@@ -25,7 +25,7 @@ LINEAR = {"compute": 6.0, "report_wait": 30.0, "report_barrier": 2.0, "report_up
 SLOW = {"compute": 34.0, "data_loader": 6.0}
 
 
-def with_shares(run: TrainRun, seconds: dict[int, dict[str, float]]) -> TrainRun:
+def with_shares(run: TrainRun, seconds: dict[int, dict[str, float]], now: float) -> TrainRun:
     workers = tuple(
         replace(
             w, activity=replace(w.activity, time_s=seconds[w.rank], recent_time_s=seconds[w.rank])
@@ -34,7 +34,7 @@ def with_shares(run: TrainRun, seconds: dict[int, dict[str, float]]) -> TrainRun
         else w
         for w in run.workers
     )
-    return with_rank_states(replace(run, workers=workers, controller_poll_s=2.0), Thresholds())
+    return with_rank_states(replace(run, workers=workers, controller_poll_s=2.0), Thresholds(), now)
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def timed(collective_hung: Snapshot) -> Snapshot:
     the controller in train.report, rank 1 computes."""
     experiment = collective_hung.experiments[0]
     (run,) = experiment.runs
-    run = with_shares(run, {0: LINEAR, 1: SLOW, 2: LINEAR})
+    run = with_shares(run, {0: LINEAR, 1: SLOW, 2: LINEAR}, collective_hung.taken_at)
     findings = (*time_sink_findings(run), *collective_hung.findings)
     return replace(collective_hung, experiments=(replace(experiment, runs=(run,)),),
                    findings=findings)  # fmt: skip

@@ -81,7 +81,7 @@ def test_a_trials_groups_are_its_own_and_its_train_runs():
 
 
 def test_ranks_that_fit_are_cells_in_rank_order():
-    strip = rank_strip(run(world=4, up=4, reports=(3, 3, 2, 3)), width=80, lines=2)
+    strip = rank_strip(run(world=4, up=4, reports=(3, 3, 2, 3)), 0.0, width=80, lines=2)
     assert [c.rank for c in strip.cells] == [0, 1, 2, 3]
     assert not strip.bars
 
@@ -96,7 +96,7 @@ def test_hundreds_of_ranks_collapse_to_a_histogram_naming_the_laggards():
         for r, n in enumerate(reports)
     )  # fmt: skip
     big = TrainRun("r", "exp-t1", "a", world_size=500, workers=workers)
-    strip = rank_strip(big, width=70, lines=3, stalled=[333])
+    strip = rank_strip(big, 0.0, width=70, lines=3, stalled=[333])
     assert not strip.cells
     assert [(b.reports, b.ranks) for b in strip.bars] == [(41, 498), (40, 1)]
     assert strip.bars[0].share == 1.0
@@ -105,7 +105,7 @@ def test_hundreds_of_ranks_collapse_to_a_histogram_naming_the_laggards():
 
 
 def test_no_lines_no_strip():
-    assert rank_strip(run(), width=80, lines=0).cells == ()
+    assert rank_strip(run(), 0.0, width=80, lines=0).cells == ()
 
 
 def test_bundles_are_placed_on_nodes_with_the_gpus_their_rank_holds():
@@ -140,10 +140,10 @@ def test_a_phase_counts_from_when_it_was_first_seen():
 
 def test_a_run_of_thousands_of_laggards_names_those_that_fit_and_counts_the_rest():
     workers = tuple(
-        Worker(rank=r, reports_entered=3, reports_exited=3, state="silent", last_report_age_s=9.0)
+        Worker(rank=r, reports_entered=3, reports_exited=3, state="silent", last_enter_at=91.0)
         for r in range(2_000)
     )
-    strip = rank_strip(TrainRun("r", "exp-t1", "a", world_size=2_000, workers=workers),
+    strip = rank_strip(TrainRun("r", "exp-t1", "a", world_size=2_000, workers=workers), 100.0,
                        width=80, lines=3)  # fmt: skip
     assert [(b.reports, b.ranks) for b in strip.bars] == [(3, 2_000)]
     shown = [c.rank for c in strip.laggards]

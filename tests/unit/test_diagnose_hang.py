@@ -52,7 +52,7 @@ def rank(r: int, reports: int, *, last: float, inside: bool = False, interval: f
     return Worker(
         rank=r, reports_entered=reports, reports_exited=reports - (1 if inside else 0),
         last_enter_at=last, last_exit_at=None if inside else last + 0.01,
-        last_report_age_s=NOW - last, heartbeat_age_s=0.5, report_times=entries,
+        heartbeat_at=NOW - 0.5, report_times=entries,
         report_exits=exits, activity=activity,
     )  # fmt: skip
 
@@ -60,7 +60,7 @@ def rank(r: int, reports: int, *, last: float, inside: bool = False, interval: f
 def run(*workers: Worker, checkpoints=()) -> TrainRun:
     """An attempt as the pipeline hands it on: its rank facts derived."""
     return with_rank_states(TrainRun("r1", "exp-t1", "a1", len(workers), workers=workers,
-                                     checkpoints=tuple(checkpoints)), T)  # fmt: skip
+                                     checkpoints=tuple(checkpoints)), T, NOW)  # fmt: skip
 
 
 def kinds(findings) -> list[str]:
@@ -121,12 +121,12 @@ def test_a_rank_blocked_in_its_data_loader_is_named():
     # barrier shows it, the data loader is named as the cause.
     behind = rank(1, 19, last=NOW - 17, kind="data_loader", where="DataLoader.__next__")
     ahead = rank(0, 20, last=NOW - 15, inside=True, kind="report")
-    (stall,) = run_findings(run(ahead, behind), T)
+    (stall,) = run_findings(run(ahead, behind), T, NOW)
     assert stall.kind == "data_loader_hang" and "rank 1 is 1 report behind, in DataLoader" in (
         stall.message
     )
     user = rank(1, 19, last=NOW - 17, kind="user", where="step (loop.py:9)")
-    (stall,) = run_findings(run(ahead, user), T)
+    (stall,) = run_findings(run(ahead, user), T, NOW)
     assert stall.kind == "barrier_stall" and exit_code([stall]) == BARRIER_STALL
 
 

@@ -42,7 +42,7 @@ def run(*workers, checkpoints=(), **extra) -> TrainRun:
     """Run r1, attempt a1 (its second), of trial t1, its rank facts derived."""
     return with_rank_states(TrainRun(
         "r1", "exp-t1", "a1", len(workers), attempt_index=2, trial_id="t1",
-        workers=workers, checkpoints=tuple(checkpoints), **extra), T)  # fmt: skip
+        workers=workers, checkpoints=tuple(checkpoints), **extra), T, NOW)  # fmt: skip
 
 
 def refs(finding) -> tuple:
@@ -56,7 +56,7 @@ RUN = ("r1", None, "t1")  # about the run as a whole: every attempt shows it
 def test_a_barrier_stall_names_its_missing_and_waiting_ranks_and_the_wait():
     ahead = [rank(r, 20, last=NOW - 15, inside=True, kind="report") for r in (0, 2)]
     behind = rank(1, 19, last=NOW - 17, kind="user", where="step (loop.py:9)")
-    (stall,) = run_findings(run(ahead[0], behind, ahead[1]), T)
+    (stall,) = run_findings(run(ahead[0], behind, ahead[1]), T, NOW)
     assert stall.kind == "barrier_stall" and refs(stall) == ATTEMPT
     assert (stall.ranks, stall.waiting_ranks) == ((1,), (0, 2))
     assert stall.report_index == 20 and stall.waited_s == stall.evidence["waited_s"]
@@ -67,22 +67,22 @@ def test_a_barrier_stall_names_its_missing_and_waiting_ranks_and_the_wait():
 def test_a_mispaired_report_names_the_ranks_that_finished_early():
     ahead = rank(0, 20, last=NOW - 15, inside=True, kind="report")
     early = replace(rank(1, 19, last=NOW - 17), done=True)
-    stall, mispaired = run_findings(run(ahead, early), T)
+    stall, mispaired = run_findings(run(ahead, early), T, NOW)
     assert mispaired.kind == "report_mispaired" and refs(mispaired) == ATTEMPT
     assert (mispaired.ranks, mispaired.waiting_ranks) == ((1,), (0,))
     assert stall.ranks == (1,)
 
 
 def test_dead_silent_and_lost_ranks_each_name_their_rank():
-    dead = run(rank(0, 9, last=NOW - 1), replace(rank(1, 9, last=NOW - 1), heartbeat_age_s=40))
-    (finding,) = run_findings(dead, T)
+    dead = run(rank(0, 9, last=NOW - 1), replace(rank(1, 9, last=NOW - 1), heartbeat_at=NOW - 40))
+    (finding,) = run_findings(dead, T, NOW)
     assert (finding.kind, finding.ranks, refs(finding)) == ("rank_dead", (1,), ATTEMPT)
     quiet = [replace(rank(r, 9, last=NOW - 200), usual_interval_s=2.0) for r in (0, 1)]
-    assert [(f.kind, f.ranks) for f in run_findings(run(*quiet), T)] == [
+    assert [(f.kind, f.ranks) for f in run_findings(run(*quiet), T, NOW)] == [
         ("rank_silent", (0,)), ("rank_silent", (1,))
     ]  # fmt: skip
     on_dead_node = run(rank(0, 9, last=NOW - 1), replace(rank(1, 9, last=NOW - 1), node_id="n2"))
-    (lost,) = run_findings(on_dead_node, T, frozenset({"n2"}))
+    (lost,) = run_findings(on_dead_node, T, NOW, frozenset({"n2"}))
     assert (lost.kind, lost.ranks, refs(lost)) == ("rank_dead", (1,), ATTEMPT)
 
 

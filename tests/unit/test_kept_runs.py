@@ -1,13 +1,14 @@
 """A run unchanged between refreshes is the very same object, and what is made of it is
-kept (``model.refresh.same_second``, ``pipeline.kept_runs``): until the wall clock's next
-second, and never past a change of the run or of its context. So are
+kept (``pipeline.kept_runs``): its rank states until the clock alone could move one (a
+threshold crossed), its judgement until the ledger's next publish, and neither past a
+change of the run or of its context. So are
 an experiment's trials' reasons to wait and its best trial (``pipeline.kept_trials``), and
 the placement groups, why each waits and their findings (``pipeline.kept_groups``)."""
 
 import dataclasses
 import json
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from raytop.diagnose import diagnose
@@ -57,7 +58,7 @@ RUN_RECORD = {"run_id": "run1", "run_name": "exp-t1", "sent_at": 9.0,
                                      "error_class": None, "failure_class": None}]}  # fmt: skip
 
 T = Thresholds(stall_after_s=60)
-AT = (1000.0, 1000.0)  # the ledger's publish and the wall clock's time: ages as of then
+AT = 1000.0  # the ledger's publish: the time ages are said as of
 
 
 def rank(r: int, entered: int, received_at: float = 100.0) -> dict:
@@ -85,48 +86,55 @@ def test_the_reader_hands_out_the_same_run_while_nothing_was_said_of_it():
     publish(kv, 105.6, 1, rank(0, 3), rank(1, 3))  # republished, nothing new
     (again,), _ = reader.read(now=105.6)
     assert again is first
-    assert again.workers[0].heartbeat_at == 100.0 and again.workers[0].heartbeat_age_s is None
+    assert again.workers[0].heartbeat_at == 100.0
     assert again.attempts == ()
 
 
-def test_a_runs_ages_are_made_once_a_second_as_of_the_ledgers_publish():
+def test_a_derived_run_stands_until_the_clock_crosses_a_threshold():
+    """It carries times: its ages are said as of the ledger's publish, by whoever reads
+    them, and the run derived from the same run read stands, second after second, until
+    a rank's heartbeat goes past ``dead_after_s`` (or a report past its silence limit)."""
     kv = FakeKv()
     reader, kept = LedgerReader(kv), KeptRuns()
     kv.data[RUN_PREFIX + "run1"] = json.dumps(RUN_RECORD).encode()
     publish(kv, 100.0, 1, rank(0, 3), rank(1, 3), runs={"run1": 1})
     (run,), _ = reader.read(now=100.0)
-    first = kept.derive(run, T, 100.0, 100.0)
-    assert first.workers[0].heartbeat_age_s == 0.0 and first.workers[0].last_report_age_s == 10.0
-    assert [a.duration_s for a in first.attempts] == [0.5, 91.0]  # the running one's: to now
-    assert kept.derive(run, T, 100.6, 100.6) is first  # the same second
-    later = kept.derive(run, T, 100.0 + AGES_EVERY_S, 100.0 + AGES_EVERY_S)
-    assert later is not first and later.workers[0].heartbeat_age_s == AGES_EVERY_S
-    assert later.attempts[1].duration_s == 91.0 + AGES_EVERY_S
-    assert later.attempts[0] is first.attempts[0]  # an ended attempt is not made again
+    first = kept.derive(run, T, 100.0)
+    assert (first.workers[0].since_beat(100.0), first.workers[0].since_report(100.0)) == (0, 10)
+    assert [a.lasted(100.0) for a in first.attempts] == [0.5, 91.0]  # the running one's: to now
+    assert [w.state for w in first.workers] == ["training", "training"]
+    for later in (100.6, 101.0, 107.5, 100.0 + T.dead_after_s):  # no threshold crossed yet
+        assert kept.derive(run, T, later) is first
+    assert first.attempts[1].lasted(107.5) == 98.5  # said as of when it is asked
+    dead = kept.derive(run, T, 100.0 + T.dead_after_s + 0.5)  # the beats went past it
+    assert dead is not first and [w.state for w in dead.workers] == ["dead", "dead"]
+    assert dead.gone and kept.derive(run, T, 500.0) is dead  # nothing left to cross
 
 
-def test_runs_and_groups_move_their_ages_on_at_the_same_refresh_the_first_of_a_second():
-    """Ages move on at the first refresh of each second of the wall clock, for the runs
-    and the groups alike (``model.refresh``): a run derived late in a second is derived
-    again at the next second's first refresh, not a whole second later, and on the
-    refresh the groups age too. A ledger that did not publish again keeps its runs'
-    ages."""
-    kv = FakeKv()
-    reader, groups, kept = LedgerReader(kv), PlacementReader(Groups(GROUP), FakeKv()), KeptRuns()
-    publish(kv, 100.9, 1, rank(0, 3), rank(1, 3))
-    (run,), _ = reader.read(now=100.9)
-    first = kept.derive(run, T, 100.9, 100.9)
-    placed = groups.read([], (), {}, now=100.9)
-    assert kept.derive(run, T, 100.9, 100.95) is first
-    assert groups.read([], (), {}, now=100.95) is placed
-    publish(kv, 101.0, 1, rank(0, 3), rank(1, 3))
-    (same,), _ = reader.read(now=101.05)
-    later = kept.derive(same, T, 101.0, 101.05)
-    aged = groups.read([], (), {}, now=101.05)
-    assert same is run and later is not first
-    assert later.workers[0].heartbeat_age_s == 1.0  # as of the publish, 101.0
-    assert aged is not placed and groups.aged_from is placed
-    assert kept.derive(same, T, 101.0, 102.5) is later  # no publish since: its ages stand
+def test_a_rank_that_falls_silent_is_derived_again_when_its_limit_passes():
+    """A rank out of report past max(silent_min_s, silent_factor × its interval) turns
+    silent at that moment, though nothing new was read of it."""
+    kept = KeptRuns()
+    times = tuple(900.0 + 2.0 * i for i in range(10))  # every 2 s, the last at 918
+    quiet = Worker(rank=0, reports_entered=10, reports_exited=10, last_enter_at=918.0,
+                   heartbeat_at=970.0, report_times=times)  # fmt: skip
+    run = TrainRun("r1", "exp-t1", "a1", 1, workers=(quiet,))
+    first = kept.derive(run, T, 971.0)
+    assert first.workers[0].state == "training"
+    limit = 918.0 + max(T.silent_min_s, T.silent_factor * 2.0)  # 978
+    assert kept.derive(run, T, limit - 0.1) is first
+    silent = kept.derive(run, T, limit + 0.1)
+    assert silent.workers[0].silent and silent.workers[0].state == "silent"
+    assert silent == with_rank_states(run, T, limit + 0.1)  # what deriving afresh says
+
+
+def test_a_kept_run_is_never_handed_out_for_an_earlier_time():
+    """A recreated ledger may publish earlier than the last: what was derived as of a
+    later time is not handed out for an earlier one."""
+    kept = KeptRuns()
+    run = TrainRun("r1", "exp-t1", "a1", 1, workers=(Worker(0, 3, 3, heartbeat_at=100.0),))
+    assert kept.derive(run, T, 200.0).workers[0].state == "dead"
+    assert kept.derive(run, T, 101.0).workers[0].state == "training"
 
 
 def test_a_changed_page_or_run_record_makes_the_run_again_at_once():
@@ -145,8 +153,8 @@ def test_a_changed_page_or_run_record_makes_the_run_again_at_once():
 
 
 def worker(r: int, entered: int, exited: int, age: float) -> Worker:
-    return Worker(rank=r, reports_entered=entered, reports_exited=exited, last_report_age_s=age,
-                  last_enter_at=1000.0 - age, heartbeat_at=999.5, heartbeat_age_s=0.5)  # fmt: skip
+    return Worker(rank=r, reports_entered=entered, reports_exited=exited,
+                  last_enter_at=AT - age, heartbeat_at=AT - 0.5)  # fmt: skip
 
 
 def stalled() -> TrainRun:
@@ -162,20 +170,24 @@ def context(**changed) -> RunContext:
 def test_what_is_made_of_the_same_run_is_kept_and_of_a_new_one_made_again():
     kept = KeptRuns()
     run = stalled()
-    derived = kept.derive(run, T, *AT)
-    assert kept.derive(run, T, *AT) is derived
-    assert kept.derive(stalled(), T, *AT) is not derived  # equal, but not the same object
+    derived = kept.derive(run, T, AT)
+    assert kept.derive(run, T, AT) is derived
+    assert kept.derive(stalled(), T, AT) is not derived  # equal, but not the same object
     tagged = kept.with_trial(derived, "t1")
     assert tagged.trial_id == "t1" and kept.with_trial(derived, "t1") is tagged
     assert kept.with_trial(derived, "t2").trial_id == "t2"
     judged = kept.judge(tagged, T, context())
     assert [f.kind for f in judged[2]] == ["barrier_stall"]
-    assert kept.judge(tagged, T, context(known_at=1000.5)) is judged
+    assert kept.judge(tagged, T, context()) is judged
+    # the ledger's next publish: its waits are longer, and say so
+    later = kept.judge(tagged, T, context(known_at=1001.0))
+    assert later is not judged and later == judge_run(tagged, T, context(known_at=1001.0))
+    assert "for 76s" in later[2][0].message
 
 
 def test_a_changed_context_is_judged_again():
     kept = KeptRuns()
-    run = kept.derive(stalled(), T, *AT)
+    run = kept.derive(stalled(), T, AT)
     kept.judge(run, T, context())
     assert kept.judge(run, T, context(ended=True))[2] == []  # its trial ended: over
     assert kept.judge(run, T, context(ledger_available=False))[2] == []
@@ -201,11 +213,11 @@ def test_the_stall_limit_is_made_again_only_when_a_report_history_changed(monkey
     histories = ((900.0, 910.0, 920.0), (905.0, 915.0))
     workers = tuple(dataclasses.replace(w, report_times=h)
                     for w, h in zip(stalled().workers, histories, strict=True))  # fmt: skip
-    run = kept.derive(dataclasses.replace(stalled(), workers=workers), T, *AT)
+    run = kept.derive(dataclasses.replace(stalled(), workers=workers), T, AT)
     first = kept.judge(run, T, context())
     aged = dataclasses.replace(run, workers=tuple(
-        dataclasses.replace(w, last_report_age_s=w.last_report_age_s + 1) for w in run.workers
-    ))  # fmt: skip  # its ages moved: a new run of the very same histories
+        dataclasses.replace(w, heartbeat_at=w.heartbeat_at + 1) for w in run.workers
+    ))  # fmt: skip  # its ranks beat: a new run of the very same histories
     assert kept.judge(aged, T, context(known_at=1001.0)) == judge_run(
         aged, T, context(known_at=1001.0)
     )
@@ -226,33 +238,34 @@ def test_the_run_time_shares_are_kept_while_its_ranks_activities_are_the_same():
     workers = tuple(dataclasses.replace(w, activity=activity) for w in stalled().workers)
     run = dataclasses.replace(stalled(), workers=workers)
     ranks: dict = {}
-    derived = with_rank_states(run, T, ranks)
-    assert derived.time_shares == with_rank_states(run, T).time_shares
+    derived = with_rank_states(run, T, AT, ranks)
+    assert derived.time_shares == with_rank_states(run, T, AT).time_shares
     assert derived.time_shares["collective"] == 0.75
     aged = dataclasses.replace(run, workers=tuple(
-        dataclasses.replace(w, heartbeat_age_s=1.5) for w in run.workers))  # fmt: skip
-    assert with_rank_states(aged, T, ranks).time_shares is derived.time_shares
+        dataclasses.replace(w, heartbeat_at=AT - 0.1) for w in run.workers))  # fmt: skip
+    assert with_rank_states(aged, T, AT, ranks).time_shares is derived.time_shares
     busier = dataclasses.replace(activity, time_s={"compute": 4.0})
     moved = dataclasses.replace(aged, workers=(
         dataclasses.replace(aged.workers[0], activity=busier), aged.workers[1]))  # fmt: skip
-    assert with_rank_states(moved, T, ranks).time_shares == with_rank_states(moved, T).time_shares
-    assert with_rank_states(moved, T, ranks).time_shares["collective"] == 0.375
+    afresh = with_rank_states(moved, T, AT).time_shares
+    assert with_rank_states(moved, T, AT, ranks).time_shares == afresh
+    assert with_rank_states(moved, T, AT, ranks).time_shares["collective"] == 0.375
 
 
 def test_a_run_not_seen_in_a_collection_is_forgotten():
     kept = KeptRuns()
     run = stalled()
-    derived = kept.derive(run, T, *AT)
+    derived = kept.derive(run, T, AT)
     kept.forget_unseen()  # seen in that collection: kept
-    assert kept.derive(run, T, *AT) is derived
+    assert kept.derive(run, T, AT) is derived
     kept.forget_unseen()
     kept.forget_unseen()  # a collection without it
-    assert kept.derive(run, T, *AT) is not derived
+    assert kept.derive(run, T, AT) is not derived
 
 
 def test_diagnose_with_kept_judgements_says_what_judging_afresh_says():
     kept = KeptRuns()
-    run = kept.derive(stalled(), T, *AT)
+    run = kept.derive(stalled(), T, AT)
     snapshot = Snapshot(
         taken_at=1000.0,
         cluster=Cluster(address="a", connected=True, nodes=(Node("n1", "1.2.3.4", True, True),)),
@@ -579,3 +592,61 @@ def test_a_node_whose_row_holds_the_very_values_is_the_very_node():
     later = kept.of(moved)
     assert later[0] is first[0] and later[1] is not first[1] and later == nodes_from_gcs(moved)
     assert [n.node_id for n in kept.of(moved[::-1])] == ["b", "a"]
+
+
+def test_a_new_publish_judges_again_only_what_the_clock_moves(monkeypatch):
+    """The run's checkpoints, attempts and time sinks say the same at any time: at the
+    ledger's next publish only its waits are judged again (``timed_findings``)."""
+    import raytop.pipeline.kept_runs as kept_runs
+
+    steady = []
+    real = kept_runs.steady_findings
+    monkeypatch.setattr(kept_runs, "steady_findings", lambda *a: steady.append(1) or real(*a))
+    kept = KeptRuns()
+    run = kept.derive(stalled(), T, AT)
+    first = kept.judge(run, T, context())
+    later = kept.judge(run, T, context(known_at=AT + 1.0))
+    assert later == judge_run(run, T, context(known_at=AT + 1.0)) and later != first
+    assert steady == [1] and later[0] is first[0] and later[1] is first[1]
+    assert kept.judge(run, T, context(ended=True)) == judge_run(run, T, context(ended=True))
+    assert steady == [1, 1]  # another context: all of it again
+
+
+RANK = st.tuples(
+    st.integers(0, 12),  # reports entered
+    st.booleans(),  # inside the last one
+    st.booleans(),  # done
+    st.floats(0.0, 150.0),  # its last heartbeat, seconds before 1000
+    st.floats(0.0, 150.0),  # its last report entered, seconds before 1000
+    st.floats(0.5, 10.0),  # its report interval
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    ranks=st.lists(RANK, min_size=1, max_size=4),
+    steps=st.lists(st.tuples(st.floats(0, 120), st.none() | st.integers(0, 3)), max_size=8),
+)
+@example(  # three beats, 5 s apart: the first rank's death derives the run again while
+    # the others are kept; the second's is still to come, before the run's last beat's
+    ranks=[(1, False, False, b, 0.0, 1.0) for b in (10.0, 5.0, 1.0)],
+    steps=[(6.0, None), (5.0, None)],
+)
+def test_a_kept_derivation_says_what_deriving_afresh_says_at_every_time(ranks, steps):
+    """Whatever its ranks, however the clock moves on and whichever rank's beat comes in
+    meanwhile (a new run whose other ranks are the very same: ``derive.derived_run``),
+    the run a caller keeps is the one ``with_rank_states`` makes afresh at that time."""
+    workers = [
+        Worker(rank=r, reports_entered=n, reports_exited=n - 1 if inside and n else n, done=done,
+               heartbeat_at=AT - beat, last_enter_at=AT - last,
+               report_times=tuple(AT - last - gap * i for i in range(min(n, 5)))[::-1])
+        for r, (n, inside, done, beat, last, gap) in enumerate(ranks)
+    ]  # fmt: skip
+    run = TrainRun("r1", "exp-t1", "a1", len(workers), workers=tuple(workers))
+    kept, now = KeptRuns(), AT
+    for step, beating in [(0.0, None), *steps]:
+        now += step
+        if beating is not None and beating < len(workers):
+            workers[beating] = dataclasses.replace(workers[beating], heartbeat_at=now)
+            run = dataclasses.replace(run, workers=tuple(workers))
+        assert kept.derive(run, T, now) == with_rank_states(run, T, now)

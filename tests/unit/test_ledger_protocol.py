@@ -15,11 +15,8 @@ import json
 
 import pytest
 
-from raytop.model import LedgerStatus, TrainRun
 from raytop.model import untrusted_beats as beats_module
 from raytop.model import untrusted_ledger_page as ledger_page_module
-from raytop.model.thresholds import Thresholds
-from raytop.pipeline.derive import with_rank_states
 from raytop.probe import ledger as ledger_module
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import (
@@ -115,7 +112,7 @@ def test_chunks_and_beats_read_back_as_one_run_of_whole_workers(monkeypatch):
         2**30,
     )
     assert last.activity.where == "train.py:3" and last.heartbeat_at is not None
-    assert 0 <= aged(run, status, 100.0).workers[-1].heartbeat_age_s < 60
+    assert 0 <= run.workers[-1].since_beat(status.known_at(100.0)) < 60
     assert run.run_path == "/s/exp/r1"
 
 
@@ -143,7 +140,7 @@ def test_a_heartbeat_changes_no_page_and_one_report_only_its_chunk(monkeypatch):
     assert read_afresh(published, 102.0) == run
     (later,), status = reader.read(now=109.0)  # nothing changed: the very run
     assert later is run and read_afresh(published, 109.0) == run
-    assert aged(run, status, 109.0).workers[0].last_report_age_s == 99.0  # its ages: derived
+    assert run.workers[0].since_report(status.known_at(109.0)) == 99.0  # its times: no ages
 
 
 def test_ages_run_to_the_ledgers_last_publish_not_past_it(monkeypatch):
@@ -155,12 +152,10 @@ def test_ages_run_to_the_ledgers_last_publish_not_past_it(monkeypatch):
     last_publish = json.loads(published.kv.data[INDEX_KEY])["published_at"]
     (run,), status = LedgerReader(published.kv).read(now=last_publish + 3.0)
     assert status.available
-    assert aged(run, status, last_publish + 3.0).workers[0].last_report_age_s == (
-        last_publish - 10.0
-    )
+    assert run.workers[0].since_report(status.known_at(last_publish + 3.0)) == (last_publish - 10.0)
     (run,), status = LedgerReader(published.kv).read(now=last_publish + 60.0)
     assert not status.available
-    assert aged(run, status, last_publish + 60.0).workers[0].last_report_age_s == (
+    assert run.workers[0].since_report(status.known_at(last_publish + 60.0)) == (
         last_publish - 10.0
     )
 
@@ -180,11 +175,6 @@ def test_an_older_ledgers_whole_beat_still_reads(monkeypatch):
     (run,), status = LedgerReader(published.kv).read(now=100.0)
     assert status.warnings == () and len(run.workers) == WORLD
     assert all(w.cpu_percent == 50.0 and w.heartbeat_at is not None for w in run.workers)
-
-
-def aged(run: TrainRun, status: LedgerStatus, now: float) -> TrainRun:
-    """``run`` with its ages as the pipeline makes them: as of the ledger's last publish."""
-    return with_rank_states(run, Thresholds(), now=status.known_at(now))
 
 
 def read_afresh(published: Published, now: float):

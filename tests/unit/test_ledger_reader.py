@@ -3,8 +3,6 @@ a recreated ledger noticed, a silent ledger flagged."""
 
 import json
 
-from raytop.model.thresholds import Thresholds
-from raytop.pipeline.derive import with_rank_states
 from raytop.pipeline.ledger_commands import LedgerCommands
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire.kv_keys import INDEX_KEY, PAGE_PREFIX, STACKS_COMMAND_KEY
@@ -43,12 +41,12 @@ def test_only_changed_pages_are_fetched_and_the_latest_attempt_wins():
     (run,), status = reader.read(now=100.5)
     assert status.available and run.attempt_index == 1
     assert [w.reports_entered for w in run.workers] == [3, 3]
-    aged = with_rank_states(run, Thresholds(), now=status.known_at(100.5)).workers[0]
-    assert aged.heartbeat_age_s == 0.5 and aged.last_report_age_s == 10.5
+    at = status.known_at(100.5)
+    assert (run.workers[0].since_beat(at), run.workers[0].since_report(at)) == (0.5, 10.5)
     # half a second later, the ledger not having published since: as of its publish
     (run,), status = reader.read(now=101.0)
-    aged = with_rank_states(run, Thresholds(), now=status.known_at(101.0)).workers[0]
-    assert aged.heartbeat_age_s == 0.5 and aged.last_report_age_s == 10.5
+    at = status.known_at(101.0)
+    assert (run.workers[0].since_beat(at), run.workers[0].since_report(at)) == (0.5, 10.5)
 
     # a restart: a new worker group (attempt) with fresh counts and a new world size
     second = page("a2", 50.0, 2, rank(0, 1), world_size=1)

@@ -7,37 +7,37 @@ from raytop.diagnose.retries import progress_backwards_findings
 from raytop.model import Attempt, Worker
 from raytop.model.thresholds import Thresholds
 from raytop.pipeline.derive import with_rank_states, with_restored_checkpoint
-from tests.unit.test_diagnose_ledger import run, worker
+from tests.unit.test_diagnose_ledger import NOW, run, worker
 
 
 def test_rank_states_are_derived_with_the_thresholds_given():
     r = run(worker(0, 5, 4, age=2.0), worker(1, 4, 4, age=30.0), worker(2, 5, 5, beat=40.0),
             worker(3, 5, 5, done=True), world_size=4)  # fmt: skip
-    derived = with_rank_states(r, Thresholds())
+    derived = with_rank_states(r, Thresholds(), NOW)
     assert [(w.state, w.behind) for w in derived.workers] == [
         ("waiting", 0), ("behind", 1), ("dead", 0), ("done", 0),
     ]  # fmt: skip
     # A longer dead_after (the collector's, not a face's default) keeps rank 2 alive.
-    patient = with_rank_states(r, Thresholds(dead_after_s=60.0))
+    patient = with_rank_states(r, Thresholds(dead_after_s=60.0), NOW)
     assert patient.workers[2].state == "training"
 
 
 def test_a_rank_has_one_interval_and_one_rate_the_median_of_its_history():
     steady = Worker(0, report_times=(0.0, 2.0, 4.0, 6.0, 20.0), usual_interval_s=9.0)
-    (derived,) = with_rank_states(run(steady, world_size=1), Thresholds()).workers
+    (derived,) = with_rank_states(run(steady, world_size=1), Thresholds(), NOW).workers
     # The median gap (2 s), not the mean over the window (20 s / 4) nor the probe's 9 s.
     assert (derived.usual_interval_s, derived.rate_per_min) == (2.0, 30.0)
     older = Worker(0, usual_interval_s=4.0)  # a probe that sent no history: its own figure
-    (derived,) = with_rank_states(run(older, world_size=1), Thresholds()).workers
+    (derived,) = with_rank_states(run(older, world_size=1), Thresholds(), NOW).workers
     assert (derived.usual_interval_s, derived.rate_per_min) == (4.0, 15.0)
     one = Worker(0, report_times=(5.0,), usual_interval_s=4.0)
-    (derived,) = with_rank_states(run(one, world_size=1), Thresholds()).workers
+    (derived,) = with_rank_states(run(one, world_size=1), Thresholds(), NOW).workers
     assert (derived.usual_interval_s, derived.rate_per_min) == (None, None)
 
 
 def test_a_quiet_rank_behind_is_silent_though_its_state_says_behind():
     r = run(worker(0, 9, 9, age=1.0), worker(1, 8, 8, age=200.0, usual_interval_s=2.0))
-    derived = with_rank_states(r, Thresholds())
+    derived = with_rank_states(r, Thresholds(), NOW)
     quiet = derived.workers[1]
     assert (quiet.state, quiet.silent, quiet.barrier) == ("behind", True, "")
     assert not derived.gone and not derived.over
@@ -45,7 +45,7 @@ def test_a_quiet_rank_behind_is_silent_though_its_state_says_behind():
 
 def test_a_whole_group_without_a_beat_is_gone():
     r = run(worker(0, 5, 5, beat=20.0), worker(1, 5, 5, beat=30.0))
-    assert with_rank_states(r, Thresholds()).over
+    assert with_rank_states(r, Thresholds(), NOW).over
 
 
 SNAPSHOT = {

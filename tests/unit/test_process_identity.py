@@ -281,12 +281,34 @@ def home(tmp_path, monkeypatch):
 
 
 def _fake_ray(tmp_path: Path) -> Path:
-    """A stand-in for the ``ray`` console script: same command-line shape, just sleeps."""
+    """A stand-in for the ``ray`` console script: same command-line shape, just sleeps;
+    once its handler is in (``<script>.ready``), a SIGTERM leaves ``<script>.term``
+    behind (``_terminated``). Its exit status cannot say so: ``stop_embedded`` may reap
+    its own child before the test's ``wait`` does, which then reads 0 (seen once in a
+    test run)."""
     script = tmp_path / "bin" / "ray"
     script.parent.mkdir()
-    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    script.write_text(
+        f"#!{sys.executable}\nimport pathlib, signal, sys, time\n"
+        "def bye(*_):\n    pathlib.Path(sys.argv[0] + '.term').touch()\n    sys.exit(143)\n"
+        "signal.signal(signal.SIGTERM, bye)\npathlib.Path(sys.argv[0] + '.ready').touch()\n"
+        "time.sleep(60)\n"
+    )
     script.chmod(0o755)
     return script
+
+
+def _ready(ray: Path) -> None:
+    deadline = time.monotonic() + 10.0
+    while not ray.with_name(ray.name + ".ready").exists():
+        assert time.monotonic() < deadline, "the fake ray never started"
+        time.sleep(0.01)
+
+
+def _terminated(ray: Path, proc: subprocess.Popen) -> bool:
+    """Whether the fake ``ray`` ended on a SIGTERM (whoever reaped it)."""
+    proc.wait(timeout=5)
+    return ray.with_name(ray.name + ".term").exists()
 
 
 def _record_cluster(home: Path, pid: int, port: int, create_time: float | None, **stamp) -> Path:
@@ -329,10 +351,11 @@ def test_down_stops_the_proven_cluster(tmp_path, home, spawn):
     ray = _fake_ray(tmp_path)
     proc = spawn([str(ray), "start", "--head", "--block", "--port=7001"], "--port=7001",
                  start_new_session=True)  # fmt: skip
+    _ready(ray)
     path = _record_cluster(home, proc.pid, 7001, _create_time(proc))
     assert cluster.embedded_record()["pid"] == proc.pid
     assert cluster.stop_embedded() is True
-    assert proc.wait(timeout=5) != 0  # SIGTERM
+    assert _terminated(ray, proc)
     assert not path.exists()
 
 
@@ -341,10 +364,11 @@ def test_down_stops_its_cluster_after_a_wall_clock_step(tmp_path, home, spawn, m
     ray = _fake_ray(tmp_path)
     proc = spawn([str(ray), "start", "--head", "--block", "--port=7003"], "--port=7003",
                  start_new_session=True)  # fmt: skip
+    _ready(ray)
     path = _record_cluster(home, proc.pid, 7003, None, **process_identity.start_stamp(proc.pid))
     _stepped_clock(monkeypatch, -25.0)
     assert cluster.stop_embedded() is True
-    assert proc.wait(timeout=5) != 0  # SIGTERM
+    assert _terminated(ray, proc)
     assert not path.exists()
 
 

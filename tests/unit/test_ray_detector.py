@@ -189,7 +189,7 @@ VERDICT = RayHangVerdict(confirmed_at=2_000.0, folder="/r/run/hang_detector", co
 
 
 def run_with(detector: dict | None, verdict: RayHangVerdict | None = None, **extra) -> TrainRun:
-    workers = (Worker(rank=0, reports_entered=3, reports_exited=3, heartbeat_age_s=1.0),)
+    workers = (Worker(rank=0, reports_entered=3, reports_exited=3, heartbeat_at=1_999.0),)
     return TrainRun(run_id="r", run_name="exp-t1", attempt_id="a1", world_size=1,
                     workers=workers, ray_hang=verdict,
                     ray_detector=RayHangDetector(**detector) if detector else None,

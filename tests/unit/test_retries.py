@@ -18,9 +18,7 @@ from raytop.diagnose.retries import (
     retry_loop_findings,
 )
 from raytop.model import Attempt, Cluster, RetryBudget, Snapshot, TrainRun, untrusted_kv
-from raytop.model.thresholds import Thresholds
 from raytop.model.untrusted import Invalid
-from raytop.pipeline.derive import with_rank_states
 from raytop.probe.run_probe import RunRecorder, error_snippet, scalar_metrics
 from raytop.sources.ledger_records import attempts_from_record
 from raytop.sources.ledger_source import LedgerReader
@@ -94,9 +92,8 @@ def test_a_bad_run_record_is_a_warning_naming_its_key_and_the_last_good_copy_sta
     (run,), status = reader.read(now=100.0)
     assert [a.index for a in run.attempts] == [1, 2] and not status.warnings
     assert run.attempt_index == 2  # the RunProbe's number for the page's worker group
-    assert run.attempts[1].duration_s is None  # running: its duration is the pipeline's
-    derived = with_rank_states(run, Thresholds(), now=status.known_at(100.0))
-    assert derived.attempts[1].duration_s == 80.0  # to the ledger's publish
+    assert run.attempts[1].duration_s is None  # running: its duration is said, not kept
+    assert run.attempts[1].lasted(status.known_at(100.0)) == 80.0  # to the ledger's publish
     assert run.retry_budget["worker"] == RetryBudget("max_failures", 1, 1, 0)
     kv.data[RUN_PREFIX + "r"] = b'{"run_id": 3}'
     kv.data[INDEX_KEY] = kv.data[INDEX_KEY].replace(b'"runs": {"r": 1}', b'"runs": {"r": 2}')

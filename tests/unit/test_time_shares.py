@@ -206,13 +206,13 @@ def test_hostile_seconds_drop_the_shares_never_the_activity(bad):
 def ranked(rank: int, time_s: dict[str, float], recent: dict[str, float] | None = None):
     activity = Activity(kind="user", where="step", since=1.0, sampled_at=2.0, time_s=time_s,
                         recent_time_s=recent if recent is not None else time_s)  # fmt: skip
-    return Worker(rank=rank, reports_entered=3, reports_exited=3, heartbeat_age_s=0.5,
-                  last_report_age_s=1.0, activity=activity)  # fmt: skip
+    return Worker(rank=rank, reports_entered=3, reports_exited=3, heartbeat_at=2.5,
+                  last_enter_at=2.0, activity=activity)  # fmt: skip
 
 
 def run_of(*workers: Worker, poll: float | None = 2.0) -> TrainRun:
     return with_rank_states(TrainRun("r1", "exp-t1", "a1", len(workers), workers=workers,
-                                     controller_poll_s=poll), Thresholds())  # fmt: skip
+                                     controller_poll_s=poll), Thresholds(), 3.0)  # fmt: skip
 
 
 def test_the_run_sums_its_ranks_seconds_and_goodput_is_its_compute_share():

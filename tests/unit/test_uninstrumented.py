@@ -133,7 +133,7 @@ def test_a_controller_train_knows_gets_its_name_attempts_and_world_ranks():
         1, "errored", "RuntimeError", "injected failure at step 1"
     )  # fmt: skip
     assert first.duration_s == pytest.approx(first.ended_at - first.started_at)
-    assert (second.index, second.status, second.ended_at, second.duration_s) == (
+    assert (second.index, second.status, second.ended_at, second.lasted(NOW)) == (
         2, "running", None, pytest.approx(30.0)
     )  # fmt: skip
     workers = RECORDED["train_runs"][0]["attempts"][1]["workers"]

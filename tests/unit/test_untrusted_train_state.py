@@ -178,26 +178,26 @@ def attempt(status: str, detail: str | None = None, ended_at: float | None = 110
 
 
 def test_attempt_statuses_are_raytops():
-    said = {s: attempt_of(attempt(s), 1, 130.0).status
+    said = {s: attempt_of(attempt(s), 1).status
             for s in ("PENDING", "RUNNING", "FINISHED", "ERRORED", "ABORTED")}  # fmt: skip
     assert said == {"PENDING": "running", "RUNNING": "running", "FINISHED": "finished",
                     "ERRORED": "errored", "ABORTED": "aborted"}  # fmt: skip
 
 
 def test_an_attempt_lasts_to_its_end_or_to_now_while_running():
-    ended = attempt_of(attempt("FINISHED"), 3, 130.0)
+    ended = attempt_of(attempt("FINISHED"), 3)
     assert (ended.index, ended.attempt_id, ended.started_at, ended.ended_at) == (
         3, "a1", 100.0, 110.0
     )  # fmt: skip
     assert ended.duration_s == 10.0 and ended.error is None and ended.error_class is None
-    running = attempt_of(attempt("RUNNING", ended_at=None), 1, 130.0)
-    assert (running.ended_at, running.duration_s) == (None, 30.0)
+    running = attempt_of(attempt("RUNNING", ended_at=None), 1)
+    assert (running.ended_at, running.duration_s, running.lasted(130.0)) == (None, None, 30.0)
 
 
 def test_the_recorded_error_is_its_class_and_its_message():
     detail = RUN["attempts"][0]["status_detail"]
     assert error_of(detail) == ("RuntimeError", "injected failure at step 1")
-    said = attempt_of(attempt("ERRORED", detail), 1, 0.0)
+    said = attempt_of(attempt("ERRORED", detail), 1)
     assert (said.error_class, said.error) == ("RuntimeError", "injected failure at step 1")
 
 
@@ -214,11 +214,11 @@ def test_errors_of_several_ranks_say_the_first_blocks():
 def test_an_error_with_no_traceback_is_its_last_line_and_no_class():
     assert error_of("[Rank 3 Error Snippet]:\nworker died\nexit code 9") == (None, "exit code 9")
     reason = "Run aborted due to user interrupt (SIGINT)."
-    said = attempt_of(attempt("ABORTED", reason), 1, 0.0)
+    said = attempt_of(attempt("ABORTED", reason), 1)
     assert (said.error_class, said.error) == (None, reason)
     assert error_of(None) == (None, None) and error_of(" \n") == (None, None)
     # A running attempt's detail ("Scheduling 2 workers…") is no error.
-    assert attempt_of(attempt("PENDING", "Scheduling 2 workers"), 1, 0.0).error is None
+    assert attempt_of(attempt("PENDING", "Scheduling 2 workers"), 1).error is None
 
 
 def test_an_error_is_one_line_of_at_most_300_characters():

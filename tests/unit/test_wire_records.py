@@ -11,8 +11,6 @@ from pathlib import Path
 
 from raytop.diagnose.checkpoints import pipeline
 from raytop.model import untrusted_ledger_page
-from raytop.model.thresholds import Thresholds
-from raytop.pipeline.derive import with_rank_states
 from raytop.sources.ledger_source import LedgerReader
 from raytop.wire import kv_keys
 
@@ -76,9 +74,10 @@ def test_an_old_page_reads_into_workers_and_the_checkpoint_pipeline():
     reader = LedgerReader(Kv())
     (run,), status = reader.read(now=1020.0)
     assert status.available and status.warnings == ()
-    (worker,) = with_rank_states(run, Thresholds(), now=status.known_at(1020.0)).workers
+    (worker,) = run.workers
     # its heartbeat (1017) 2 s old as of the index's publish (1019): ages run to it
-    assert (worker.rank, worker.reports_entered, worker.heartbeat_age_s, worker.gpu_ids) == (
+    at = status.known_at(1020.0)
+    assert (worker.rank, worker.reports_entered, worker.since_beat(at), worker.gpu_ids) == (
         1, 2, 2.0, ("0",)
     )  # fmt: skip
     assert run.run_path == "/tmp/run"

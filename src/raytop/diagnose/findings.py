@@ -169,22 +169,36 @@ def trial_findings(experiment: Experiment) -> TrialsFindings:
 
 def judge_run(run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
     """Every finding about one instrumented run: a function of the run and ``context``
-    alone, so that a caller may keep it while both are the same (``pipeline.kept_runs``)."""
+    alone, so that a caller may keep it while both are the same (``pipeline.kept_runs``):
+    the part the clock cannot move (``steady_findings``) while the run is the same, the
+    rest (``timed_findings``) while ``context.known_at`` is too."""
+    checkpoints, attempts, sinks = steady_findings(run, thresholds, context)
+    return checkpoints, attempts, timed_findings(run, thresholds, context) + sinks
+
+
+def steady_findings(run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
+    """What the run alone says, whatever the time: its checkpoints', its attempts' and its
+    ranks' time sinks (each a function of what the run carries)."""
     checkpoints = checkpoint_findings(run, thresholds.checkpoint_slow_after_s)
     attempts = attempt_findings(run, context.ended)
-    ranks: list[Finding] = []
+    sinks: list[Finding] = []
+    if context.ledger_available and not context.ended and not run.over:
+        sinks = time_sink_findings(run) + slow_rank_findings(run)
+    return checkpoints, attempts, sinks
+
+
+def timed_findings(run: TrainRun, thresholds: Thresholds, context: RunContext) -> list[Finding]:
+    """Its ranks' waits, silences and hangs as of ``context.known_at``: each says how long,
+    and crosses its threshold with the clock."""
     if not context.ledger_available:
-        return checkpoints, attempts, ranks
-    if not context.ended and not run.over:
-        limit = context.stall or stall_limit(run, thresholds)  # the run's own, made once
-        ranks = run_findings(run, thresholds, context.dead_nodes, limit)
-        if not lost_ranks(run, context.dead_nodes):  # a lost rank explains every wait
-            ranks += hang_findings(run, thresholds, context.known_at, limit)
-        ranks += ray_hang_findings(run, ranks, thresholds, over=False, limit=limit)
-        ranks += time_sink_findings(run) + slow_rank_findings(run)
-    else:
-        ranks = ray_hang_findings(run, [], thresholds, over=True)
-    return checkpoints, attempts, ranks
+        return []
+    if context.ended or run.over:
+        return ray_hang_findings(run, [], thresholds, over=True)
+    limit = context.stall or stall_limit(run, thresholds)  # the run's own, made once
+    ranks = run_findings(run, thresholds, context.known_at, context.dead_nodes, limit)
+    if not lost_ranks(run, context.dead_nodes):  # a lost rank explains every wait
+        ranks += hang_findings(run, thresholds, context.known_at, limit)
+    return ranks + ray_hang_findings(run, ranks, thresholds, over=False, limit=limit)
 
 
 def diagnose(
@@ -216,7 +230,7 @@ def diagnose(
     findings += ledger_findings(snapshot.ledger, bool(runs))
     ledger = snapshot.ledger
     available = ledger is not None and ledger.available
-    known_at = ledger.known_at(snapshot.taken_at) if ledger is not None else snapshot.taken_at
+    known_at = snapshot.ages_at
     dead_nodes = frozenset(n.node_id for n in snapshot.cluster.nodes if not n.alive)
 
     def context(run: TrainRun) -> RunContext:

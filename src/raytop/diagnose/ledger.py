@@ -75,13 +75,15 @@ def _lost_findings(run: TrainRun, lost: list[Worker], evidence_base: dict) -> li
 def run_findings(
     run: TrainRun,
     t: Thresholds,
+    now: float,
     dead_nodes: frozenset[str] = frozenset(),
     limit: StallLimit | None = None,
 ) -> list[Finding]:
     """Barrier stalls, mis-paired reports, dead and silent ranks of one attempt.
     ``dead_nodes`` are the nodes the cluster reports dead: a rank on one is lost, and the
-    attempt's waits are the consequence, not a stall. ``limit``: the run's stall limit
-    (by default ``hang.stall_limit``'s). ``run`` as the pipeline hands it on, its rank
+    attempt's waits are the consequence, not a stall. ``now``: the time its ages are said
+    as of (``Snapshot.ages_at``). ``limit``: the run's stall limit (by default
+    ``hang.stall_limit``'s). ``run`` as the pipeline hands it on, its rank
     facts derived (``pipeline.derive.with_rank_states``)."""
     if run.over or not run.workers:
         return []
@@ -100,7 +102,7 @@ def run_findings(
     if waiting:  # the pipeline marks them only while a rank is missing from the barrier
         top = waiting[0].reports_entered
         since = min(w.last_enter_at or 0.0 for w in waiting)
-        waited = max(w.last_report_age_s or 0.0 for w in waiting)
+        waited = max(w.since_report(now) or 0.0 for w in waiting)
         limit = limit or stall_limit(run, t)
         if waited > limit.seconds:
             behind = {w.rank: w.behind for w in missing}
@@ -168,19 +170,21 @@ def run_findings(
             continue
         if w.state == "dead":
             kind, severity = "rank_dead", Severity.ERROR
+            beat_age = w.since_beat(now)
             message = (
                 f"rank {w.rank} (pid {w.pid}) sent no heartbeat for "
-                f"{w.heartbeat_age_s:.0f}s; its process is gone or frozen"
+                f"{beat_age or 0.0:.0f}s; its process is gone or frozen"
             )
-            particular = {"pid": w.pid, "heartbeat_age_s": w.heartbeat_age_s}
+            particular = {"pid": w.pid, "heartbeat_age_s": beat_age}
         elif w.silent:
             kind, severity = "rank_silent", Severity.WARNING
+            report_age = w.since_report(now)
             message = (
                 f"rank {w.rank} is alive but has not reported for "
-                f"{w.last_report_age_s:.0f}s (usually every {w.usual_interval_s:.1f}s)"
+                f"{report_age or 0.0:.0f}s (usually every {w.usual_interval_s:.1f}s)"
             )
             particular = {
-                "last_report_age_s": w.last_report_age_s,
+                "last_report_age_s": report_age,
                 "usual_interval_s": w.usual_interval_s,
             }
         else:

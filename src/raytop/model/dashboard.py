@@ -149,21 +149,25 @@ class RankStrip:
 MIN_CELL_WIDTH = len("r0 0 0s") + 2  # the narrowest a rank's cell can be, with its gap
 
 
-def _cell(w: Worker, stalled: frozenset[int]) -> RankCell:
+def _cell(w: Worker, stalled: frozenset[int], now: float) -> RankCell:
     return RankCell(
-        w.rank, w.reports_entered, w.behind, w.last_report_age_s, w.state, w.rank in stalled,
+        w.rank, w.reports_entered, w.behind, w.since_report(now), w.state, w.rank in stalled,
         w.rate_per_min, w.recent_time_shares or w.time_shares,
     )  # fmt: skip
 
 
-def rank_cells(run: TrainRun, stalled: Sequence[int] = ()) -> tuple[RankCell, ...]:
-    """Every rank of the run as a cell, by rank."""
+def rank_cells(run: TrainRun, now: float, stalled: Sequence[int] = ()) -> tuple[RankCell, ...]:
+    """Every rank of the run as a cell, by rank; its age as of ``now``
+    (``Snapshot.ages_at``)."""
     stall = frozenset(stalled)
-    return tuple(_cell(w, stall) for w in sorted(run.workers, key=lambda w: w.rank))
+    return tuple(_cell(w, stall, now) for w in sorted(run.workers, key=lambda w: w.rank))
 
 
-def rank_strip(run: TrainRun, width: int, lines: int, stalled: Sequence[int] = ()) -> RankStrip:
-    """Every rank as a cell when they fit in ``lines`` lines of ``width`` characters;
+def rank_strip(
+    run: TrainRun, now: float, width: int, lines: int, stalled: Sequence[int] = ()
+) -> RankStrip:
+    """Every rank as a cell (ages as of ``now``) when they fit in ``lines`` lines of
+    ``width`` characters;
     otherwise a histogram of report counts (most common count first) and a line of the
     ranks that are behind, stalled or unwell: with hundreds of ranks, those are the ones
     a user needs named."""
@@ -171,7 +175,7 @@ def rank_strip(run: TrainRun, width: int, lines: int, stalled: Sequence[int] = (
         return RankStrip()
     stall = frozenset(stalled)
     if len(run.workers) <= max(1, width // MIN_CELL_WIDTH) * lines:  # they may fit
-        cells = rank_cells(run, stalled)
+        cells = rank_cells(run, now, stalled)
         cell_width = max(len(c.text) for c in cells) + 2
         per_line = max(1, width // cell_width)
         if len(cells) <= per_line * lines:
@@ -190,7 +194,7 @@ def rank_strip(run: TrainRun, width: int, lines: int, stalled: Sequence[int] = (
         if w.rank in stall or w.behind or w.state in ("silent", "dead", "behind")
     ]  # fmt: skip
     # Cells for those that could be shown at all (at the narrowest cell width).
-    shown = tuple(_cell(w, stall) for w in laggards[: max(1, (width - 10) // MIN_CELL_WIDTH)])
+    shown = tuple(_cell(w, stall, now) for w in laggards[: max(1, (width - 10) // MIN_CELL_WIDTH)])
     cell_width = max((len(c.text) for c in shown), default=MIN_CELL_WIDTH - 2) + 2
     room = max(1, (width - 10) // cell_width)
     return RankStrip(

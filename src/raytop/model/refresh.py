@@ -23,13 +23,12 @@ def paced_delay(refresh_s: float, took_s: float) -> tuple[float, str | None]:
     return took_s, f"slow cluster: refresh {2 * took_s:.1f}s"
 
 
-# Ages (a rank's since its last report, a group's since it was created, an attempt's
-# duration) move on once a second, at one refresh for every source: the first refresh in
-# a new second of the wall clock (``same_second``). Until then a source hands out what it
-# made, the very objects, and what is made of them downstream is kept too. Each source on
-# a second of its own (the ledger's runs from when each was made, the groups from when
-# they were) put their once-a-second work on different refreshes: at 250 runs and 2,000
-# groups, two refreshes of four at a 0.25 s refresh did it (docs/PERFORMANCE.md, issue 25).
+# What moves with the clock alone moves once a second: a group's age (since it was
+# created), the beats read, and a run's judged waits (as of the ledger's publish), each at
+# the first refresh in a new second (``same_second``). Until then a source hands out what
+# it made, the very objects, and what is made of them downstream is kept too. (A run's
+# ranks carry times, not ages: their states move only when a threshold is crossed,
+# ``pipeline.derive.derived_run``.) docs/PERFORMANCE.md, issue 25.
 AGES_EVERY_S = 1.0
 
 

@@ -18,7 +18,8 @@ from raytop.model.finding import Finding
 from raytop.model.jobs import DERIVED_FIELDS as JOB_DERIVED_FIELDS
 from raytop.model.jobs import Job
 from raytop.model.stdlib import StrEnum
-from raytop.model.train_run import TrainRun, run_from_json
+from raytop.model.train_run import TrainRun
+from raytop.model.train_run_json import run_from_json, with_json_ages
 from raytop.model.workloads import OlderExperiments, Workload
 
 SCHEMA_VERSION = 1
@@ -197,9 +198,20 @@ class Snapshot:
     def all_runs(self) -> tuple[TrainRun, ...]:
         return tuple(r for e in self.experiments for r in e.runs) + self.runs
 
+    @property
+    def ages_at(self) -> float:
+        """The time its runs' ages are said as of: the ledger's last publish (never later
+        than ``taken_at``; ``LedgerStatus.known_at``), for every face and judgement alike.
+        The model carries times; an age is said from them at this time."""
+        return self.ledger.known_at(self.taken_at) if self.ledger is not None else self.taken_at
+
     def to_json(self) -> dict[str, Any]:
-        """The schema's shape, strict: ``model.strict_json`` (no NaN, no credentials)."""
+        """The schema's shape, strict: ``model.strict_json`` (no NaN, no credentials); its
+        runs' ages as of ``ages_at`` (``train_run_json.with_json_ages``)."""
         data, non_finite = strict_json.strict(self)
+        runs = [r for e in data.get("experiments", ()) for r in e.get("runs", ())]
+        for run in runs + list(data.get("runs", ())):
+            with_json_ages(run, self.ages_at)
         data["schema_version"] = SCHEMA_VERSION
         data["non_finite"] = non_finite
         return data

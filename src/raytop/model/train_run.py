@@ -2,8 +2,8 @@
 activity and reports, its checkpoints, its earlier attempts and retry budgets; and where
 raytop learned of it (``TrainRun.source``).
 
-The JSON form is part of ``raytop status --json`` (docs/schema.md, add-only);
-``run_from_json`` reads it back.
+The JSON form is part of ``raytop status --json`` (docs/schema.md, add-only):
+``model.train_run_json`` writes its ages and reads it back.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
-from typing import Any
 
-from raytop.model.nccl_ras import CommLag, RayHangDetector, RayHangVerdict
+from raytop.model.nccl_ras import RayHangDetector, RayHangVerdict
 from raytop.model.no_probe import NoProbe
 from raytop.model.time_shares import shares
 
@@ -27,6 +26,11 @@ RUN_SOURCES = (RUN_FROM_LEDGER, RUN_FROM_STORAGE, RUN_FROM_ACTOR_TABLE, RUN_FROM
 # ``Worker.barrier``: inside the most advanced report while a rank has not entered it; or
 # one of the ranks that has not entered it (the others wait for it).
 BARRIER_WAITING, BARRIER_HOLDING = "waiting", "holding"
+
+
+def seconds_since(now: float, at: float | None) -> float | None:
+    """Seconds from ``at`` to ``now``, never negative; None when ``at`` is unknown."""
+    return None if at is None else max(0.0, now - at)
 
 
 def report_intervals(times: tuple[float, ...]) -> tuple[float, ...]:
@@ -72,7 +76,9 @@ class Activity:
 class Worker:
     """One rank of a Train run attempt, as its ReportProbe last told the ledger.
 
-    Times are unix seconds; ``*_age_s`` are relative to the snapshot's ``taken_at``.
+    Times are unix seconds. It carries times, not ages: its ages (``since_report``,
+    ``since_beat``) are a face's to say, as of the snapshot's ``ages_at``, so a rank of
+    which nothing new was read is the very same object from one second to the next.
     ``reports_entered`` / ``reports_exited`` count ``ray.train.report`` calls in this
     attempt; entered > exited means the rank is inside report (at the barrier)."""
 
@@ -85,9 +91,7 @@ class Worker:
     pid: int | None = None
     last_enter_at: float | None = None
     last_exit_at: float | None = None
-    last_report_age_s: float | None = None  # since the rank last entered report
     heartbeat_at: float | None = None
-    heartbeat_age_s: float | None = None
     cpu_percent: float | None = None
     rss_bytes: int | None = None
     gpu_memory_bytes: int | None = None  # what torch allocated on its GPU
@@ -159,6 +163,14 @@ class Worker:
     def in_report(self) -> bool:
         return self.reports_entered > self.reports_exited
 
+    def since_report(self, now: float) -> float | None:
+        """Seconds since it last entered report, as of ``now``; None: never."""
+        return seconds_since(now, self.last_enter_at)
+
+    def since_beat(self, now: float) -> float | None:
+        """Seconds since its last heartbeat, as of ``now``; None: none yet."""
+        return seconds_since(now, self.heartbeat_at)
+
     @property
     def cpu_over_declared(self) -> bool:
         """Using more CPU than its logical CPUs (100 % each): Ray does not enforce them,
@@ -222,7 +234,9 @@ class Attempt:
     started_at: float
     attempt_id: str | None = None  # its ledger page's attempt id, once its workers started
     ended_at: float | None = None
-    duration_s: float | None = None  # to its end, or to the snapshot while running
+    # To its end; None while it runs (``lasted`` says how long so far: a face's to say, as
+    # of the snapshot's ``ages_at``, and ``Snapshot.to_json`` writes it so).
+    duration_s: float | None = None
     error_class: str | None = None
     error: str | None = None  # one line, at most 300 characters
     failure_class: str | None = None
@@ -236,6 +250,14 @@ class Attempt:
     reports_taken: int | None = None  # reports its controller took; None: not known
     # It failed because the controller could not load what a rank sent (a metric).
     undeliverable: bool = False
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running" and self.ended_at is None
+
+    def lasted(self, now: float) -> float | None:
+        """How long it ran: to its end, or to ``now`` while it runs."""
+        return seconds_since(now, self.started_at) if self.running else self.duration_s
 
 
 @dataclass(frozen=True)
@@ -332,34 +354,3 @@ class TrainRun:
         killed with its driver (Train starts a new attempt, a new page, if it retries); it
         cannot be waiting for itself."""
         return self.finished or self.gone
-
-
-def run_from_json(data: dict[str, Any]) -> TrainRun:
-    """A ``TrainRun`` from its JSON form (``Snapshot.from_json``)."""
-    workers = tuple(
-        Worker(**{**w, "gpu_ids": tuple(w.get("gpu_ids", ())),
-                  "activity": Activity(**w["activity"]) if w.get("activity") else None})
-        for w in data.get("workers", ())
-    )  # fmt: skip
-    checkpoints = tuple(
-        CheckpointRecord(**{
-            **c,
-            "ranks": tuple(c.get("ranks", ())),
-            **{key: {k: tuple(v) for k, v in c.get(key, {}).items()}
-               for key in ("collisions", "replicated", "uncompared")},
-        })
-        for c in data.get("checkpoints", ())
-    )  # fmt: skip
-    attempts = tuple(Attempt(**a) for a in data.get("attempts", ()))
-    budget = {k: RetryBudget(**b) for k, b in data.get("retry_budget", {}).items()}
-    no_probe = NoProbe(**data["no_probe"]) if data.get("no_probe") else None
-    hang = data.get("ray_hang")
-    ray_hang = RayHangVerdict(**{
-        **hang, "stack_ranks": tuple(hang.get("stack_ranks", ())),
-        "lagging": tuple(CommLag(**{**c, "behind": tuple(c["behind"])}) for c in hang["lagging"]),
-    }) if hang else None  # fmt: skip
-    detector = RayHangDetector(**data["ray_detector"]) if data.get("ray_detector") else None
-    return TrainRun(**{**data, "workers": workers, "checkpoints": checkpoints,
-                       "attempts": attempts, "retry_budget": budget,
-                       "no_probe": no_probe, "ray_hang": ray_hang,
-                       "ray_detector": detector})  # fmt: skip

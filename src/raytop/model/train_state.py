@@ -127,21 +127,22 @@ def _last(lines) -> str | None:
     return kept[-1][:MAX_ERROR_CHARS] if kept else None
 
 
-def attempt_of(attempt: StateAttempt, index: int, now: float) -> Attempt:
-    """``attempt`` as raytop's ``Attempt`` (``index``: 1-based, in its run); the duration
-    of one still running is to ``now`` (unix seconds)."""
+def attempt_of(attempt: StateAttempt, index: int) -> Attempt:
+    """``attempt`` as raytop's ``Attempt`` (``index``: 1-based, in its run); one still
+    running has no duration (``Attempt.lasted`` says it, as of a snapshot)."""
     status = ATTEMPT_STATUS[attempt.status]
     error_class, error = (None, None)
     if status in ("errored", "aborted"):
         error_class, error = error_of(attempt.detail)
-    end = attempt.ended_at if attempt.ended_at is not None else now
     return Attempt(
         index=index,
         status=status,
         started_at=attempt.started_at,
         attempt_id=attempt.attempt_id,
         ended_at=attempt.ended_at,
-        duration_s=max(0.0, end - attempt.started_at),
+        duration_s=(
+            None if attempt.ended_at is None else max(0.0, attempt.ended_at - attempt.started_at)
+        ),
         error_class=error_class,
         error=error,
     )

@@ -233,9 +233,9 @@ class SnapshotCollector:
             runs, status = self._ledger.read(wall := time.time())
         except ClusterUnreachable as exc:
             return (), LedgerStatus(False, error=str(exc))
-        at = (status.known_at(wall), wall)  # ages as of the ledger's last publish
+        at = status.known_at(wall)  # ages as of the ledger's last publish
         derive, thresholds = self._kept.derive, self.thresholds
-        derived = tuple(derive(self._checkpoints.of(r), thresholds, *at) for r in runs)
+        derived = tuple(derive(self._checkpoints.of(r), thresholds, at) for r in runs)
         self._checkpoints.forget_unseen()
         self._kept.forget_unseen()  # a run judged is one derived: its id is seen here
         return derived, status

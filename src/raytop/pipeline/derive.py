@@ -22,7 +22,6 @@ from raytop.model import Activity, TrainRun, Worker
 from raytop.model.evolve import evolve
 from raytop.model.identity import same_items
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
-from raytop.model.refresh import same_second
 from raytop.model.thresholds import Thresholds
 from raytop.model.time_shares import shares, summed
 from raytop.model.train_run import BARRIER_HOLDING, BARRIER_WAITING, report_intervals
@@ -58,42 +57,39 @@ def _median_gap(times: tuple[float, ...]) -> float | None:
 
 
 # rank → (the rank's Worker as read, the top report and whether a rank is short then, the
-# Worker derived from them, its ages' time and the wall clock's time it was derived at):
-# what ``with_rank_states`` keeps for a caller, per run; and
-# under ``SHARES`` (not a rank), the run's time shares and the activities they were summed
-# from: a run made again only because its ages moved (the Ledger republishes once a
-# second) has the very same activities, and summing 8 ranks' shares twice was a third of
-# deriving each of 250 such runs.
+# Worker derived from them, the time it was derived as of and until when that stands
+# (``_flips_at``):
+# what ``with_rank_states`` keeps for a caller, per run; and under ``SHARES`` (not a
+# rank), the run's time shares and the activities they were summed from: a run made
+# again with the very same activities (one rank reported) keeps them, and summing 8
+# ranks' shares again was a third of deriving each of 250 such runs.
 KeptRanks = dict[int, tuple]
 SHARES = -1
 
 
-def age(now: float, at: float | None) -> float | None:
-    """Seconds from ``at`` to ``now``, never negative; None when ``at`` is unknown."""
-    return None if at is None else max(0.0, now - at)
-
-
 def with_rank_states(
-    run: TrainRun,
-    t: Thresholds,
-    kept: KeptRanks | None = None,
-    now: float | None = None,
-    wall: float | None = None,
+    run: TrainRun, t: Thresholds, now: float, kept: KeptRanks | None = None
 ) -> TrainRun:
     """``run`` with every rank's derived facts filled in (``state``, ``behind``,
     ``usual_interval_s``, ``rate_per_min``, ``silent``, ``barrier``) and ``gone``, in one
-    pass (O(ranks): once per snapshot, not per row per redraw). With ``now`` (the
-    ledger's last publish), its ages first: each rank's since its last report and
-    heartbeat, and its running attempts' durations (the reader's runs carry times, not
-    ages); without, the ages the run carries. ``kept``: a caller's record of this run's
+    pass (O(ranks): once per snapshot, not per row per redraw), as of ``now`` (the
+    ledger's last publish: ``Snapshot.ages_at``); ``derived_run`` says until when."""
+    return derived_run(run, t, now, kept)[0]
+
+
+def derived_run(
+    run: TrainRun, t: Thresholds, now: float, kept: KeptRanks | None = None
+) -> tuple[TrainRun, float]:
+    """``with_rank_states``, and the first time after ``now`` at which it could say
+    otherwise of the very same ``run``: a rank's heartbeat or report crossing its
+    threshold, or the run's last heartbeat going past ``dead_after_s`` (``gone``); ``inf``
+    when no clock moves it. The run carries times, not ages: until then a caller keeps
+    what was derived (``pipeline.kept_runs``). ``kept``: a caller's record of this run's
     ranks as last derived (with the same ``t``): a rank whose ``Worker`` is the very one,
-    with the same top report and shortfall, and whose ages were made at ``now`` or in
-    the same second of the wall clock as ``wall`` (``model.refresh``), is not derived
-    again (the ledger reader hands out the same ``Worker`` while nothing moved)."""
-    if now is not None:
-        run = _with_attempt_durations(run, now)
+    with the same top report and shortfall, and whose state stands at ``now`` is not
+    derived again (the ledger reader hands out the same ``Worker`` while nothing moved)."""
     if not run.workers:
-        return run
+        return run, math.inf
     top = max(w.reports_entered for w in run.workers)
     seen = {w.rank for w in run.workers}
     waits = any(w.in_report and w.reports_entered == top for w in run.workers)
@@ -102,12 +98,15 @@ def with_rank_states(
         or any(r not in seen for r in range(run.world_size))
     )
     if kept is None:
-        workers = tuple(_derived(w, top, short, t, now) for w in run.workers)
+        made = [_derived(w, top, short, t, now) for w in run.workers]
     else:
-        wall = now if wall is None else wall
-        workers = tuple(_kept_derived(w, top, short, t, kept, now, wall) for w in run.workers)
-    beats = [w.heartbeat_age_s for w in workers if w.heartbeat_age_s is not None]
-    gone = bool(beats) and min(beats) > t.dead_after_s
+        made = [_kept_derived(w, top, short, t, kept, now) for w in run.workers]
+    workers = tuple(w for w, _ in made)
+    until = min(u for _, u in made)
+    beats = [w.heartbeat_at for w in workers if w.heartbeat_at is not None]
+    gone = bool(beats) and now - max(beats) > t.dead_after_s
+    if beats and not gone:
+        until = min(until, max(beats) + t.dead_after_s)
     activities = [w.activity for w in run.workers if w.activity is not None]
     was = kept.get(SHARES) if kept is not None else None
     if was is not None and same_items(was[0], activities):
@@ -116,7 +115,7 @@ def with_rank_states(
         fields = _run_shares(activities)
         if kept is not None:
             kept[SHARES] = (activities, fields)
-    return evolve(run, workers=workers, gone=gone, **fields)
+    return evolve(run, workers=workers, gone=gone, **fields), until
 
 
 def _run_shares(activities: list[Activity]) -> dict[str, Any]:
@@ -130,54 +129,57 @@ def _run_shares(activities: list[Activity]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _with_attempt_durations(run: TrainRun, now: float) -> TrainRun:
-    """``run`` with each running attempt's duration as of ``now``."""
-    if all(a.ended_at is not None for a in run.attempts):
-        return run
-    attempts = tuple(
-        a if a.ended_at is not None else evolve(a, duration_s=max(0.0, now - a.started_at))
-        for a in run.attempts
-    )
-    return evolve(run, attempts=attempts)
-
-
 def _kept_derived(
-    w: Worker,
-    top: int,
-    short: bool,
-    t: Thresholds,
-    kept: KeptRanks,
-    now: float | None,
-    wall: float | None,
-) -> Worker:
+    w: Worker, top: int, short: bool, t: Thresholds, kept: KeptRanks, now: float
+) -> tuple[Worker, float]:
     was = kept.get(w.rank)
     if (
         was is not None
         and was[0] is w
         and was[1] == top
         and was[2] == short
-        and (was[4] == now or (wall is not None and same_second(wall, was[5])))
+        and was[4] <= now <= was[5]
     ):
-        return was[3]
-    derived = _derived(w, top, short, t, now)
-    kept[w.rank] = (w, top, short, derived, now, wall)
-    return derived
+        return was[3], was[5]
+    derived, until = _derived(w, top, short, t, now)
+    kept[w.rank] = (w, top, short, derived, now, until)
+    return derived, until
 
 
-def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float | None) -> Worker:
-    if now is None:
-        report_age, beat_age = w.last_report_age_s, w.heartbeat_age_s
-    else:
-        report_age, beat_age = age(now, w.last_enter_at), age(now, w.heartbeat_at)
+def _silent_after(w: Worker, t: Thresholds, interval: float | None) -> float | None:
+    """How long out of report makes the rank silent; None: it cannot be (done, fewer than
+    three reports, no interval known)."""
+    if w.done or w.reports_entered < 3 or interval is None:
+        return None
+    return max(t.silent_min_s, t.silent_factor * interval)
+
+
+def _flips_at(w: Worker, t: Thresholds, now: float) -> float:
+    """When the clock alone next moves the derived state of ``w`` (a derived rank): its
+    heartbeat going past ``dead_after_s``, or its report past its silence limit."""
+    if w.done or w.state == "dead":
+        return math.inf  # a beat never gets younger: dead stays dead until one comes
+    until = math.inf
+    if w.heartbeat_at is not None:
+        until = w.heartbeat_at + t.dead_after_s
+    limit = _silent_after(w, t, w.usual_interval_s)
+    if not w.silent and not w.in_report and limit is not None and w.last_enter_at is not None:
+        until = min(until, w.last_enter_at + limit)
+    return until if until >= now else math.inf
+
+
+def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float) -> tuple[Worker, float]:
+    """The rank derived as of ``now``, and until when that stands (``_flips_at``)."""
+    report_age, beat_age = w.since_report(now), w.since_beat(now)
     behind = top - w.reports_entered
     interval = report_interval(w)
     dead = not w.done and beat_age is not None and beat_age > t.dead_after_s
+    limit = _silent_after(w, t, interval)
     silent = (
-        not (w.done or w.in_report or dead)
-        and w.reports_entered >= 3
-        and interval is not None
+        not (w.in_report or dead)
+        and limit is not None
         and report_age is not None
-        and report_age > max(t.silent_min_s, t.silent_factor * interval)
+        and report_age > limit
     )
     if w.done:
         state = "done"
@@ -194,10 +196,8 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float | None)
     barrier = ""
     if short:
         barrier = BARRIER_HOLDING if behind > 0 else BARRIER_WAITING if w.in_report else ""
-    return evolve(
+    derived = evolve(
         w,
-        last_report_age_s=report_age,
-        heartbeat_age_s=beat_age,
         state=state,
         behind=behind,
         usual_interval_s=interval,
@@ -207,6 +207,7 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float | None)
         time_shares=w.activity.shares if w.activity else None,
         recent_time_shares=w.activity.recent_shares if w.activity else None,
     )
+    return derived, _flips_at(derived, t, now)
 
 
 def with_restored_checkpoint(run: TrainRun, snapshot: dict[str, Any] | None) -> TrainRun:

@@ -1,12 +1,12 @@
 """A run's derived facts and its findings, kept while the run is the very same object.
 
-The ledger reader hands out the same ``TrainRun`` while nothing new was said of it, until
-the wall clock's next second (its ages as of when it was made: ``model.refresh``), and
-``pipeline.run_checkpoints`` the
-same run with its checkpoints while those did not change either. What is made of such a
-run is then what was made of it last time: its rank states (``pipeline.derive``), the run
-with its trial's id (``pipeline.joins.attach_runs``) and its judgement
-(``diagnose.findings.judge_run``, in the same context). At 250 runs of 8 ranks, making
+The ledger reader hands out the same ``TrainRun`` while nothing new was said of it (it
+carries times, not ages), and ``pipeline.run_checkpoints`` the same run with its
+checkpoints while those did not change either. What is made of such a run is then what
+was made of it last time: its rank states (``pipeline.derive``, until the clock alone
+could move one: ``derive.derived_run``), the run with its trial's id
+(``pipeline.joins.attach_runs``) and its judgement (``diagnose.findings.judge_run``, in
+the same context, at the same time). At 250 runs of 8 ranks, making
 them again was over half of a refresh in which nothing changed (docs/PERFORMANCE.md,
 issue 25). A run that changed, or whose context did (its trial ended, a node died, the
 ledger stopped publishing), is derived and judged again; its stall limit is made again
@@ -19,52 +19,55 @@ from __future__ import annotations
 
 import dataclasses
 
-from raytop.diagnose.findings import RunContext, RunFindings, judge_run
+from raytop.diagnose.findings import RunContext, RunFindings, steady_findings, timed_findings
 from raytop.diagnose.hang import StallLimit, stall_limit_of
 from raytop.model import TrainRun
 from raytop.model.identity import same_items
 from raytop.model.refresh import same_second
 from raytop.model.thresholds import Thresholds
 from raytop.model.train_run import report_intervals
-from raytop.pipeline.derive import KeptRanks, with_rank_states
+from raytop.pipeline.derive import KeptRanks, derived_run
 from raytop.pipeline.joins import with_trial
 
 
 class KeptRuns:
     def __init__(self) -> None:
-        # run id → (the run as read, thresholds, the run derived, its ages' time, the wall
-        # clock's time it was derived at)
+        # run id → (the run as read, thresholds, the run derived, the time it was derived
+        # as of, the time until which that stands)
         self._derived: dict[str, tuple[TrainRun, Thresholds, TrainRun, float, float]] = {}
         # run id → (thresholds, its ranks as last derived): a run that changed keeps the
         # ranks that did not (``derive.with_rank_states``'s ``kept``)
         self._ranks: dict[str, tuple[Thresholds, KeptRanks]] = {}
         self._tagged: dict[str, tuple[TrainRun, str, TrainRun]] = {}  # with its trial's id
-        # run id → (the derived run, thresholds, its context but the time, findings)
-        self._judged: dict[str, tuple[TrainRun, Thresholds, tuple, RunFindings]] = {}
+        # run id → (the derived run, thresholds, its context but the time, the time, its
+        # steady findings, all its findings)
+        self._judged: dict[str, tuple[TrainRun, Thresholds, tuple, float, RunFindings, RunFindings]]
+        self._judged = {}
         # run id → (its ranks' report histories, thresholds, the stall limit made of them)
         self._stalls: dict[str, tuple[tuple, Thresholds, StallLimit]] = {}
         # run id → id(a rank's report history) → (that history, its report intervals)
         self._gaps: dict[str, dict[int, tuple[tuple, tuple[float, ...]]]] = {}
         self._seen: set[str] = set()
 
-    def derive(self, run: TrainRun, thresholds: Thresholds, now: float, wall: float) -> TrainRun:
-        """``with_rank_states(run, thresholds, now=now)``, or what it gave for this very
-        run while the wall clock is in the same second as when it did (``model.refresh``),
-        or its ages' time (``now``, the ledger's publish) has not moved."""
+    def derive(self, run: TrainRun, thresholds: Thresholds, now: float) -> TrainRun:
+        """``with_rank_states(run, thresholds, now)``, or what it gave for this very run
+        while the clock alone cannot move it (``derive.derived_run``): a healthy run of
+        which nothing new was read is the same object from one second to the next, and so
+        is everything made of it downstream."""
         self._seen.add(run.run_id)
         kept = self._derived.get(run.run_id)
         if (
             kept is not None
             and kept[0] is run
             and kept[1] == thresholds
-            and (kept[3] == now or same_second(wall, kept[4]))
+            and kept[3] <= now <= kept[4]
         ):
             return kept[2]
         ranks = self._ranks.get(run.run_id)
         if ranks is None or ranks[0] != thresholds:
             ranks = self._ranks[run.run_id] = (thresholds, {})
-        derived = with_rank_states(run, thresholds, ranks[1], now, wall)
-        self._derived[run.run_id] = (run, thresholds, derived, now, wall)
+        derived, until = derived_run(run, thresholds, now, ranks[1])
+        self._derived[run.run_id] = (run, thresholds, derived, now, until)
         return derived
 
     def with_trial(self, run: TrainRun, trial_id: str) -> TrainRun:
@@ -77,17 +80,24 @@ class KeptRuns:
         return tagged
 
     def judge(self, run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
-        """``judge_run``, or what it gave for this very run in the same context. The time
-        (``context.known_at``) is not compared: the run is the same object only while its
-        ages are, as of the ledger's publish it was made at."""
+        """``judge_run``, or what it gave for this very run in the same context: all of it
+        within the same second of ``context.known_at`` (the ledger's publish; its findings
+        say waits in whole seconds, ``model.refresh``), and its steady part
+        (``steady_findings``) at any time. A run of which nothing new was read is judged
+        again once a second, only for its waits (``timed_findings``)."""
         self._seen.add(run.run_id)
         same = (context.ended, context.ledger_available, context.dead_nodes)
         kept = self._judged.get(run.run_id)
         if kept is not None and kept[0] is run and kept[1] == thresholds and kept[2] == same:
-            return kept[3]
+            if same_second(context.known_at, kept[3]):
+                return kept[5]
+            steady = kept[4]
+        else:
+            steady = steady_findings(run, thresholds, context)
         stall = self._stall(run, thresholds)
-        judged = judge_run(run, thresholds, dataclasses.replace(context, stall=stall))
-        self._judged[run.run_id] = (run, thresholds, same, judged)
+        timed = timed_findings(run, thresholds, dataclasses.replace(context, stall=stall))
+        judged = (steady[0], steady[1], timed + steady[2])
+        self._judged[run.run_id] = (run, thresholds, same, context.known_at, steady, judged)
         return judged
 
     def _stall(self, run: TrainRun, thresholds: Thresholds) -> StallLimit:

@@ -64,9 +64,9 @@ def uninstrumented_runs(
     """``actors``: the alive actors as ``wire.gcs.GcsReader.actors`` returns them;
     ``launched_by_raytop(owner address)``: the controller was created by a raytop trial;
     ``train_state()``: Train's own runs by controller actor id, called only when a
-    controller is left to show; ``now``: the snapshot's time (unix s), that running
-    attempts' durations run to; ``beats_known_at``: when the probed workers' beats were
-    last known (the ledger's last publish; default ``now``); ``probed_processes``: a
+    controller is left to show; ``now``: the snapshot's time (unix s);
+    ``beats_known_at``: when the probed workers' beats were last known (the ledger's last
+    publish; default ``now``); ``probed_processes``: a
     caller's ``KeptProbed.of``, else worked out afresh."""
     # Most controllers on a cluster raytop watches are its own trials': the probed
     # processes and the workers by owner are worked out only when another's is left.
@@ -92,7 +92,7 @@ def uninstrumented_runs(
     actor_addresses = {a["address"] for a in actors.values()}
     return tuple(
         dataclasses.replace(
-            from_train_state(actor_id, known[actor_id], now)
+            from_train_state(actor_id, known[actor_id])
             if actor_id in known
             else from_actor_table(actor_id, controller, members),
             job_id=controller["job_id"],
@@ -221,7 +221,7 @@ def from_actor_table(
     )
 
 
-def from_train_state(actor_id: str, state: StateRun, now: float) -> TrainRun:
+def from_train_state(actor_id: str, state: StateRun) -> TrainRun:
     """The run of controller ``actor_id`` as Train's state has it: its name, its newest
     ``MAX_ATTEMPTS`` attempts (numbered in the whole run), and the workers of its latest
     attempt by world rank while that attempt runs (none while it is being scheduled, or
@@ -229,7 +229,7 @@ def from_train_state(actor_id: str, state: StateRun, now: float) -> TrainRun:
     actor table's, so the run keeps its place on screen whichever source answered."""
     first = max(0, len(state.attempts) - MAX_ATTEMPTS)
     attempts = tuple(
-        attempt_of(a, index, now) for index, a in enumerate(state.attempts[first:], start=first + 1)
+        attempt_of(a, index) for index, a in enumerate(state.attempts[first:], start=first + 1)
     )
     latest = state.attempts[-1] if state.attempts else None
     workers = latest.workers if latest and latest.status == "RUNNING" else ()

@@ -353,6 +353,7 @@ class OverviewScreen(RunsActions, StopActions, SnapshotScreen):
         filled = dashboard.show(
             trial, run, groups, phase, since, lines=max(0, body),
             stalled=found[0].ranks if found else (), metric=experiment.metric,
+            ages_at=self._state.body.ages_at if self._state.body else now,
         )  # fmt: skip
         self._fit_trials(experiment, filled + 1 if filled else 0)  # its lines and rule
 

@@ -71,26 +71,26 @@ def describe_budget(run: TrainRun) -> str:
     return " · ".join(parts)
 
 
-def describe_attempt(attempt: Attempt) -> Content:
+def describe_attempt(attempt: Attempt, now: float) -> Content:
     """``#1 errored   12s  RuntimeError: boom`` (one line; the caller's width cuts it)."""
     style = {"errored": "$text-error", "finished": "$text-success"}.get(attempt.status, "")
     error = f"{attempt.error_class or ''}: {attempt.error or ''}".strip(": ")
     return Content.assemble(
         f"#{attempt.index} ",
         Content.styled(f"{attempt.status:<8}", style) if style else f"{attempt.status:<8}",
-        f" {fmt_duration(attempt.duration_s):>6}",
+        f" {fmt_duration(attempt.lasted(now)):>6}",
         f"  {error}" if error else "",
     )
 
 
-def describe_attempts(run: TrainRun) -> Content | None:
-    """The newest ``MAX_ATTEMPT_LINES`` attempts, one a line; None for a run with one
-    attempt that did not fail (nothing to say)."""
+def describe_attempts(run: TrainRun, now: float) -> Content | None:
+    """The newest ``MAX_ATTEMPT_LINES`` attempts, one a line (a running one's duration as
+    of ``now``); None for a run with one attempt that did not fail (nothing to say)."""
     attempts = run.attempts
     if len(attempts) < 2 and not any(a.status == "errored" for a in attempts):
         return None
     latest = attempts[-MAX_ATTEMPT_LINES:]
-    lines = [describe_attempt(a) for a in latest]
+    lines = [describe_attempt(a, now) for a in latest]
     if len(attempts) > len(latest):
         lines.insert(0, Content(f"({len(attempts) - len(latest)} earlier attempts)"))
     return shown_lines(lines)
@@ -221,7 +221,8 @@ class RunScreen(StacksRequestScreen):
             self.query_one(CheckpointPanel).show(None, (), self._clock())
             return
         title.update(shown(describe_run(self._run)))
-        attempts = describe_attempts(self._run)
+        ages_at = body.ages_at if body is not None else self._clock()
+        attempts = describe_attempts(self._run, ages_at)
         panel = self.query_one("#run-attempts", Static)
         panel.display = attempts is not None
         panel.update(attempts or "")
@@ -240,7 +241,7 @@ class RunScreen(StacksRequestScreen):
         stall = findings[0] if findings and findings[0].kind in HANG_KINDS else None
         self.query_one(StallBanner).show(stall)
         self.query_one("#run-findings", RunFindings).show([f for f in findings if f is not stall])
-        self.query_one(WorkerTable).show_run(self._run, stall.ranks if stall else ())
+        self.query_one(WorkerTable).show_run(self._run, stall.ranks if stall else (), ages_at)
         checkpoints = run_findings(body, self._run, CHECKPOINT_KINDS) if not self._gone else []
         self.query_one(CheckpointPanel).show(self._run, checkpoints, self._clock())
 

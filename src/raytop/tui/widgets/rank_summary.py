@@ -21,8 +21,8 @@ from raytop.tui.format import fmt_bytes, fmt_declared, fmt_rate, fmt_seconds, sh
 SEP = " · "
 
 
-def _since(now: float, at: float | None, fallback: float | None = None) -> float | None:
-    return now - at if at is not None else fallback
+def _since(now: float, at: float | None) -> float | None:
+    return now - at if at is not None else None
 
 
 def state_words(worker: Worker) -> str:
@@ -48,9 +48,9 @@ def describe_where(run: TrainRun, worker: Worker) -> str:
 def describe_health(worker: Worker, now: float) -> Content:
     """Heartbeat age (flagged when the pipeline calls the rank dead), CPU, memory, GPU
     memory, and the probe's dropped events if any."""
-    beat = fmt_duration(_since(now, worker.heartbeat_at, worker.heartbeat_age_s))
+    beat = fmt_duration(_since(now, worker.heartbeat_at))
     heartbeat = Content(f"heartbeat {beat} ago")
-    if worker.heartbeat_at is None and worker.heartbeat_age_s is None:
+    if worker.heartbeat_at is None:
         heartbeat = Content.styled("no heartbeat yet", "$text-warning")
     if worker.state == "dead":
         heartbeat = Content.styled(f"heartbeat {beat} ago: DEAD", "bold $text-error")
@@ -82,14 +82,14 @@ def describe_reports(worker: Worker, now: float) -> Content:
     if worker.done:
         where = Content.styled("done: its train loop returned", "$text-muted")
     elif worker.in_report:
-        inside = fmt_duration(_since(now, worker.last_enter_at, worker.last_report_age_s))
+        inside = fmt_duration(_since(now, worker.last_enter_at))
         where = Content.styled(
             f"inside report {worker.reports_entered} for {inside}", "bold $text-warning"
         )
     else:
         out = _since(now, worker.last_exit_at)
         where = Content("not in report" + (f" (out {fmt_duration(out)})" if out else ""))
-    last = fmt_duration(_since(now, worker.last_enter_at, worker.last_report_age_s))
+    last = fmt_duration(_since(now, worker.last_enter_at))
     usual = fmt_seconds(worker.usual_interval_s)
     second = (
         f"last entered {last} ago{SEP}usual interval {usual}{SEP}"

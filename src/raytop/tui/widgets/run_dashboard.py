@@ -285,12 +285,14 @@ class RunDashboard(Vertical):
         lines: int,
         stalled: Sequence[int] = (),
         metric: str | None = None,
+        ages_at: float = 0.0,
     ) -> int:
         """Fill the panels within ``lines``: each first in its compact form, by priority
         (phase, ranks, the metric's trend, checkpoints, placement, params); then, while
         lines are left, the ranks, checkpoints and bundles each get a line of their own. A
         panel without room is hidden, and no line is cut mid-word. Returns the lines
-        filled (the screen gives the rest to the trials)."""
+        filled (the screen gives the rest to the trials). ``ages_at``: the time the ranks'
+        ages are said as of (``Snapshot.ages_at``)."""
         self.display = trial is not None and phase is not None and lines > 0
         if trial is None or phase is None or lines <= 0:
             return 0
@@ -300,7 +302,7 @@ class RunDashboard(Vertical):
         checkpoints: list[Content] = []
         if run is not None and run.workers:
             room = max(1, min(lines - 1, 6))
-            strip = rank_strip(run, width - _LABEL_WIDTH, room, stalled)
+            strip = rank_strip(run, ages_at, width - _LABEL_WIDTH, room, stalled)
             ranks = describe_ranks(strip, width, glyphs.spark)
         if run is not None:
             checkpoints = describe_checkpoints(run, 3)
@@ -324,7 +326,8 @@ class RunDashboard(Vertical):
         bundles = len(bundle_places(groups, run))
         tall = [
             (1 + len(run.workers) if run and run.workers else 0,
-             lambda: describe_rank_rows(rank_cells(run, stalled), glyphs.bar_full, ascii_)),
+             lambda: describe_rank_rows(
+                 rank_cells(run, ages_at, stalled), glyphs.bar_full, ascii_)),
             (0, list),  # the time shares have one form
             (0, list),  # the trend has one form
             (1 + min(5, len(run.checkpoints)) if run and run.checkpoints else 0,

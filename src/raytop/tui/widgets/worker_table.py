@@ -8,7 +8,7 @@ findings and the dashboard.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from functools import partial
 
 from rich.text import Text
@@ -105,20 +105,25 @@ def _age(seconds: float | None) -> tuple[str, str, str, float | None]:
 # Column key → the (kind, text, style, sort key) of a rank's cell there (state aside). A
 # figure that moves every beat sorts at the precision it is shown with (or a little
 # finer): a sort key of its own for each rank on each refresh would make every rank's
-# cells anew each time, more than doubling a 2,000-rank run's redraw.
-_CELLS = {
-    "rank": lambda w: ("right", str(w.rank), "", w.rank),
-    "node": lambda w: ("left", (w.node_id or "-")[:8], "", None),
-    "pid": lambda w: _pid(w.pid),
-    "entered": lambda w: ("right", str(w.reports_entered), "", w.reports_entered),
-    "exited": lambda w: ("right", str(w.reports_exited), "", w.reports_exited),
-    "behind": lambda w: _behind(w.behind),
-    "last_report": lambda w: _age(w.last_report_age_s),
-    "rate": lambda w: _rate(w.rate_per_min),
-    "heartbeat": lambda w: _age(w.heartbeat_age_s),
-    "cpu": lambda w: ("right", *_cpu(w), None if w.cpu_percent is None else round(w.cpu_percent)),
-    "gpu": lambda w: _percent(w.gpu_util_percent),
-    "rss": lambda w: _rss(w.rss_bytes),
+# cells anew each time, more than doubling a 2,000-rank run's redraw. ``now``: the time
+# the ages are said as of (``Snapshot.ages_at``).
+_CELLS: dict[str, Callable[[Worker, float], tuple[str, str, str, float | None]]] = {
+    "rank": lambda w, now: ("right", str(w.rank), "", w.rank),
+    "node": lambda w, now: ("left", (w.node_id or "-")[:8], "", None),
+    "pid": lambda w, now: _pid(w.pid),
+    "entered": lambda w, now: ("right", str(w.reports_entered), "", w.reports_entered),
+    "exited": lambda w, now: ("right", str(w.reports_exited), "", w.reports_exited),
+    "behind": lambda w, now: _behind(w.behind),
+    "last_report": lambda w, now: _age(w.since_report(now)),
+    "rate": lambda w, now: _rate(w.rate_per_min),
+    "heartbeat": lambda w, now: _age(w.since_beat(now)),
+    "cpu": lambda w, now: (
+        "right",
+        *_cpu(w),
+        None if w.cpu_percent is None else round(w.cpu_percent),
+    ),
+    "gpu": lambda w, now: _percent(w.gpu_util_percent),
+    "rss": lambda w, now: _rss(w.rss_bytes),
 }
 
 
@@ -135,6 +140,7 @@ class WorkerTable(KeyedTable):
         super().__init__(id=id)
         self._run: TrainRun | None = None
         self._stalled: frozenset[int] = frozenset()
+        self._now = 0.0
         # A 2,000-rank run changes every rank each refresh (its ages tick): each rank is a
         # ``LazyRow``, whose cells are made only once it is on screen (or filtered or
         # sorted by); cells are made once per distinct (kind, text, style, sort key) and
@@ -148,10 +154,14 @@ class WorkerTable(KeyedTable):
         self._bars: dict[int, tuple[object, str, object]] = {}
         self._bars_before: dict[int, tuple[object, str, object]] = {}
 
-    def show_run(self, run: TrainRun | None, stalled: Collection[int] = ()) -> None:
-        """Make the rows match ``run.workers``: add, update changed cells, remove."""
+    def show_run(
+        self, run: TrainRun | None, stalled: Collection[int] = (), now: float = 0.0
+    ) -> None:
+        """Make the rows match ``run.workers``: add, update changed cells, remove. ``now``:
+        the time its ages are said as of (``Snapshot.ages_at``)."""
         self._run = run
         self._stalled = frozenset(stalled)
+        self._now = now
         workers = sorted(run.workers, key=lambda w: w.rank) if run else []
         # The time bars only once a rank has shares (an older probe, or a run just begun,
         # has none: no column of dashes).
@@ -167,18 +177,19 @@ class WorkerTable(KeyedTable):
         stalled, kept, cells = self._stalled, self._rows.get, self._cells
         for w in workers:
             key = str(w.rank)
-            look = (keys, instrumented, w.rank in stalled, bar)
+            # The same Worker from one second to the next: its ages move with ``now``.
+            look = (keys, instrumented, w.rank in stalled, bar, now)
             before = kept(key)
             if before is not None and before[0] is w and before[1] == look:
                 rows[key] = before
             else:
-                rows[key] = (w, look, LazyRow(partial(cells, w, *look[:3])))
+                rows[key] = (w, look, LazyRow(partial(cells, w, *look[:3], now)))
         self._rows = rows
         self.sync_rows({key: row[2] for key, row in rows.items()}, columns)
 
     def on_resize(self) -> None:
         # Which columns fit depends on our width: rebuild them if that changed.
-        self.show_run(self._run, self._stalled)
+        self.show_run(self._run, self._stalled, self._now)
 
     def _cell(self, kind: str, text: str, style: str = "", sort: float | None = None) -> object:
         """The cell drawing ``text`` as ``kind`` (right: a number sorted by ``sort``; left;
@@ -202,20 +213,20 @@ class WorkerTable(KeyedTable):
         return cell
 
     def _cells(
-        self, w: Worker, columns: tuple[str, ...], instrumented: bool, stalled: bool
+        self, w: Worker, columns: tuple[str, ...], instrumented: bool, stalled: bool, now: float
     ) -> tuple[object, ...]:
         if not instrumented:
             # Known from the actor table only: what needs the probe says so, not "0".
             return tuple(
                 self._cell("state", "no probe", "worker-table--done") if key == "state"
                 else self._cell("right", NEEDS_PROBE) if key in _PROBE_COLUMNS
-                else self._cell(*_CELLS[key](w))
+                else self._cell(*_CELLS[key](w, now))
                 for key in columns
             )  # fmt: skip
         return tuple(
             self._cell("state", w.state, _state_class(w.state, stalled)) if key == "state"
             else self._bar(w) if key == "time"
-            else self._cell(*_CELLS[key](w))
+            else self._cell(*_CELLS[key](w, now))
             for key in columns
         )  # fmt: skip
 

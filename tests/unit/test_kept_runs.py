@@ -164,7 +164,12 @@ def stalled() -> TrainRun:
 
 def context(**changed) -> RunContext:
     return RunContext(**{"ended": False, "ledger_available": True, "known_at": 1000.0,
-                         "dead_nodes": frozenset(), **changed})  # fmt: skip
+                         "dead_nodes": frozenset(), "taken_at": 1000.2, **changed})  # fmt: skip
+
+
+def a_second_on(seconds: float = 1.0) -> RunContext:
+    """``context()`` as a refresh ``seconds`` later sees it: the ledger published again."""
+    return context(known_at=1000.0 + seconds, taken_at=1000.2 + seconds)
 
 
 def test_what_is_made_of_the_same_run_is_kept_and_of_a_new_one_made_again():
@@ -179,9 +184,11 @@ def test_what_is_made_of_the_same_run_is_kept_and_of_a_new_one_made_again():
     judged = kept.judge(tagged, T, context())
     assert [f.kind for f in judged[2]] == ["barrier_stall"]
     assert kept.judge(tagged, T, context()) is judged
-    # the ledger's next publish: its waits are longer, and say so
-    later = kept.judge(tagged, T, context(known_at=1001.0))
-    assert later is not judged and later == judge_run(tagged, T, context(known_at=1001.0))
+    # a publish within the wall clock's second: its waits stand until the next second
+    assert kept.judge(tagged, T, context(known_at=1000.5, taken_at=1000.7)) is judged
+    # the next second: its waits are longer, and say so
+    later = kept.judge(tagged, T, a_second_on())
+    assert later is not judged and later == judge_run(tagged, T, a_second_on())
     assert "for 76s" in later[2][0].message
 
 
@@ -218,9 +225,7 @@ def test_the_stall_limit_is_made_again_only_when_a_report_history_changed(monkey
     aged = dataclasses.replace(run, workers=tuple(
         dataclasses.replace(w, heartbeat_at=w.heartbeat_at + 1) for w in run.workers
     ))  # fmt: skip  # its ranks beat: a new run of the very same histories
-    assert kept.judge(aged, T, context(known_at=1001.0)) == judge_run(
-        aged, T, context(known_at=1001.0)
-    )
+    assert kept.judge(aged, T, a_second_on()) == judge_run(aged, T, a_second_on())
     assert made == ["r1"]
     longer = (*histories[0], 930.0)
     moved = dataclasses.replace(aged, workers=(
@@ -605,8 +610,8 @@ def test_a_new_publish_judges_again_only_what_the_clock_moves(monkeypatch):
     kept = KeptRuns()
     run = kept.derive(stalled(), T, AT)
     first = kept.judge(run, T, context())
-    later = kept.judge(run, T, context(known_at=AT + 1.0))
-    assert later == judge_run(run, T, context(known_at=AT + 1.0)) and later != first
+    later = kept.judge(run, T, a_second_on())
+    assert later == judge_run(run, T, a_second_on()) and later != first
     assert steady == [1] and later[0] is first[0] and later[1] is first[1]
     assert kept.judge(run, T, context(ended=True)) == judge_run(run, T, context(ended=True))
     assert steady == [1, 1]  # another context: all of it again

@@ -137,12 +137,15 @@ def ledger_findings(ledger: LedgerStatus | None, has_runs: bool) -> list[Finding
 class RunContext:
     """What a run's judgement needs beside the run: whether its trial ended (then it is
     over, whatever its ranks last said), whether the ledger is publishing (its counts
-    judged at all), when what it holds is known true, and the dead nodes."""
+    judged at all), when what it holds is known true, and the dead nodes; and when the
+    snapshot was taken (the wall clock: a caller keeping a run's waits keeps them within
+    its second, ``model.refresh``)."""
 
     ended: bool
     ledger_available: bool
     known_at: float
     dead_nodes: frozenset[str]
+    taken_at: float = 0.0
     # The run's stall limit when a caller kept it (``stall_limit`` is a function of the
     # ranks' report histories alone); None: made here.
     stall: StallLimit | None = None
@@ -235,7 +238,7 @@ def diagnose(
 
     def context(run: TrainRun) -> RunContext:
         over = any(run.trial_id in e for e in ended)
-        return RunContext(over, available, known_at, dead_nodes)
+        return RunContext(over, available, known_at, dead_nodes, snapshot.taken_at)
 
     judged = [judge(run, thresholds, context(run)) for run in runs]
     for part in range(3):  # every run's checkpoints, then attempts, then ranks

@@ -6,11 +6,11 @@ checkpoints while those did not change either. What is made of such a run is the
 was made of it last time: its rank states (``pipeline.derive``, until the clock alone
 could move one: ``derive.derived_run``), the run with its trial's id
 (``pipeline.joins.attach_runs``) and its judgement (``diagnose.findings.judge_run``, in
-the same context, at the same time). At 250 runs of 8 ranks, making
+the same context: its waits within the same second). At 250 runs of 8 ranks, making
 them again was over half of a refresh in which nothing changed (docs/PERFORMANCE.md,
 issue 25). A run that changed, or whose context did (its trial ended, a node died, the
 ledger stopped publishing), is derived and judged again; its stall limit is made again
-only when a rank's report history changed (not when only its ages moved).
+only when a rank's report history changed (not when only its beats moved).
 
 Only the pipeline keeps these: ``diagnose`` holds no state, it is handed ``judge``.
 """
@@ -39,8 +39,8 @@ class KeptRuns:
         # ranks that did not (``derive.with_rank_states``'s ``kept``)
         self._ranks: dict[str, tuple[Thresholds, KeptRanks]] = {}
         self._tagged: dict[str, tuple[TrainRun, str, TrainRun]] = {}  # with its trial's id
-        # run id → (the derived run, thresholds, its context but the time, the time, its
-        # steady findings, all its findings)
+        # run id → (the derived run, thresholds, its context but the time, the wall clock's
+        # time it was judged at, its steady findings, all its findings)
         self._judged: dict[str, tuple[TrainRun, Thresholds, tuple, float, RunFindings, RunFindings]]
         self._judged = {}
         # run id → (its ranks' report histories, thresholds, the stall limit made of them)
@@ -81,15 +81,17 @@ class KeptRuns:
 
     def judge(self, run: TrainRun, thresholds: Thresholds, context: RunContext) -> RunFindings:
         """``judge_run``, or what it gave for this very run in the same context: all of it
-        within the same second of ``context.known_at`` (the ledger's publish; its findings
-        say waits in whole seconds, ``model.refresh``), and its steady part
-        (``steady_findings``) at any time. A run of which nothing new was read is judged
-        again once a second, only for its waits (``timed_findings``)."""
+        within the same second of the wall clock (``context.taken_at``; its findings say
+        waits in whole seconds, as of ``known_at``, the ledger's publish), and its steady
+        part (``steady_findings``) at any time. A run of which nothing new was read is
+        judged again once a second, only for its waits (``timed_findings``), at the
+        refresh at which the placement groups age too (``model.refresh``): a second of
+        its own, the ledger's, put that work on another refresh of each second."""
         self._seen.add(run.run_id)
         same = (context.ended, context.ledger_available, context.dead_nodes)
         kept = self._judged.get(run.run_id)
         if kept is not None and kept[0] is run and kept[1] == thresholds and kept[2] == same:
-            if same_second(context.known_at, kept[3]):
+            if same_second(context.taken_at, kept[3]):
                 return kept[5]
             steady = kept[4]
         else:
@@ -97,12 +99,12 @@ class KeptRuns:
         stall = self._stall(run, thresholds)
         timed = timed_findings(run, thresholds, dataclasses.replace(context, stall=stall))
         judged = (steady[0], steady[1], timed + steady[2])
-        self._judged[run.run_id] = (run, thresholds, same, context.known_at, steady, judged)
+        self._judged[run.run_id] = (run, thresholds, same, context.taken_at, steady, judged)
         return judged
 
     def _stall(self, run: TrainRun, thresholds: Thresholds) -> StallLimit:
         """``stall_limit(run, thresholds)``, or what the very same report histories gave:
-        a run made again only because its ages moved has them all, and a 2,000-rank run's
+        a run made again only because its ranks beat has them all, and a 2,000-rank run's
         limit sorts ~62,000 report gaps. When some changed (ranks reported), the ranks
         whose history is the very same keep their intervals (~2 µs a rank to make)."""
         histories = tuple(w.report_times for w in run.workers)

@@ -5,8 +5,9 @@ arrive spread over that second, and the Ledger re-sends a chunk of ``BEAT_CHUNK_
 ranks' beats when any of them moved. Read at each new version, at a 0.25 s refresh, every
 run of a large cluster was made and judged again four times a second (2,000 ranks: over
 half a core). So a chunk already read is read again at most once a second: at the first
-refresh of each second, the one at which ages move on (``model.refresh``); a second after
-the last read instead, a run was made again twice a second.
+refresh of each second, the one at which the groups' ages and the runs' waits move on
+(``model.refresh``); a second after the last read instead, a run was made again twice a
+second.
 
 A chunk never read is read at once. So is the changed chunk of a rank whose page changed
 (it reported): its beat of the same moment, so that its run is not made again at the

@@ -5,8 +5,8 @@ KV store.
 
 They carry times, never ages: what was read is the same a second later, and is kept while
 it is (``ledger_source``). Their ages (a rank's since its last report and heartbeat, a
-running attempt's duration) are the pipeline's to make, as of the ledger's publish
-(``pipeline.derive``).
+running attempt's duration) are said from those times where they are shown or judged, as
+of the ledger's publish (``Snapshot.ages_at``).
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def attempts_from_record(
     record: RunAttempts,
 ) -> tuple[tuple[Attempt, ...], dict[str, RetryBudget]]:
     """A validated run record as the run's attempts (an ended one's duration; a running
-    one's is the pipeline's to make) and its retry budget per failure class."""
+    one's is said as of a snapshot, ``Attempt.lasted``) and its retry budget per failure
+    class."""
     attempts = tuple(
         Attempt(
             index=a["index"], status=a["status"], started_at=a["started_at"],

@@ -58,7 +58,7 @@ def _median_gap(times: tuple[float, ...]) -> float | None:
 
 # rank → (the rank's Worker as read, the top report and whether a rank is short then, the
 # Worker derived from them, the time it was derived as of and until when that stands
-# (``_flips_at``):
+# (``_derived``):
 # what ``with_rank_states`` keeps for a caller, per run; and under ``SHARES`` (not a
 # rank), the run's time shares and the activities they were summed from: a run made
 # again with the very same activities (one rank reported) keeps them, and summing 8
@@ -154,38 +154,27 @@ def _silent_after(w: Worker, t: Thresholds, interval: float | None) -> float | N
     return max(t.silent_min_s, t.silent_factor * interval)
 
 
-def _flips_at(w: Worker, t: Thresholds, now: float) -> float:
-    """When the clock alone next moves the derived state of ``w`` (a derived rank): its
-    heartbeat going past ``dead_after_s``, or its report past its silence limit."""
-    if w.done or w.state == "dead":
-        return math.inf  # a beat never gets younger: dead stays dead until one comes
-    until = math.inf
-    if w.heartbeat_at is not None:
-        until = w.heartbeat_at + t.dead_after_s
-    limit = _silent_after(w, t, w.usual_interval_s)
-    if not w.silent and not w.in_report and limit is not None and w.last_enter_at is not None:
-        until = min(until, w.last_enter_at + limit)
-    return until if until >= now else math.inf
-
-
 def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float) -> tuple[Worker, float]:
-    """The rank derived as of ``now``, and until when that stands (``_flips_at``)."""
-    report_age, beat_age = w.since_report(now), w.since_beat(now)
+    """The rank derived as of ``now``, and when the clock alone next moves its state: its
+    heartbeat going past ``dead_after_s``, or its report past its silence limit (``inf``:
+    never, as a beat never gets younger: dead stays dead until one comes). Its ages are
+    said inline, ``Worker.since_report``'s and ``since_beat``'s arithmetic: every rank of a
+    2,000-rank run comes here at each of its beats."""
+    at, beat = w.last_enter_at, w.heartbeat_at
+    report_age = None if at is None else max(0.0, now - at)
+    beat_age = None if beat is None else max(0.0, now - beat)
     behind = top - w.reports_entered
     interval = report_interval(w)
+    inside = w.in_report
     dead = not w.done and beat_age is not None and beat_age > t.dead_after_s
     limit = _silent_after(w, t, interval)
-    silent = (
-        not (w.in_report or dead)
-        and limit is not None
-        and report_age is not None
-        and report_age > limit
-    )
+    silent = not (inside or dead) and limit is not None and report_age is not None
+    silent = silent and report_age > limit
     if w.done:
         state = "done"
     elif dead:
         state = "dead"
-    elif w.in_report:
+    elif inside:
         state = "waiting"
     elif behind > 0:
         state = "behind"
@@ -193,9 +182,18 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float) -> tup
         state = "silent"
     else:
         state = "training"
+    until = math.inf
+    if not (w.done or dead):
+        if beat is not None:
+            until = beat + t.dead_after_s
+        if not (silent or inside) and limit is not None and at is not None:
+            until = min(until, at + limit)
+        if until < now:
+            until = math.inf
     barrier = ""
     if short:
-        barrier = BARRIER_HOLDING if behind > 0 else BARRIER_WAITING if w.in_report else ""
+        barrier = BARRIER_HOLDING if behind > 0 else BARRIER_WAITING if inside else ""
+    activity = w.activity
     derived = evolve(
         w,
         state=state,
@@ -204,10 +202,10 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float) -> tup
         rate_per_min=60.0 / interval if interval else None,
         silent=silent,
         barrier=barrier,
-        time_shares=w.activity.shares if w.activity else None,
-        recent_time_shares=w.activity.recent_shares if w.activity else None,
+        time_shares=activity.shares if activity else None,
+        recent_time_shares=activity.recent_shares if activity else None,
     )
-    return derived, _flips_at(derived, t, now)
+    return derived, until
 
 
 def with_restored_checkpoint(run: TrainRun, snapshot: dict[str, Any] | None) -> TrainRun:

@@ -152,6 +152,26 @@ def test_a_changed_page_or_run_record_makes_the_run_again_at_once():
     assert recorded is not reported and [a.index for a in recorded.attempts] == [1, 2]
 
 
+def test_a_run_made_again_keeps_what_its_unchanged_record_made():
+    """Its ranks reported (or beat): the run is new, its attempts and retry budgets the very
+    objects made of the same RunProbe record; a new record makes them again."""
+    kv = FakeKv()
+    reader = LedgerReader(kv)
+    kv.data[RUN_PREFIX + "run1"] = json.dumps(RUN_RECORD).encode()
+    publish(kv, 100.0, 1, rank(0, 3), rank(1, 3), runs={"run1": 1})
+    (first,), _ = reader.read(now=100.0)
+    publish(kv, 100.2, 2, rank(0, 4), rank(1, 3), runs={"run1": 1})
+    (reported,), _ = reader.read(now=100.2)
+    assert reported is not first and reported.workers[0].reports_entered == 4
+    assert reported.attempts is first.attempts and reported.retry_budget is first.retry_budget
+    config = {**RUN_RECORD["failure_config"], "max_failures": 2}
+    kv.data[RUN_PREFIX + "run1"] = json.dumps({**RUN_RECORD, "failure_config": config}).encode()
+    publish(kv, 100.4, 2, rank(0, 4), rank(1, 3), runs={"run1": 2})
+    (recorded,), status = reader.read(now=100.4)
+    assert not status.warnings and recorded.retry_budget["worker"].limit == 2
+    assert recorded.attempts is not first.attempts and recorded.attempts == first.attempts
+
+
 def worker(r: int, entered: int, exited: int, age: float) -> Worker:
     return Worker(rank=r, reports_entered=entered, reports_exited=exited,
                   last_enter_at=AT - age, heartbeat_at=AT - 0.5)  # fmt: skip

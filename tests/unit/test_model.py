@@ -4,6 +4,7 @@ import json
 import pytest
 
 from raytop.model import (
+    Activity,
     Cluster,
     Experiment,
     ExperimentStatus,
@@ -31,7 +32,10 @@ def sample_snapshot() -> Snapshot:
     trial = Trial("t1", "RUNNING", {"lr": 0.1}, {"loss": 0.5}, 1, 3, 12.5, None)
     exp = Experiment("exp", "/tmp/exp", ExperimentStatus.RUNNING, "loss", "min", (trial,), 42, True)
     finding = Finding("trial_error", Severity.ERROR, "trial t1", "boom", {"n": 1})
+    seconds = {"compute": 3.0, "collective": 1.0}
+    activity = Activity("compute", "step", 0.5, 0.9, time_s=seconds, recent_time_s={})
     worker = Worker(0, 3, 2, pid=7, gpu_ids=("0",), stack="...", heartbeat_at=0.7,
+                    activity=activity,
                     report_times=(10.0, 12.5, 15.0), report_exits=(10.5, 13.0, None))  # fmt: skip
     run = TrainRun("r1", "exp-t1", "a1", 2, trial_id="t1", workers=(worker,))
     exp = dataclasses.replace(exp, runs=(run,))
@@ -50,6 +54,13 @@ def test_snapshot_json_round_trip():
     # Its ages, said as of ``ages_at`` (the taken_at 1.0, before the ledger's publish 2.0)
     (said,) = data["experiments"][0]["runs"][0]["workers"]
     assert (said["heartbeat_age_s"], said["last_report_age_s"]) == (pytest.approx(0.3), None)
+    # and its time shares, from its Activity (the model's are read from it)
+    assert (
+        said["time_shares"]["compute"]
+        == 0.75
+        == snapshot.all_runs()[0].workers[0].time_shares["compute"]
+    )
+    assert said["recent_time_shares"] is None  # nothing sampled in the last minute
     assert snapshot.all_runs()[0].workers[0].in_report
     assert Snapshot.from_json(data).all_runs()[0].workers[0].report_exits == (10.5, 13.0, None)
 

@@ -19,7 +19,7 @@ from raytop.model.jobs import DERIVED_FIELDS as JOB_DERIVED_FIELDS
 from raytop.model.jobs import Job
 from raytop.model.stdlib import StrEnum
 from raytop.model.train_run import TrainRun
-from raytop.model.train_run_json import run_from_json, with_json_ages
+from raytop.model.train_run_json import run_from_json, with_json_said
 from raytop.model.workloads import OlderExperiments, Workload
 
 SCHEMA_VERSION = 1
@@ -207,11 +207,12 @@ class Snapshot:
 
     def to_json(self) -> dict[str, Any]:
         """The schema's shape, strict: ``model.strict_json`` (no NaN, no credentials); its
-        runs' ages as of ``ages_at`` (``train_run_json.with_json_ages``)."""
+        runs' ages (as of ``ages_at``) and ranks' time shares said
+        (``train_run_json.with_json_said``)."""
         data, non_finite = strict_json.strict(self)
         runs = [r for e in data.get("experiments", ()) for r in e.get("runs", ())]
         for run in runs + list(data.get("runs", ())):
-            with_json_ages(run, self.ages_at)
+            with_json_said(run, self.ages_at)
         data["schema_version"] = SCHEMA_VERSION
         data["non_finite"] = non_finite
         return data

@@ -149,10 +149,6 @@ class Worker:
     rate_per_min: float | None = None
     silent: bool = False
     barrier: str = ""
-    # Its time shares (``model.time_shares``): kind → fraction over the attempt and over
-    # the last minute; None: not sampled long enough, or an older probe.
-    time_shares: dict[str, float] | None = None
-    recent_time_shares: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         # From JSON (``Snapshot.from_json``) the histories arrive as lists.
@@ -162,6 +158,18 @@ class Worker:
     @property
     def in_report(self) -> bool:
         return self.reports_entered > self.reports_exited
+
+    # Its time shares (``model.time_shares``): kind → fraction over the attempt and over
+    # the last minute; None: not sampled long enough, or an older probe. Its Activity's,
+    # made when first read (``Activity.shares``): a face reads those of the ranks it
+    # shows, and every rank beats each second (2,000 ranks' made at each beat: ~12 ms).
+    @property
+    def time_shares(self) -> dict[str, float] | None:
+        return self.activity.shares if self.activity is not None else None
+
+    @property
+    def recent_time_shares(self) -> dict[str, float] | None:
+        return self.activity.recent_shares if self.activity is not None else None
 
     def since_report(self, now: float) -> float | None:
         """Seconds since it last entered report, as of ``now``; None: never."""

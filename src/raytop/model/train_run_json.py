@@ -7,6 +7,7 @@ from typing import Any
 
 from raytop.model.nccl_ras import CommLag, RayHangDetector, RayHangVerdict
 from raytop.model.no_probe import NoProbe
+from raytop.model.time_shares import shares
 from raytop.model.train_run import (
     Activity,
     Attempt,
@@ -17,18 +18,22 @@ from raytop.model.train_run import (
     seconds_since,
 )
 
-# The ages a run's JSON carries beside its times (``docs/schema.md``), as of the
-# snapshot's ``ages_at``: written by ``with_json_ages``, left by ``run_from_json`` (the
-# model carries times only).
-WORKER_AGES = ("last_report_age_s", "heartbeat_age_s")
+# What a rank's JSON carries beside what the model holds (``docs/schema.md``): its ages
+# as of the snapshot's ``ages_at`` and its time shares (the model says them from its times
+# and its Activity: ``Worker.since_report``, ``time_shares``). Written by
+# ``with_json_said``, left by ``run_from_json``.
+WORKER_SAID = ("last_report_age_s", "heartbeat_age_s", "time_shares", "recent_time_shares")
 
 
-def with_json_ages(run: dict[str, Any], now: float) -> dict[str, Any]:
-    """A run's JSON form (``Snapshot.to_json``) with its ranks' ages and its running
-    attempts' durations as of ``now``, in place."""
+def with_json_said(run: dict[str, Any], now: float) -> dict[str, Any]:
+    """A run's JSON form (``Snapshot.to_json``) with its ranks' ages and time shares and
+    its running attempts' durations, as of ``now``, in place."""
     for w in run.get("workers", ()):
         w["last_report_age_s"] = seconds_since(now, w.get("last_enter_at"))
         w["heartbeat_age_s"] = seconds_since(now, w.get("heartbeat_at"))
+        activity = w.get("activity") or {}
+        w["time_shares"] = shares(activity["time_s"]) if activity else None
+        w["recent_time_shares"] = shares(activity["recent_time_s"]) if activity else None
     for a in run.get("attempts", ()):
         if _running(a):
             a["duration_s"] = seconds_since(now, a.get("started_at"))
@@ -42,7 +47,7 @@ def _running(attempt: dict[str, Any]) -> bool:
 def run_from_json(data: dict[str, Any]) -> TrainRun:
     """A ``TrainRun`` from its JSON form (``Snapshot.from_json``)."""
     workers = tuple(
-        Worker(**{**{k: v for k, v in w.items() if k not in WORKER_AGES},
+        Worker(**{**{k: v for k, v in w.items() if k not in WORKER_SAID},
                   "gpu_ids": tuple(w.get("gpu_ids", ())),
                   "activity": Activity(**w["activity"]) if w.get("activity") else None})
         for w in data.get("workers", ())

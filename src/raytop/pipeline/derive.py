@@ -3,11 +3,12 @@
 Each fact about a rank is made here, once per snapshot, with the collector's
 ``Thresholds`` (never a second default), and carried on the ``Worker`` (``TrainRun.gone``
 for the attempt): its state, reports behind, its one report interval and rate, whether it
-is silent, its part in the report barrier, its time shares (and the run's, with its
-goodput). The judgements (``diagnose``) and every face
-read those fields; none works them out again. What an attempt restored is joined here
-too: the probe's checkpoint folder name with Train's own record of that checkpoint's
-metrics on storage; and the line on Ray's NCCL hang detector, with its verdict so far.
+is silent, its part in the report barrier, the run's time shares with its goodput (a
+rank's own are its ``Activity``'s, made once when first read). The judgements
+(``diagnose``) and every face read those fields; none works them out again. What an
+attempt restored is joined here too: the probe's checkpoint folder name with Train's own
+record of that checkpoint's metrics on storage; and the line on Ray's NCCL hang detector,
+with its verdict so far.
 """
 
 from __future__ import annotations
@@ -193,7 +194,6 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float) -> tup
     barrier = ""
     if short:
         barrier = BARRIER_HOLDING if behind > 0 else BARRIER_WAITING if inside else ""
-    activity = w.activity
     derived = evolve(
         w,
         state=state,
@@ -202,8 +202,6 @@ def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float) -> tup
         rate_per_min=60.0 / interval if interval else None,
         silent=silent,
         barrier=barrier,
-        time_shares=activity.shares if activity else None,
-        recent_time_shares=activity.recent_shares if activity else None,
     )
     return derived, until
 

@@ -5,6 +5,7 @@ import pytest
 
 from raytop.model import (
     Activity,
+    Attempt,
     Cluster,
     Experiment,
     ExperimentStatus,
@@ -99,3 +100,18 @@ def test_varying_keys_are_the_swept_params():
     assert varying_keys(configs) == {"lr", "epochs", "extra"}
     assert varying_keys(configs[:2]) == {"lr"}
     assert varying_keys([]) == frozenset()
+
+
+def test_a_running_attempt_lasts_to_the_ledgers_publish_or_to_the_snapshot():
+    """A run its probes report is said as of the ledger's last publish (its counts are
+    true then); one known from Train's own state as of the snapshot (a silent ledger does
+    not stop its clock). The same in ``status --json``."""
+    ledger = LedgerStatus(True, started_at=1.0, published_at=90.0)
+    running = (Attempt(1, "running", 50.0),)
+    probed = TrainRun("r1", "exp-t1", "a1", 1, attempts=running)
+    unprobed = TrainRun("r2", "other", "a2", 1, instrumented=False, source="train_state",
+                        attempts=running)  # fmt: skip
+    snapshot = Snapshot(100.0, Cluster("h:1", True), runs=(probed, unprobed), ledger=ledger)
+    assert [snapshot.ages_at_for(r) for r in snapshot.runs] == [90.0, 100.0]
+    assert [r["attempts"][0]["duration_s"] for r in snapshot.to_json()["runs"]] == [40.0, 50.0]
+    assert Snapshot.from_json(snapshot.to_json()) == snapshot  # said, not kept

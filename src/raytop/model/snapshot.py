@@ -205,14 +205,20 @@ class Snapshot:
         The model carries times; an age is said from them at this time."""
         return self.ledger.known_at(self.taken_at) if self.ledger is not None else self.taken_at
 
+    def ages_at_for(self, run: TrainRun) -> float:
+        """``ages_at`` for a run its probes report through the ledger; ``taken_at`` for one
+        known from the actor table or Train's own state, read at this snapshot (a ledger
+        gone silent does not stop its attempt's clock)."""
+        return self.ages_at if run.instrumented else self.taken_at
+
     def to_json(self) -> dict[str, Any]:
         """The schema's shape, strict: ``model.strict_json`` (no NaN, no credentials); its
-        runs' ages (as of ``ages_at``) and ranks' time shares said
+        runs' ages (as of ``ages_at_for`` each) and ranks' time shares said
         (``train_run_json.with_json_said``)."""
         data, non_finite = strict_json.strict(self)
         runs = [r for e in data.get("experiments", ()) for r in e.get("runs", ())]
         for run in runs + list(data.get("runs", ())):
-            with_json_said(run, self.ages_at)
+            with_json_said(run, self.ages_at if run["instrumented"] else self.taken_at)
         data["schema_version"] = SCHEMA_VERSION
         data["non_finite"] = non_finite
         return data

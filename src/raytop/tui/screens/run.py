@@ -221,7 +221,7 @@ class RunScreen(StacksRequestScreen):
             self.query_one(CheckpointPanel).show(None, (), self._clock())
             return
         title.update(shown(describe_run(self._run)))
-        ages_at = body.ages_at if body is not None else self._clock()
+        ages_at = body.ages_at_for(self._run) if body is not None else self._clock()
         attempts = describe_attempts(self._run, ages_at)
         panel = self.query_one("#run-attempts", Static)
         panel.display = attempts is not None

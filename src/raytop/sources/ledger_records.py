@@ -21,9 +21,9 @@ from raytop.model.records import Activity as ActivityRecord
 
 
 def worker_from_record(record: RankRecord, beat: RankBeat | None = None) -> Worker:
-    """One rank of a validated page as the ``Worker`` the faces show (its ages not yet
-    made), with its heartbeat figures from ``beat`` (a ledger before beats kept them in
-    the record)."""
+    """One rank of a validated page as the ``Worker`` the faces show (its times: its ages
+    are said where they are shown), with its heartbeat figures from ``beat`` (a ledger
+    before beats kept them in the record)."""
     return Worker(
         rank=record["rank"],
         reports_entered=record["entered"],

@@ -145,7 +145,7 @@ class RunContext:
     ledger_available: bool
     known_at: float
     dead_nodes: frozenset[str]
-    taken_at: float = 0.0
+    taken_at: float
     # The run's stall limit when a caller kept it (``stall_limit`` is a function of the
     # ranks' report histories alone); None: made here.
     stall: StallLimit | None = None
@@ -174,7 +174,7 @@ def judge_run(run: TrainRun, thresholds: Thresholds, context: RunContext) -> Run
     """Every finding about one instrumented run: a function of the run and ``context``
     alone, so that a caller may keep it while both are the same (``pipeline.kept_runs``):
     the part the clock cannot move (``steady_findings``) while the run is the same, the
-    rest (``timed_findings``) while ``context.known_at`` is too."""
+    rest (``timed_findings``) within the same second of ``context.taken_at`` too."""
     checkpoints, attempts, sinks = steady_findings(run, thresholds, context)
     return checkpoints, attempts, timed_findings(run, thresholds, context) + sinks
 

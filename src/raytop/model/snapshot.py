@@ -209,7 +209,10 @@ class Snapshot:
         """``ages_at`` for a run its probes report through the ledger; ``taken_at`` for one
         known from the actor table or Train's own state, read at this snapshot (a ledger
         gone silent does not stop its attempt's clock)."""
-        return self.ages_at if run.instrumented else self.taken_at
+        return self._ages_at(run.instrumented)
+
+    def _ages_at(self, instrumented: bool) -> float:
+        return self.ages_at if instrumented else self.taken_at
 
     def to_json(self) -> dict[str, Any]:
         """The schema's shape, strict: ``model.strict_json`` (no NaN, no credentials); its
@@ -218,7 +221,7 @@ class Snapshot:
         data, non_finite = strict_json.strict(self)
         runs = [r for e in data.get("experiments", ()) for r in e.get("runs", ())]
         for run in runs + list(data.get("runs", ())):
-            with_json_said(run, self.ages_at if run["instrumented"] else self.taken_at)
+            with_json_said(run, self._ages_at(run["instrumented"]))
         data["schema_version"] = SCHEMA_VERSION
         data["non_finite"] = non_finite
         return data

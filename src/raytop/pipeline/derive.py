@@ -25,7 +25,12 @@ from raytop.model.identity import same_items
 from raytop.model.records import MAX_METRIC_KEY_CHARS, MAX_REPORT_METRICS
 from raytop.model.thresholds import Thresholds
 from raytop.model.time_shares import shares, summed
-from raytop.model.train_run import BARRIER_HOLDING, BARRIER_WAITING, report_intervals
+from raytop.model.train_run import (
+    BARRIER_HOLDING,
+    BARRIER_WAITING,
+    report_intervals,
+    seconds_since,
+)
 
 
 def report_interval(w: Worker) -> float | None:
@@ -158,12 +163,9 @@ def _silent_after(w: Worker, t: Thresholds, interval: float | None) -> float | N
 def _derived(w: Worker, top: int, short: bool, t: Thresholds, now: float) -> tuple[Worker, float]:
     """The rank derived as of ``now``, and when the clock alone next moves its state: its
     heartbeat going past ``dead_after_s``, or its report past its silence limit (``inf``:
-    never, as a beat never gets younger: dead stays dead until one comes). Its ages are
-    said inline, ``Worker.since_report``'s and ``since_beat``'s arithmetic: every rank of a
-    2,000-rank run comes here at each of its beats."""
+    never, as a beat never gets younger: dead stays dead until one comes)."""
     at, beat = w.last_enter_at, w.heartbeat_at
-    report_age = None if at is None else max(0.0, now - at)
-    beat_age = None if beat is None else max(0.0, now - beat)
+    report_age, beat_age = seconds_since(now, at), seconds_since(now, beat)
     behind = top - w.reports_entered
     interval = report_interval(w)
     inside = w.in_report
